@@ -1,0 +1,54 @@
+import { DynamicModule, MiddlewareConsumer, Module, NestModule, Type } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
+import { CommonModule } from './common/common.module.js';
+import type { AppConfig } from './config/config.js';
+import { ConfigModule } from './config/config.module.js';
+import { DatabaseModule } from './database/database.module.js';
+import { RedisModule } from './redis/redis.module.js';
+import { JobsModule } from './jobs/jobs.module.js';
+import { AuthModule } from './auth/auth.module.js';
+import { AuthenticationGuard, PermissionGuard } from './auth/auth.guards.js';
+import { RateLimitModule } from './rate-limit/rate-limit.module.js';
+import { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
+import { HttpExceptionFilter } from './common/http-exception.filter.js';
+import { AppValidationPipe } from './common/validation.js';
+import { RequestIdMiddleware } from './common/request-id.middleware.js';
+import { ContentTypeGuard } from './common/content-type.guard.js';
+import { NotificationsModule } from './notifications/notifications.module.js';
+import { ContactsModule } from './contacts/contacts.module.js';
+import { SystemModule } from './system/system.module.js';
+
+/** Feature modules: one per resource. */
+export const FEATURE_MODULES: Type[] = [NotificationsModule, ContactsModule, SystemModule];
+
+@Module({})
+export class AppModule implements NestModule {
+  static forRoot(config: AppConfig, databaseUrl: string): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        DatabaseModule.forRoot(config, databaseUrl),
+        RedisModule,
+        JobsModule.forRoot(config),
+        CommonModule,
+        AuthModule,
+        RateLimitModule,
+        ...FEATURE_MODULES,
+      ],
+      providers: [
+        { provide: APP_PIPE, useClass: AppValidationPipe },
+        { provide: APP_FILTER, useClass: HttpExceptionFilter },
+        // Order matters: resolve the token, count the request, then check the permission.
+        { provide: APP_GUARD, useClass: AuthenticationGuard },
+        { provide: APP_GUARD, useExisting: RateLimitGuard },
+        { provide: APP_GUARD, useClass: PermissionGuard },
+        { provide: APP_GUARD, useClass: ContentTypeGuard },
+      ],
+    };
+  }
+
+  configure(consumer: MiddlewareConsumer) {
+    consumer.apply(RequestIdMiddleware).forRoutes('*path');
+  }
+}

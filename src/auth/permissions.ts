@@ -1,0 +1,47 @@
+import { SetMetadata } from '@nestjs/common';
+
+/** Resources a token can be granted access to (decisions §5). */
+export const RESOURCES = [
+  'contacts',
+  'fields',
+  'campaigns',
+  'assets',
+  'categories',
+  'pointGroups',
+  'reports',
+  'textMessages',
+  'notifications',
+  'deals',
+  'activities',
+  'tokens',
+] as const;
+export type Resource = (typeof RESOURCES)[number];
+export const ACTIONS = ['read', 'write', 'delete'] as const;
+export type Action = (typeof ACTIONS)[number];
+
+/** Every permission a token can hold: `<resource>:<action>` for each pair, plus `*` (everything). */
+export const PERMISSIONS = ['*', ...RESOURCES.flatMap((r) => ACTIONS.map((a) => `${r}:${a}` as const))] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+
+export function isPermission(value: string): value is Permission {
+  return (PERMISSIONS as readonly string[]).includes(value);
+}
+
+export function hasPermission(granted: ReadonlySet<string>, needed: Permission): boolean {
+  return granted.has('*') || granted.has(needed);
+}
+
+/** A set of permissions `requested` may be granted by someone holding `granted` (no escalation). */
+export function canGrant(granted: ReadonlySet<string>, requested: readonly string[]): boolean {
+  if (granted.has('*')) return true;
+  return requested.every((p) => p !== '*' && granted.has(p));
+}
+
+export const PERMISSION_KEY = 'sf:permission';
+export const PUBLIC_KEY = 'sf:public';
+
+/** The permission a route needs. Every route carries this or @Public(); the guard refuses anything else. */
+export const RequirePermission = (permission: Permission) => SetMetadata(PERMISSION_KEY, permission);
+
+/** Marks a route as reachable without a token (health, public asset download, OAuth token endpoint). */
+export const Public = () => SetMetadata(PUBLIC_KEY, true);

@@ -1,0 +1,32 @@
+import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { AppRequest } from './request.js';
+import { AppError } from './errors.js';
+
+export const CONSUMES_KEY = 'sf:consumes';
+/** Media types a route accepts for its body (default: application/json). */
+export const Consumes = (...types: string[]) => SetMetadata(CONSUMES_KEY, types);
+
+/**
+ * Refuses a request body in a media type the route does not take (415), instead of silently
+ * ignoring it. Requests without a body are not affected.
+ */
+@Injectable()
+export class ContentTypeGuard implements CanActivate {
+  constructor(private readonly reflector: Reflector) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    const req = context.switchToHttp().getRequest<AppRequest>();
+    if (!['POST', 'PUT', 'PATCH'].includes(req.method)) return true;
+    const length = req.headers['content-length'];
+    const hasBody = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+    if (!hasBody) return true;
+    const accepted = this.reflector.getAllAndOverride<string[]>(CONSUMES_KEY, [context.getHandler(), context.getClass()]) ?? ['application/json'];
+    const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+    const ok = accepted.some((a) => type === a || (a === 'application/json' && /^application\/[a-z0-9.+-]*\+json$/.test(type)));
+    if (!ok) {
+      throw new AppError('unsupported_media_type', `This route takes ${accepted.join(' or ')} bodies, not "${type || 'none'}"`);
+    }
+    return true;
+  }
+}

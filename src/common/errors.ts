@@ -1,0 +1,52 @@
+/**
+ * Domain errors: one class with a code from the table in decisions §4. Services throw these;
+ * the global exception filter (http-exception.filter.ts) is the only place that builds error JSON.
+ */
+export const ERROR_STATUS = {
+  validation_failed: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal_error: 500,
+  unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface ErrorDetail {
+  field: string;
+  message: string;
+  [extra: string]: unknown;
+}
+
+export class AppError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: ErrorDetail[],
+    /** Extra response headers (e.g. Allow on 405, Retry-After on 429/503). */
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.status = ERROR_STATUS[code];
+  }
+}
+
+export const validationError = (message: string, details?: ErrorDetail[]) =>
+  new AppError('validation_failed', message, details);
+
+export const fieldError = (field: string, message: string) =>
+  new AppError('validation_failed', `${field}: ${message}`, [{ field, message }]);
+
+export const notFound = (what: string, id?: number | string) =>
+  new AppError('not_found', id === undefined ? `${what} not found` : `${what} ${id} not found`);
+
+export const conflict = (message: string, details?: ErrorDetail[]) => new AppError('conflict', message, details);
+
+export const unavailable = (message: string) => new AppError('unavailable', message, undefined, { 'Retry-After': '5' });

@@ -1,0 +1,117 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { QueryFailedError } from 'typeorm';
+import { AppError, ERROR_STATUS, ErrorCode, ErrorDetail } from './errors.js';
+import { RouteTable } from './route-table.js';
+
+/** HTTP status → code, for errors that do not come from our own AppError (Nest, Express, body-parser). */
+const CODE_BY_STATUS: Record<number, ErrorCode> = Object.fromEntries(
+  Object.entries(ERROR_STATUS).map(([code, status]) => [status, code as ErrorCode]),
+) as Record<number, ErrorCode>;
+
+/** PostgreSQL SQLSTATEs that mean "the database is not reachable right now", not "the query is wrong". */
+const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08006']);
+const NET_UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND']);
+
+function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string; driverError?: { code?: string } };
+  const code = e?.driverError?.code ?? e?.code;
+  if (code && (PG_UNAVAILABLE.has(code) || NET_UNAVAILABLE.has(code))) return true;
+  const msg = e?.message ?? '';
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
+    msg,
+  );
+}
+
+interface Normalized {
+  code: ErrorCode;
+  status: number;
+  message: string;
+  details?: ErrorDetail[];
+  headers?: Record<string, string>;
+}
+
+/**
+ * The one global exception filter: every error, ours, Nest's or Express's, leaves as
+ * `{ error: { code, message, status, details? } }`. Unknown errors are 500 with the request id.
+ */
+@Catch()
+export class HttpExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('HttpExceptionFilter');
+
+  constructor(private readonly routes: RouteTable) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const ctx = host.switchToHttp();
+    const req = ctx.getRequest<Request & { id?: string }>();
+    const res = ctx.getResponse<Response>();
+    const n = this.normalize(exception, req);
+    if (n.status >= 500) {
+      const level = n.code === 'unavailable' ? 'warn' : 'error';
+      this.logger[level]({
+        msg: 'request failed',
+        requestId: req.id,
+        method: req.method,
+        path: req.path,
+        status: n.status,
+        err: exception instanceof Error ? { name: exception.name, message: exception.message, stack: exception.stack } : String(exception),
+      });
+    }
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    for (const [k, v] of Object.entries(n.headers ?? {})) res.setHeader(k, v);
+    const body: Record<string, unknown> = { code: n.code, message: n.message, status: n.status };
+    if (n.details && n.details.length) body.details = n.details;
+    if (n.status === 500 && req.id) body.requestId = req.id;
+    res.status(n.status).json({ error: body });
+  }
+
+  private normalize(exception: unknown, req: Request): Normalized {
+    if (exception instanceof AppError) {
+      return { code: exception.code, status: exception.status, message: exception.message, details: exception.details, headers: exception.headers };
+    }
+    if (exception instanceof HttpException) {
+      const status = exception.getStatus();
+      const response = exception.getResponse();
+      let message = typeof response === 'string' ? response : ((response as { message?: unknown }).message ?? exception.message);
+      if (Array.isArray(message)) message = message.join('; ');
+      // The router's own 404 ("Cannot GET /x"): a known path with another method is a 405.
+      if (status === 404 && typeof message === 'string' && message.startsWith('Cannot ')) {
+        const allowed = this.routes.methodsFor(req.path);
+        if (allowed.length) {
+          return {
+            code: 'method_not_allowed',
+            status: 405,
+            message: `Method ${req.method} is not allowed on ${req.path}; allowed: ${allowed.join(', ')}`,
+            headers: { Allow: allowed.join(', ') },
+          };
+        }
+        return { code: 'not_found', status: 404, message: `No route for ${req.method} ${req.path}` };
+      }
+      const code = CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal_error' : 'validation_failed');
+      if (status === 400 && /JSON|Unexpected|token/i.test(String(message))) message = `Malformed JSON body: ${message}`;
+      if (status === 413) message = 'Request body is larger than the configured limit';
+      if (status === 415) message = `Unsupported content type: ${String(message)}`;
+      if (status === 429) return { code: 'rate_limited', status, message: 'Rate limit exceeded; see Retry-After' };
+      if (status >= 500) return { code: 'internal_error', status: 500, message: 'Internal server error' };
+      return { code, status: code === 'validation_failed' ? 400 : status, message: String(message) };
+    }
+    if (isDatabaseUnavailable(exception)) {
+      return { code: 'unavailable', status: 503, message: 'The database is unavailable; retry shortly', headers: { 'Retry-After': '5' } };
+    }
+    if (exception instanceof QueryFailedError) {
+      const pg = (exception as QueryFailedError & { driverError?: { code?: string } }).driverError;
+      // Values the validation layer let through but PostgreSQL refused: still the client's fault.
+      if (pg?.code === '22P02' || pg?.code === '22003' || pg?.code === '22007' || pg?.code === '22008' || pg?.code === '22001') {
+        return { code: 'validation_failed', status: 400, message: 'A value is out of range or malformed' };
+      }
+      if (pg?.code === '23505') return { code: 'conflict', status: 409, message: 'A unique value is already taken' };
+      if (pg?.code === '40001' || pg?.code === '40P01') {
+        return { code: 'unavailable', status: 503, message: 'Concurrent update; retry the request', headers: { 'Retry-After': '1' } };
+      }
+    }
+    return { code: 'internal_error', status: 500, message: 'Internal server error' };
+  }
+}

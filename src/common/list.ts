@@ -1,0 +1,167 @@
+/**
+ * The one implementation of list parameters (decisions §3): search, page, limit, orderBy,
+ * orderByDir and a resource's exact-match filters. Resources declare a ListSpec; nothing else
+ * parses these parameters.
+ */
+import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
+import { AppError, ErrorDetail } from './errors.js';
+
+export const DEFAULT_LIMIT = 30;
+export const MAX_LIMIT = 200;
+const MAX_PAGE = 1_000_000;
+const MAX_SEARCH = 200;
+
+export type FilterSpec =
+  | { type: 'string'; column: string; values?: readonly string[]; maxLength?: number }
+  | { type: 'boolean'; column: string }
+  | { type: 'int'; column: string };
+
+export interface ListSpec {
+  /** API property name → SQL expression to order by (qualified with the query's alias). */
+  sortable: Record<string, string>;
+  /**
+   * SQL expression (lower-cased text) that `search` matches as a substring, ideally with a
+   * trigram index on exactly this expression. Omit for resources without search.
+   */
+  searchExpression?: string;
+  /** Extra exact-match filters by query parameter name. */
+  filters?: Record<string, FilterSpec>;
+  /** Column that breaks ties so pages never overlap; default `<alias>.id`. */
+  idColumn?: string;
+}
+
+export interface ListQuery {
+  page: number;
+  limit: number;
+  offset: number;
+  orderBy: string;
+  orderByDir: 'ASC' | 'DESC';
+  search: string | null;
+  filters: Record<string, string | number | boolean>;
+}
+
+const BASE_PARAMS = ['search', 'page', 'limit', 'orderBy', 'orderByDir'];
+
+function single(query: Record<string, unknown>, name: string, errors: ErrorDetail[]): string | undefined {
+  const v = query[name];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') {
+    errors.push({ field: name, message: 'must be given once, as a plain value' });
+    return undefined;
+  }
+  return v;
+}
+
+function positiveInt(raw: string | undefined, name: string, min: number, max: number, fallback: number, errors: ErrorDetail[]): number {
+  if (raw === undefined) return fallback;
+  if (!/^\d{1,10}$/.test(raw.trim()) || Number(raw) < min || Number(raw) > max) {
+    errors.push({ field: name, message: `must be a whole number from ${min} to ${max}` });
+    return fallback;
+  }
+  return Number(raw);
+}
+
+export function parseBoolean(raw: string): boolean | null {
+  const v = raw.trim().toLowerCase();
+  if (v === 'true' || v === '1') return true;
+  if (v === 'false' || v === '0') return false;
+  return null;
+}
+
+/** Validates the query string against the spec; every problem is reported at once as a 400. */
+export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): ListQuery {
+  const errors: ErrorDetail[] = [];
+  const filterNames = Object.keys(spec.filters ?? {});
+  const allowed = new Set([...BASE_PARAMS, ...filterNames]);
+  for (const key of Object.keys(query)) {
+    if (!allowed.has(key)) {
+      errors.push({ field: key, message: `is not a known parameter; allowed: ${[...allowed].join(', ')}` });
+    }
+  }
+  const page = positiveInt(single(query, 'page', errors), 'page', 1, MAX_PAGE, 1, errors);
+  const limit = positiveInt(single(query, 'limit', errors), 'limit', 1, MAX_LIMIT, DEFAULT_LIMIT, errors);
+
+  const orderByRaw = single(query, 'orderBy', errors);
+  let orderBy = 'id';
+  if (orderByRaw !== undefined && orderByRaw !== '') {
+    if (!Object.prototype.hasOwnProperty.call(spec.sortable, orderByRaw)) {
+      errors.push({ field: 'orderBy', message: `must be one of: ${Object.keys(spec.sortable).join(', ')}` });
+    } else orderBy = orderByRaw;
+  }
+  const dirRaw = single(query, 'orderByDir', errors);
+  let orderByDir: 'ASC' | 'DESC' = 'ASC';
+  if (dirRaw !== undefined && dirRaw !== '') {
+    const d = dirRaw.toLowerCase();
+    if (d !== 'asc' && d !== 'desc') errors.push({ field: 'orderByDir', message: 'must be asc or desc' });
+    else orderByDir = d === 'asc' ? 'ASC' : 'DESC';
+  }
+
+  let search: string | null = null;
+  const searchRaw = single(query, 'search', errors);
+  if (searchRaw !== undefined && searchRaw.trim() !== '') {
+    if (!spec.searchExpression) errors.push({ field: 'search', message: 'is not supported on this list' });
+    else if (searchRaw.length > MAX_SEARCH) errors.push({ field: 'search', message: `must be at most ${MAX_SEARCH} characters` });
+    else if (searchRaw.includes('\u0000')) errors.push({ field: 'search', message: 'must not contain NUL characters' });
+    else search = searchRaw.trim();
+  }
+
+  const filters: Record<string, string | number | boolean> = {};
+  for (const [name, f] of Object.entries(spec.filters ?? {})) {
+    const raw = single(query, name, errors);
+    if (raw === undefined || raw === '') continue;
+    if (f.type === 'boolean') {
+      const b = parseBoolean(raw);
+      if (b === null) errors.push({ field: name, message: 'must be true, false, 1 or 0' });
+      else filters[name] = b;
+    } else if (f.type === 'int') {
+      if (!/^\d{1,10}$/.test(raw) || Number(raw) > 2147483647) errors.push({ field: name, message: 'must be a positive whole number' });
+      else filters[name] = Number(raw);
+    } else {
+      if (f.values && !f.values.includes(raw)) errors.push({ field: name, message: `must be one of: ${f.values.join(', ')}` });
+      else if (raw.length > (f.maxLength ?? 200) || raw.includes('\u0000')) errors.push({ field: name, message: 'is too long or malformed' });
+      else filters[name] = raw;
+    }
+  }
+
+  if (errors.length) {
+    throw new AppError('validation_failed', `Invalid list parameters: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
+  }
+  return { page, limit, offset: (page - 1) * limit, orderBy, orderByDir, search, filters };
+}
+
+/** Escapes LIKE wildcards so a search is always a literal substring. */
+export function likePattern(term: string): string {
+  return '%' + term.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c) + '%';
+}
+
+/** Applies search and filters (not paging) to a query builder. */
+export function applyListFilters<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, q: ListQuery, spec: ListSpec): SelectQueryBuilder<T> {
+  if (q.search && spec.searchExpression) {
+    qb.andWhere(`${spec.searchExpression} LIKE :__search`, { __search: likePattern(q.search) });
+  }
+  for (const [name, value] of Object.entries(q.filters)) {
+    const f = spec.filters![name];
+    qb.andWhere(`${f.column} = :__f_${name}`, { [`__f_${name}`]: value });
+  }
+  return qb;
+}
+
+/**
+ * Runs a list: filters, total count, ordered page. The order is the requested column, ties broken
+ * by id in the same direction, so that pages never overlap.
+ */
+export async function paginate<T extends ObjectLiteral>(
+  qb: SelectQueryBuilder<T>,
+  q: ListQuery,
+  spec: ListSpec,
+): Promise<{ total: number; items: T[] }> {
+  applyListFilters(qb, q, spec);
+  const idColumn = spec.idColumn ?? `${qb.alias}.id`;
+  const total = await qb.clone().orderBy().getCount();
+  if (total === 0 || q.offset >= total) return { total, items: [] };
+  const orderExpr = spec.sortable[q.orderBy] ?? idColumn;
+  qb.orderBy(orderExpr, q.orderByDir, q.orderByDir === 'ASC' ? 'NULLS FIRST' : 'NULLS LAST');
+  if (orderExpr !== idColumn) qb.addOrderBy(idColumn, q.orderByDir);
+  const items = await qb.offset(q.offset).limit(q.limit).getMany();
+  return { total, items };
+}

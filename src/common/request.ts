@@ -1,0 +1,24 @@
+import type { Request } from 'express';
+import type { Plan } from '../config/config.js';
+
+/** Who is calling: resolved from the bearer token once per request by the authentication guard. */
+export interface Principal {
+  userId: number;
+  userName: string;
+  plan: Plan;
+  team: string | null;
+  /** The API token behind the request (for an OAuth access token: its parent API token). */
+  apiTokenId: number;
+  permissions: ReadonlySet<string>;
+  kind: 'api_token' | 'access_token';
+  /** When the presented credential stops being valid (null = never). */
+  expiresAt: number | null;
+}
+
+export interface AppRequest extends Request {
+  id: string;
+  principal?: Principal | null;
+  /** Why authentication failed, when a credential was presented but refused. */
+  authError?: string;
+  startedAt?: bigint;
+}

@@ -1,0 +1,83 @@
+import { Injectable, RequestMethod } from '@nestjs/common';
+import { PATH_METADATA, METHOD_METADATA } from '@nestjs/common/constants.js';
+import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { PERMISSION_KEY, PUBLIC_KEY } from '../auth/permissions.js';
+
+export interface RouteInfo {
+  method: string;
+  path: string;
+  permission: string;
+  /** Regular expression matching concrete request paths (":id" segments match one segment). */
+  pattern: RegExp;
+}
+
+function join(...parts: string[]): string {
+  const p = parts
+    .flatMap((s) => s.split('/'))
+    .filter(Boolean)
+    .join('/');
+  return '/' + p;
+}
+
+function toPattern(path: string): RegExp {
+  const re = path
+    .split('/')
+    .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/');
+  return new RegExp(`^${re}/?$`);
+}
+
+/**
+ * The live route table, read once from Nest's controller metadata after the modules are built.
+ * GET /api/endpoints, the OpenAPI permission notes, the 405 answers and the "closed by default"
+ * check all read this one table, so they cannot drift from the code.
+ */
+@Injectable()
+export class RouteTable {
+  private routes: RouteInfo[] | null = null;
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly reflector: Reflector,
+  ) {}
+
+  all(): RouteInfo[] {
+    if (!this.routes) this.routes = this.build();
+    return this.routes;
+  }
+
+  methodsFor(path: string): string[] {
+    const normalized = path.replace(/\/+$/, '') || '/';
+    return [...new Set(this.all().filter((r) => r.pattern.test(normalized)).map((r) => r.method))];
+  }
+
+  private build(): RouteInfo[] {
+    const out: RouteInfo[] = [];
+    for (const wrapper of this.discovery.getControllers()) {
+      const { instance, metatype } = wrapper;
+      if (!instance || !metatype) continue;
+      const ctrlPaths = ([] as string[]).concat(Reflect.getMetadata(PATH_METADATA, metatype) ?? '/');
+      const proto = Object.getPrototypeOf(instance);
+      for (const name of this.scanner.getAllMethodNames(proto)) {
+        const handler = proto[name];
+        const routePaths = Reflect.getMetadata(PATH_METADATA, handler);
+        const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
+        if (routePaths === undefined || method === undefined) continue;
+        const isPublic = this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, [handler, metatype]) ?? false;
+        const permission = this.reflector.getAllAndOverride<string>(PERMISSION_KEY, [handler, metatype]);
+        if (!isPublic && !permission) {
+          throw new Error(`Route ${metatype.name}.${name} declares neither @RequirePermission() nor @Public()`);
+        }
+        for (const c of ctrlPaths) {
+          for (const r of ([] as string[]).concat(routePaths)) {
+            const path = join(c, r);
+            out.push({ method: RequestMethod[method], path, permission: isPublic ? 'public' : permission!, pattern: toPattern(path) });
+          }
+        }
+      }
+    }
+    out.sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method));
+    return out;
+  }
+}

@@ -1,0 +1,98 @@
+import { ArgumentMetadata, Injectable, ValidationError, ValidationPipe } from '@nestjs/common';
+import { registerDecorator, ValidationOptions } from 'class-validator';
+import { parsePhoneNumberFromString } from 'libphonenumber-js';
+import { AppError, ErrorDetail } from './errors.js';
+import { parseIsoWithOffset } from './dates.js';
+
+function flatten(errors: ValidationError[], parent = ''): ErrorDetail[] {
+  const out: ErrorDetail[] = [];
+  for (const e of errors) {
+    const field = parent ? `${parent}.${e.property}` : e.property;
+    const messages = Object.values(e.constraints ?? {}).map((m) => m.replace(/^property\s+\S+\s+/, '').replace(new RegExp(`^${e.property}\\s+`), ''));
+    if (messages.length) {
+      // One entry per field: "is required" when absent, else every rule it breaks.
+      out.push({ field, message: e.value === undefined && !('whitelistValidation' in (e.constraints ?? {})) ? 'is required' : messages.join('; ') });
+    }
+    if (e.children?.length) out.push(...flatten(e.children, field));
+  }
+  return out;
+}
+
+/**
+ * The global validation pipe: whitelist + forbid unknown properties (decisions §1), no implicit
+ * type conversion, and every failure as a 400 `validation_failed` with `details`.
+ */
+@Injectable()
+export class AppValidationPipe extends ValidationPipe {
+  constructor() {
+    super({
+      whitelist: true,
+      forbidNonWhitelisted: true,
+      forbidUnknownValues: true,
+      transform: true,
+      validationError: { target: false, value: true },
+      exceptionFactory: (errors) => {
+        const details = flatten(errors);
+        const summary = details.slice(0, 5).map((d) => `${d.field}: ${d.message}`).join('; ');
+        return new AppError('validation_failed', summary ? `Validation failed: ${summary}` : 'Validation failed', details);
+      },
+    });
+  }
+
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    // Path parameters are parsed by their own pipes (IdPipe), from the raw string.
+    if (metadata.type === 'param') return value;
+    if (metadata.type === 'body' && metadata.metatype && this.toValidate(metadata)) {
+      if (value === undefined || value === null || value === '') value = {};
+      if (typeof value !== 'object' || Array.isArray(value)) {
+        throw new AppError('validation_failed', 'The request body must be a JSON object', [{ field: 'body', message: 'must be a JSON object' }]);
+      }
+    }
+    return super.transform(value, metadata);
+  }
+}
+
+/** ISO 8601 date-time with an explicit offset (decisions §1). */
+export function IsIsoDateTime(options?: ValidationOptions) {
+  return (object: object, propertyName: string) =>
+    registerDecorator({
+      name: 'isIsoDateTime',
+      target: object.constructor,
+      propertyName,
+      options: { message: `${propertyName} must be an ISO 8601 date-time with an offset, e.g. 2026-11-21T10:15:00+00:00`, ...options },
+      validator: { validate: (v: unknown) => typeof v === 'string' && parseIsoWithOffset(v) !== null },
+    });
+}
+
+/** Normalizes a phone number to E.164 (numbers without a country code are read as US numbers). */
+export function toE164(raw: string): string | null {
+  const trimmed = raw.trim();
+  if (!trimmed || trimmed.length > 40) return null;
+  const parsed = parsePhoneNumberFromString(trimmed, { defaultCountry: 'US' });
+  if (!parsed || !parsed.isPossible()) return null;
+  return parsed.number;
+}
+
+/** A phone number that parses (it is stored in E.164). */
+export function IsPhone(options?: ValidationOptions) {
+  return (object: object, propertyName: string) =>
+    registerDecorator({
+      name: 'isPhone',
+      target: object.constructor,
+      propertyName,
+      options: { message: `${propertyName} must be a valid phone number, e.g. +14155550100`, ...options },
+      validator: { validate: (v: unknown) => typeof v === 'string' && toE164(v) !== null },
+    });
+}
+
+/** A string with no NUL bytes (PostgreSQL text cannot hold them). */
+export function NoNul(options?: ValidationOptions) {
+  return (object: object, propertyName: string) =>
+    registerDecorator({
+      name: 'noNul',
+      target: object.constructor,
+      propertyName,
+      options: { message: `${propertyName} must not contain NUL characters`, ...options },
+      validator: { validate: (v: unknown) => typeof v !== 'string' || !v.includes('\u0000') },
+    });
+}

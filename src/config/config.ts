@@ -1,0 +1,165 @@
+/**
+ * One typed, validated configuration object, read once from the environment at boot.
+ * A bad value stops the process with a message naming the variable (see ConfigError).
+ */
+import { resolve } from 'node:path';
+
+export type AppRole = 'api' | 'worker' | 'all';
+export type Plan = 'basic' | 'professional' | 'enterprise';
+export const PLANS: readonly Plan[] = ['basic', 'professional', 'enterprise'];
+
+export interface AppConfig {
+  env: string;
+  role: AppRole;
+  port: number;
+  host: string;
+  baseUrl: string;
+  /** PostgreSQL connection string; null means "start the embedded PostgreSQL under dataDir". */
+  databaseUrl: string | null;
+  databasePoolSize: number;
+  dataDir: string;
+  /** Redis connection string; null means in-process jobs and in-memory counters. */
+  redisUrl: string | null;
+  /** Prefix for every Redis key this instance writes (queues, counters, pub/sub channels). */
+  redisPrefix: string;
+  runMigrations: boolean;
+  rateLimits: Record<Plan, number>;
+  rateLimitWindowSeconds: number;
+  anonymousRateLimit: number;
+  anonymousRateLimitWindowSeconds: number;
+  tokenCacheTtlSeconds: number;
+  bodyLimitBytes: number;
+  assetMaxBytes: number;
+  storageDir: string;
+  accessTokenTtlSeconds: number;
+  corsOrigins: string[] | '*' | null;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+  logFormat: 'json' | 'pretty';
+  shutdownGraceMs: number;
+  smsProvider: 'log' | 'http';
+  smsHttpUrl: string | null;
+  smsHttpToken: string | null;
+  smsWebhookSecret: string | null;
+  smsRateLimitPerSecond: number;
+  metricsToken: string | null;
+  commit: string;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    detail: string,
+  ) {
+    super(`Invalid configuration: ${variable} ${detail}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string, fallback: string): string {
+  const v = env[name];
+  return v === undefined || v === '' ? fallback : v;
+}
+
+function optional(env: Env, name: string): string | null {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? null : v.trim();
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const n = Number(raw.trim());
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const v = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off'].includes(v)) return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${raw}"`);
+  }
+  return raw as T;
+}
+
+function url(env: Env, name: string, protocols: string[]): string | null {
+  const v = optional(env, name);
+  if (v === null) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(v);
+  } catch {
+    throw new ConfigError(name, 'must be a valid URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
+  }
+  return v;
+}
+
+export function loadConfig(env: Env = process.env): AppConfig {
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  const host = str(env, 'HOST', '0.0.0.0');
+  const baseUrl = (url(env, 'BASE_URL', ['http:', 'https:']) ?? `http://localhost:${port}`).replace(/\/+$/, '');
+  const cors = optional(env, 'CORS_ORIGINS');
+  const smsProvider = oneOf(env, 'SMS_PROVIDER', ['log', 'http'] as const, 'log');
+  const smsHttpUrl = url(env, 'SMS_HTTP_URL', ['http:', 'https:']);
+  if (smsProvider === 'http' && !smsHttpUrl) {
+    throw new ConfigError('SMS_HTTP_URL', 'is required when SMS_PROVIDER=http');
+  }
+  const prefix = str(env, 'REDIS_PREFIX', 'sf');
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(prefix)) {
+    throw new ConfigError('REDIS_PREFIX', 'may hold only letters, digits, "_", "." and "-" (1..64 characters)');
+  }
+  return {
+    env: str(env, 'NODE_ENV', 'production'),
+    role: oneOf(env, 'APP_ROLE', ['api', 'worker', 'all'] as const, 'all'),
+    port,
+    host,
+    baseUrl,
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1, 200),
+    dataDir: resolve(str(env, 'DATA_DIR', './data')),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisPrefix: prefix,
+    runMigrations: bool(env, 'RUN_MIGRATIONS', true),
+    rateLimits: {
+      basic: int(env, 'RATE_LIMIT_BASIC', 1000, 1),
+      professional: int(env, 'RATE_LIMIT_PROFESSIONAL', 5000, 1),
+      enterprise: int(env, 'RATE_LIMIT_ENTERPRISE', 10000, 1),
+    },
+    rateLimitWindowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 3600, 1, 86400 * 31),
+    anonymousRateLimit: int(env, 'RATE_LIMIT_ANONYMOUS', 60, 1),
+    anonymousRateLimitWindowSeconds: int(env, 'RATE_LIMIT_ANONYMOUS_WINDOW_SECONDS', 60, 1, 86400),
+    tokenCacheTtlSeconds: int(env, 'TOKEN_CACHE_TTL_SECONDS', 30, 0, 3600),
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),
+    assetMaxBytes: int(env, 'ASSET_MAX_BYTES', 25 * 1024 * 1024, 1, 10 * 1024 * 1024 * 1024),
+    storageDir: resolve(str(env, 'STORAGE_DIR', './data/storage')),
+    accessTokenTtlSeconds: int(env, 'OAUTH_ACCESS_TOKEN_TTL_SECONDS', 3600, 1, 86400 * 30),
+    corsOrigins: cors === null ? null : cors === '*' ? '*' : cors.split(',').map((s) => s.trim()).filter(Boolean),
+    logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
+    logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10000, 0, 600000),
+    smsProvider,
+    smsHttpUrl,
+    smsHttpToken: optional(env, 'SMS_HTTP_TOKEN'),
+    smsWebhookSecret: optional(env, 'SMS_WEBHOOK_SECRET'),
+    smsRateLimitPerSecond: int(env, 'SMS_RATE_LIMIT_PER_SECOND', 100, 1, 100000),
+    metricsToken: optional(env, 'METRICS_TOKEN'),
+    commit: str(env, 'GIT_COMMIT', 'unknown'),
+  };
+}
+
+/** Nest injection token for the AppConfig object. */
+export const APP_CONFIG = Symbol('APP_CONFIG');

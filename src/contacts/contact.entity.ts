@@ -1,0 +1,30 @@
+import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { AuditedEntity } from '../common/audit.js';
+
+@Entity('contacts')
+export class Contact extends AuditedEntity {
+  @PrimaryGeneratedColumn()
+  id: number;
+
+  @Column({ type: 'text' })
+  name: string;
+
+  @Column({ type: 'text' })
+  email: string;
+
+  @Column({ type: 'text', nullable: true })
+  phone: string | null;
+
+  @Column({ type: 'text', nullable: true })
+  company: string | null;
+
+  @Column({ type: 'text', nullable: true })
+  title: string | null;
+
+  @Column({ name: 'owner_id', type: 'int', nullable: true })
+  ownerId: number | null;
+
+  /** Custom field values by field alias. */
+  @Column({ type: 'jsonb', default: () => `'{}'::jsonb` })
+  fields: Record<string, unknown>;
+}

@@ -1,0 +1,64 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Res } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
+import { RequirePermission } from '../auth/permissions.js';
+import { IdPipe } from '../common/id.pipe.js';
+import type { Principal } from '../common/request.js';
+import { CreateContactDto, UpdateContactDto } from './contact.dto.js';
+import { ContactsService } from './contacts.service.js';
+
+@ApiTags('contacts')
+@Controller('api/contacts')
+export class ContactsController {
+  constructor(private readonly contacts: ContactsService) {}
+
+  @Get()
+  @RequirePermission('contacts:read')
+  @ApiOperation({ summary: 'List contacts', description: 'List parameters: search, page, limit, orderBy, orderByDir.' })
+  list(@Query() query: Record<string, unknown>) {
+    return this.contacts.list(query);
+  }
+
+  @Post(['new', '/'])
+  @HttpCode(201)
+  @RequirePermission('contacts:write')
+  @ApiOperation({ summary: 'Create a contact (409 when the email is taken, with the existing id in details)' })
+  async create(@Body() dto: CreateContactDto, @CurrentPrincipal() who: Principal) {
+    return { contact: await this.contacts.create(dto, who) };
+  }
+
+  @Get(':id')
+  @RequirePermission('contacts:read')
+  async get(@Param('id', IdPipe) id: number) {
+    return { contact: await this.contacts.get(id) };
+  }
+
+  @Patch([':id/edit', ':id'])
+  @RequirePermission('contacts:write')
+  @ApiOperation({ summary: 'Edit a contact: changes only the supplied properties; 404 when the id does not exist' })
+  async patch(@Param('id', IdPipe) id: number, @Body() dto: UpdateContactDto, @CurrentPrincipal() who: Principal) {
+    return { contact: await this.contacts.patch(id, dto, who) };
+  }
+
+  @Put([':id/edit', ':id'])
+  @RequirePermission('contacts:write')
+  @ApiOperation({ summary: 'Replace a contact (200), or create one with a new id when the id does not exist (201)' })
+  async put(
+    @Param('id', IdPipe) id: number,
+    @Body() dto: CreateContactDto,
+    @CurrentPrincipal() who: Principal,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const { created, contact } = await this.contacts.put(id, dto, who);
+    res.status(created ? 201 : 200);
+    return { contact };
+  }
+
+  @Delete([':id/delete', ':id'])
+  @RequirePermission('contacts:delete')
+  @ApiOperation({ summary: 'Delete a contact; answers the contact as it was' })
+  async remove(@Param('id', IdPipe) id: number) {
+    return { contact: await this.contacts.remove(id) };
+  }
+}

@@ -1,0 +1,118 @@
+import { Logger, OnApplicationShutdown } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import type { JobName, JobPayloads } from './job-names.js';
+import { EnqueueOptions, JobContext, JobHandler, JobQueue, ScheduleOptions } from './job-queue.js';
+import { nextCronTime } from './cron.js';
+
+const ATTEMPTS = 5;
+const BACKOFF_MS = 1000;
+
+interface Pending {
+  id: string;
+  name: JobName;
+  payload: unknown;
+  attempt: number;
+  timer: NodeJS.Timeout | null;
+}
+
+/**
+ * Runs jobs inside this process when there is no Redis: the same handlers, the same retry policy
+ * (5 attempts, exponential backoff), duplicate suppression by job id, delays and schedules by timers.
+ * Jobs are not durable across restarts; every processor is written to be safe to re-run, and the
+ * processors' own recovery (e.g. re-queueing messages left `queued`) covers a restart.
+ */
+export class InProcessJobQueue extends JobQueue implements OnApplicationShutdown {
+  private readonly logger = new Logger('Jobs');
+  private readonly handlers = new Map<JobName, JobHandler<JobName>>();
+  private readonly pending = new Map<string, Pending>();
+  private readonly schedules = new Map<string, NodeJS.Timeout>();
+  private readonly running = new Set<Promise<unknown>>();
+  private closing = false;
+
+  handle<N extends JobName>(name: N, handler: JobHandler<N>): void {
+    this.handlers.set(name, handler as unknown as JobHandler<JobName>);
+  }
+
+  async isAvailable(): Promise<boolean> {
+    return !this.closing;
+  }
+
+  async enqueue<N extends JobName>(name: N, payload: JobPayloads[N], options: EnqueueOptions = {}): Promise<{ id: string }> {
+    const id = options.jobId ?? randomUUID();
+    if (this.pending.has(id)) return { id };
+    const job: Pending = { id, name, payload, attempt: 0, timer: null };
+    this.pending.set(id, job);
+    this.schedule(job, options.delayMs ?? 0);
+    return { id };
+  }
+
+  private schedule(job: Pending, delayMs: number) {
+    if (this.closing) return;
+    // setTimeout holds at most ~24.8 days; longer delays hop.
+    const wait = Math.min(Math.max(0, delayMs), 2_000_000_000);
+    job.timer = setTimeout(() => {
+      if (wait < delayMs) return this.schedule(job, delayMs - wait);
+      const p = this.run(job);
+      this.running.add(p);
+      void p.finally(() => this.running.delete(p));
+    }, wait);
+    job.timer.unref?.();
+  }
+
+  private async run(job: Pending): Promise<void> {
+    const handler = this.handlers.get(job.name);
+    job.attempt++;
+    const ctx: JobContext = { jobId: job.id, attempt: job.attempt };
+    try {
+      if (!handler) throw new Error(`no handler registered for ${job.name}`);
+      await handler(job.payload as never, ctx);
+      this.pending.delete(job.id);
+    } catch (e) {
+      const err = e as Error & { retryAfterMs?: number; unrecoverable?: boolean };
+      if (job.attempt >= ATTEMPTS || err.unrecoverable || this.closing) {
+        this.logger.error({ msg: 'job failed', job: job.name, jobId: job.id, attempt: job.attempt, err: err.message });
+        this.pending.delete(job.id);
+        return;
+      }
+      const delay = err.retryAfterMs ?? BACKOFF_MS * 2 ** (job.attempt - 1);
+      this.logger.warn({ msg: 'job failed; retrying', job: job.name, jobId: job.id, attempt: job.attempt, delay, err: err.message });
+      this.schedule(job, delay);
+    }
+  }
+
+  async upsertSchedule<N extends JobName>(schedulerId: string, name: N, payload: JobPayloads[N], options: ScheduleOptions): Promise<Date | null> {
+    await this.removeSchedule(schedulerId);
+    const next = (from: Date): Date | null =>
+      options.pattern ? nextCronTime(options.pattern, from) : new Date(from.getTime() + (options.everyMs ?? 60_000));
+    const start = options.startDate && options.startDate.getTime() > Date.now() ? options.startDate : new Date();
+    const first = options.pattern ? next(new Date(start.getTime() - 1)) : start.getTime() > Date.now() ? start : next(new Date());
+    const arm = (at: Date | null) => {
+      if (!at || this.closing) return;
+      const t = setTimeout(
+        () => {
+          void this.enqueue(name, payload, { jobId: `${schedulerId}:${at.getTime()}` });
+          arm(next(new Date(Math.max(Date.now(), at.getTime()))));
+        },
+        Math.min(Math.max(0, at.getTime() - Date.now()), 2_000_000_000),
+      );
+      t.unref?.();
+      this.schedules.set(schedulerId, t);
+    };
+    arm(first);
+    return first;
+  }
+
+  async removeSchedule(schedulerId: string): Promise<void> {
+    const t = this.schedules.get(schedulerId);
+    if (t) clearTimeout(t);
+    this.schedules.delete(schedulerId);
+  }
+
+  /** Stops timers and waits for running jobs to finish. */
+  async onApplicationShutdown(): Promise<void> {
+    this.closing = true;
+    for (const t of this.schedules.values()) clearTimeout(t);
+    for (const j of this.pending.values()) if (j.timer) clearTimeout(j.timer);
+    await Promise.allSettled([...this.running]);
+  }
+}

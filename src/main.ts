@@ -1,0 +1,100 @@
+/**
+ * Boots the API, the queue workers, or both (APP_ROLE=api|worker|all).
+ * Without DATABASE_URL it first starts the embedded PostgreSQL under DATA_DIR.
+ */
+import 'reflect-metadata';
+import { INestApplicationContext, Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NextFunction, Request, Response } from 'express';
+import type { Server } from 'node:http';
+import { join } from 'node:path';
+import { AppModule } from './app.module.js';
+import { AppConfig, ConfigError, loadConfig } from './config/config.js';
+import { AppLogger } from './common/logger.js';
+import { EmbeddedPostgres, startEmbeddedPostgres } from './database/embedded.js';
+import { runMigrations } from './database/migrate.js';
+import { configureHttp } from './http.js';
+
+async function main(): Promise<void> {
+  let config: AppConfig;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`${e.message}\n`);
+      process.exit(78);
+    }
+    throw e;
+  }
+  const appLogger = new AppLogger(config.logLevel, config.logFormat);
+  Logger.overrideLogger(appLogger);
+  const log = new Logger('Boot');
+
+  let embedded: EmbeddedPostgres | null = null;
+  let url = config.databaseUrl;
+  if (!url) {
+    embedded = await startEmbeddedPostgres(join(config.dataDir, 'postgres'), { log: (m) => log.log(m) });
+    url = embedded.url;
+  }
+  if (config.runMigrations) await runMigrations(url, (m) => log.log(m));
+
+  const module = AppModule.forRoot(config, url);
+  let app: INestApplicationContext;
+  let server: Server | null = null;
+  let inFlight = 0;
+  let draining = false;
+
+  if (config.role === 'worker') {
+    app = await NestFactory.createApplicationContext(module, { logger: appLogger });
+    await app.init();
+    log.log(`worker started (queues: ${config.redisUrl ? 'BullMQ on Redis' : 'in-process'})`);
+  } else {
+    const http = await NestFactory.create<NestExpressApplication>(module, { logger: appLogger, bodyParser: false });
+    // Count in-flight requests so shutdown can wait for them; ask keep-alive clients to reconnect while draining.
+    http.use((_req: Request, res: Response, next: NextFunction) => {
+      inFlight++;
+      if (draining) res.setHeader('Connection', 'close');
+      res.once('close', () => inFlight--);
+      next();
+    });
+    configureHttp(http, config);
+    await http.listen(config.port, config.host);
+    server = http.getHttpServer() as Server;
+    app = http;
+    log.log(`API listening on ${config.host}:${config.port} (role ${config.role}, base URL ${config.baseUrl})`);
+  }
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    draining = true;
+    log.log(`${signal} received: draining`);
+    const deadline = Date.now() + config.shutdownGraceMs;
+    if (server) {
+      // Stop accepting connections; finish the requests already in flight.
+      server.close();
+      while (inFlight > 0 && Date.now() < deadline) {
+        server.closeIdleConnections();
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      server.closeIdleConnections();
+    }
+    try {
+      await app.close();
+    } catch (e) {
+      log.error({ msg: 'error during shutdown', err: (e as Error).message });
+    }
+    if (embedded) await embedded.stop();
+    log.log('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((e: Error) => {
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'failed to start', err: e.message, stack: e.stack })}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,31 @@
+import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
+
+export const NOTIFICATION_TYPES = ['lead_assigned', 'report_ready', 'sms_failed'] as const;
+export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
+
+@Entity('notifications')
+export class Notification {
+  @PrimaryGeneratedColumn()
+  id: number;
+
+  @Column({ name: 'user_id', type: 'int' })
+  userId: number;
+
+  @Column({ type: 'text' })
+  type: NotificationType;
+
+  @Column({ type: 'text' })
+  message: string;
+
+  @Column({ type: 'jsonb', default: () => `'{}'::jsonb` })
+  details: Record<string, unknown>;
+
+  @Column({ name: 'is_read', type: 'boolean', default: false })
+  isRead: boolean;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+
+  @Column({ name: 'modified_at', type: 'timestamptz', nullable: true })
+  modifiedAt: Date | null;
+}

@@ -1,0 +1,28 @@
+import { ExecutionContext, Injectable } from '@nestjs/common';
+import { ThrottlerGuard, ThrottlerLimitDetail } from '@nestjs/throttler';
+import { AppError } from '../common/errors.js';
+import type { AppRequest } from '../common/request.js';
+
+/**
+ * Plan limits (decisions §5) on @nestjs/throttler: one counter per account (the token's user) over
+ * a fixed window, or per client address for requests without a valid token. The limit and window
+ * come from the throttler options (see RateLimitModule), resolved per request.
+ */
+@Injectable()
+export class RateLimitGuard extends ThrottlerGuard {
+  protected override async getTracker(req: Record<string, unknown>): Promise<string> {
+    const r = req as unknown as AppRequest;
+    return r.principal ? `u:${r.principal.userId}` : `ip:${r.ip ?? r.socket.remoteAddress ?? 'unknown'}`;
+  }
+
+  /** One counter per tracker for the whole API, not per route. */
+  protected override generateKey(_context: ExecutionContext, tracker: string, name: string): string {
+    return `${name}:${tracker}`;
+  }
+
+  protected override async throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
+    throw new AppError('rate_limited', `Rate limit of ${detail.limit} requests per ${Math.round(detail.ttl / 1000)} s exceeded; retry in ${detail.timeToBlockExpire} s`, undefined, {
+      'Retry-After': String(detail.timeToBlockExpire),
+    });
+  }
+}

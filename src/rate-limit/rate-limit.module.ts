@@ -1,0 +1,33 @@
+import { Module } from '@nestjs/common';
+import { ThrottlerModule } from '@nestjs/throttler';
+import { APP_CONFIG, AppConfig } from '../config/config.js';
+import type { AppRequest } from '../common/request.js';
+import { RedisService } from '../redis/redis.service.js';
+import { RateLimitStorage } from './rate-limit.storage.js';
+import { RateLimitGuard } from './rate-limit.guard.js';
+
+const requestOf = (ctx: import('@nestjs/common').ExecutionContext) => ctx.switchToHttp().getRequest<AppRequest>();
+
+@Module({
+  imports: [
+    ThrottlerModule.forRootAsync({
+      inject: [APP_CONFIG, RedisService],
+      useFactory: (config: AppConfig, redis: RedisService) => ({
+        storage: new RateLimitStorage(redis),
+        throttlers: [
+          {
+            name: 'default',
+            limit: (ctx) => {
+              const p = requestOf(ctx).principal;
+              return p ? config.rateLimits[p.plan] : config.anonymousRateLimit;
+            },
+            ttl: (ctx) => (requestOf(ctx).principal ? config.rateLimitWindowSeconds : config.anonymousRateLimitWindowSeconds) * 1000,
+          },
+        ],
+      }),
+    }),
+  ],
+  providers: [RateLimitGuard],
+  exports: [RateLimitGuard, ThrottlerModule],
+})
+export class RateLimitModule {}

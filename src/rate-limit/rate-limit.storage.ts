@@ -1,0 +1,73 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { ThrottlerStorage } from '@nestjs/throttler';
+import { RedisService } from '../redis/redis.service.js';
+
+interface StorageRecord {
+  totalHits: number;
+  timeToExpire: number;
+  isBlocked: boolean;
+  timeToBlockExpire: number;
+}
+
+// Fixed window: the first hit of a window creates the counter with the window's TTL.
+const INCR_SCRIPT = `
+local c = redis.call('INCR', KEYS[1])
+local t = redis.call('PTTL', KEYS[1])
+if c == 1 or t < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); t = tonumber(ARGV[1]) end
+return {c, t}`;
+
+/**
+ * Rate-limit counters: in Redis when it is configured, so every API instance shares them; in
+ * memory otherwise. While Redis is unreachable the counters fall back to this instance's memory
+ * (each instance then enforces the limit on its own) rather than failing requests; they return
+ * to Redis by themselves when it is back.
+ */
+@Injectable()
+export class RateLimitStorage implements ThrottlerStorage {
+  private readonly logger = new Logger('RateLimit');
+  private readonly memory = new Map<string, { hits: number; expiresAt: number }>();
+  private degraded = false;
+  private sweepAt = 0;
+
+  constructor(private readonly redis: RedisService) {}
+
+  async increment(key: string, ttl: number, limit: number): Promise<StorageRecord> {
+    let hits: number;
+    let pttl: number;
+    if (this.redis.enabled && this.redis.ready) {
+      try {
+        const [c, t] = (await this.redis.client!.eval(INCR_SCRIPT, 1, this.redis.key('rl', key), ttl)) as [number, number];
+        hits = c;
+        pttl = t;
+        if (this.degraded) this.logger.log('rate-limit counters are back in Redis');
+        this.degraded = false;
+      } catch (e) {
+        ({ hits, pttl } = this.incrementInMemory(key, ttl, e as Error));
+      }
+    } else {
+      ({ hits, pttl } = this.incrementInMemory(key, ttl, this.redis.enabled ? new Error('redis not ready') : null));
+    }
+    const seconds = Math.max(1, Math.ceil(pttl / 1000));
+    const blocked = hits > limit;
+    return { totalHits: hits, timeToExpire: seconds, isBlocked: blocked, timeToBlockExpire: blocked ? seconds : 0 };
+  }
+
+  private incrementInMemory(key: string, ttl: number, cause: Error | null): { hits: number; pttl: number } {
+    if (cause && !this.degraded) {
+      this.degraded = true;
+      this.logger.warn({ msg: 'Redis unavailable: rate limits are counted per instance until it returns', err: cause.message });
+    }
+    const now = Date.now();
+    if (now > this.sweepAt) {
+      for (const [k, v] of this.memory) if (v.expiresAt <= now) this.memory.delete(k);
+      this.sweepAt = now + 60_000;
+    }
+    let rec = this.memory.get(key);
+    if (!rec || rec.expiresAt <= now) {
+      rec = { hits: 0, expiresAt: now + ttl };
+      this.memory.set(key, rec);
+    }
+    rec.hits++;
+    return { hits: rec.hits, pttl: rec.expiresAt - now };
+  }
+}

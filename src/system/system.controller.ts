@@ -1,0 +1,69 @@
+import { Controller, Get, Inject, Res } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { SkipThrottle } from '@nestjs/throttler';
+import type { Response } from 'express';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { readFileSync } from 'node:fs';
+import { APP_CONFIG, AppConfig } from '../config/config.js';
+import { Public, RequirePermission } from '../auth/permissions.js';
+import { RouteTable } from '../common/route-table.js';
+import { RedisService } from '../redis/redis.service.js';
+import { JobQueue } from '../jobs/job-queue.js';
+
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+export const API_VERSION = '1';
+
+@ApiTags('system')
+@Controller()
+export class SystemController {
+  private draining = false;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly redis: RedisService,
+    private readonly routes: RouteTable,
+    private readonly jobs: JobQueue,
+  ) {
+    process.once('SIGTERM', () => (this.draining = true));
+  }
+
+  @Get('api/version')
+  @Public()
+  @ApiOperation({ summary: 'Service version: { version, apiVersion, commit }' })
+  version() {
+    return { version: pkg.version, apiVersion: API_VERSION, commit: this.config.commit };
+  }
+
+  @Get('api/endpoints')
+  @RequirePermission('*')
+  @ApiOperation({ summary: 'Every route the server has, with the permission it needs (generated from the live route table)' })
+  endpoints() {
+    return { endpoints: this.routes.all().map(({ method, path, permission }) => ({ method, path, permission })) };
+  }
+
+  @Get('health')
+  @Public()
+  @SkipThrottle()
+  @ApiOperation({ summary: 'Database and queue status; 503 when the database is down or the instance is shutting down' })
+  async health(@Res({ passthrough: true }) res: Response) {
+    const started = Date.now();
+    const database = await this.db
+      .query('SELECT 1')
+      .then(() => ({ status: 'up', latencyMs: Date.now() - started }))
+      .catch((e: Error) => ({ status: 'down', error: e.message.slice(0, 200) }));
+    const redis = !this.redis.enabled ? { status: 'disabled' } : { status: this.redis.ready ? 'up' : 'down' };
+    const queue = { mode: this.redis.enabled ? 'bullmq' : 'in-process', status: (await this.jobs.isAvailable().catch(() => false)) ? 'up' : 'down' };
+    const ok = database.status === 'up' && !this.draining;
+    res.status(ok ? 200 : 503);
+    return {
+      status: this.draining ? 'shutting_down' : ok ? (redis.status === 'down' ? 'degraded' : 'ok') : 'down',
+      database,
+      redis,
+      queue,
+      embeddedDatabase: this.config.databaseUrl === null,
+      role: this.config.role,
+    };
+  }
+}
