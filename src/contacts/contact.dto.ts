@@ -46,3 +46,30 @@ export class CreateContactDto {
 
 /** PATCH body: any subset of the create properties. */
 export class UpdateContactDto extends PartialType(CreateContactDto) {}
+
+/** A user a contact is assigned to. */
+export class OwnerRefDto {
+  id: number;
+  name: string | null;
+}
+
+/** A contact as the API returns it. */
+export class ContactRecordDto {
+  id: number;
+  name: string;
+  email: string;
+  /** E.164 when the number parsed. */
+  phone: string | null;
+  company: string | null;
+  title: string | null;
+  ownerId: number | null;
+  owner: OwnerRefDto | null;
+  /** Custom field values by field alias. */
+  fields: Record<string, unknown>;
+  createdAt: string;
+  modifiedAt: string | null;
+  createdBy: number | null;
+  createdByUser: string | null;
+  modifiedBy: number | null;
+  modifiedByUser: string | null;
+}

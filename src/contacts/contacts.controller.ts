@@ -5,7 +5,8 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import type { Principal } from '../common/request.js';
-import { CreateContactDto, UpdateContactDto } from './contact.dto.js';
+import { ContactRecordDto, CreateContactDto, UpdateContactDto } from './contact.dto.js';
+import { ApiEnvelope } from '../common/openapi.js';
 import { ContactsService } from './contacts.service.js';
 
 @ApiTags('contacts')
@@ -16,6 +17,7 @@ export class ContactsController {
   @Get()
   @RequirePermission('contacts:read')
   @ApiOperation({ summary: 'List contacts', description: 'List parameters: search, page, limit, orderBy, orderByDir.' })
+  @ApiEnvelope('contacts', ContactRecordDto, { list: true })
   list(@Query() query: Record<string, unknown>) {
     return this.contacts.list(query);
   }
@@ -24,12 +26,14 @@ export class ContactsController {
   @HttpCode(201)
   @RequirePermission('contacts:write')
   @ApiOperation({ summary: 'Create a contact (409 when the email is taken, with the existing id in details)' })
+  @ApiEnvelope('contact', ContactRecordDto, { status: 201 })
   async create(@Body() dto: CreateContactDto, @CurrentPrincipal() who: Principal) {
     return { contact: await this.contacts.create(dto, who) };
   }
 
   @Get(':id')
   @RequirePermission('contacts:read')
+  @ApiEnvelope('contact', ContactRecordDto)
   async get(@Param('id', IdPipe) id: number) {
     return { contact: await this.contacts.get(id) };
   }
@@ -37,6 +41,7 @@ export class ContactsController {
   @Patch([':id/edit', ':id'])
   @RequirePermission('contacts:write')
   @ApiOperation({ summary: 'Edit a contact: changes only the supplied properties; 404 when the id does not exist' })
+  @ApiEnvelope('contact', ContactRecordDto)
   async patch(@Param('id', IdPipe) id: number, @Body() dto: UpdateContactDto, @CurrentPrincipal() who: Principal) {
     return { contact: await this.contacts.patch(id, dto, who) };
   }
@@ -44,6 +49,8 @@ export class ContactsController {
   @Put([':id/edit', ':id'])
   @RequirePermission('contacts:write')
   @ApiOperation({ summary: 'Replace a contact (200), or create one with a new id when the id does not exist (201)' })
+  @ApiEnvelope('contact', ContactRecordDto)
+  @ApiEnvelope('contact', ContactRecordDto, { status: 201 })
   async put(
     @Param('id', IdPipe) id: number,
     @Body() dto: CreateContactDto,
@@ -57,7 +64,8 @@ export class ContactsController {
 
   @Delete([':id/delete', ':id'])
   @RequirePermission('contacts:delete')
-  @ApiOperation({ summary: 'Delete a contact; answers the contact as it was' })
+  @ApiOperation({ summary: 'Delete a contact, with its deals, activities and campaign memberships; answers the contact as it was' })
+  @ApiEnvelope('contact', ContactRecordDto)
   async remove(@Param('id', IdPipe) id: number) {
     return { contact: await this.contacts.remove(id) };
   }

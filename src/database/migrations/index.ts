@@ -3,5 +3,6 @@
  * (timestamps keep the order; TypeORM sorts by them too).
  */
 import { Platform1763700000000 } from './1763700000000-platform.js';
+import { CrmTables1763700000050 } from './1763700000050-crm-tables.js';
 
-export const MIGRATIONS = [Platform1763700000000];
+export const MIGRATIONS = [Platform1763700000000, CrmTables1763700000050];
