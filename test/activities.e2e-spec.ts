@@ -196,7 +196,7 @@ describe('activities', () => {
     });
 
     it('refuses bad list parameters with 400', async () => {
-      for (const q of [{ type: 'sms' }, { type: 'Call' }, { status: 'open' }, { limit: '0' }, { limit: 'ten' }, { page: '0' }, { orderBy: 'dueDate' }, { orderByDir: 'random' }]) {
+      for (const q of <Record<string, string>[]>[{ type: 'sms' }, { type: 'Call' }, { status: 'open' }, { limit: '0' }, { limit: 'ten' }, { page: '0' }, { orderBy: 'dueDate' }, { orderByDir: 'random' }]) {
         expectError(await list(q), 400, 'validation_failed');
       }
     });

@@ -244,7 +244,7 @@ describe('campaigns', () => {
     });
 
     it('refuses bad list parameters with 400', async () => {
-      for (const q of [{ status: 'archived' }, { status: 'ACTIVE' }, { limit: '0' }, { limit: '201' }, { page: '0' }, { orderBy: 'secret' }, { orderByDir: 'sideways' }, { foo: 'bar' }]) {
+      for (const q of <Record<string, string>[]>[{ status: 'archived' }, { status: 'ACTIVE' }, { limit: '0' }, { limit: '201' }, { page: '0' }, { orderBy: 'secret' }, { orderByDir: 'sideways' }, { foo: 'bar' }]) {
         expectError(await list(q), 400, 'validation_failed');
       }
     });
@@ -317,7 +317,7 @@ describe('campaigns', () => {
       expect(found.body.total).toBe(1);
       expect(found.body.contacts[0].id).toBe(ids[0]);
       expect(found.body.contacts[0].id).not.toBe(outsider);
-      for (const q of [{ limit: '500' }, { orderBy: 'password' }, { status: 'active' }]) {
+      for (const q of <Record<string, string>[]>[{ limit: '500' }, { orderBy: 'password' }, { status: 'active' }]) {
         expectError(await members(c.id, q), 400, 'validation_failed');
       }
     });

@@ -291,7 +291,7 @@ describe('deals', () => {
     });
 
     it('refuses bad list parameters with 400', async () => {
-      for (const q of [{ status: 'closed' }, { contact_id: 'x' }, { limit: '0' }, { limit: '201' }, { page: '0' }, { page: '-1' }, { orderBy: 'contactId' }, { orderByDir: 'up' }, { type: 'call' }]) {
+      for (const q of <Record<string, string>[]>[{ status: 'closed' }, { contact_id: 'x' }, { limit: '0' }, { limit: '201' }, { page: '0' }, { page: '-1' }, { orderBy: 'contactId' }, { orderByDir: 'up' }, { type: 'call' }]) {
         expectError(await list(q), 400, 'validation_failed');
       }
     });
