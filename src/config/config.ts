@@ -43,6 +43,7 @@ export interface AppConfig {
   smsRateLimitPerSecond: number;
   metricsToken: string | null;
   commit: string;
+  campaignCompletionIntervalMs: number; // period of the job that completes campaigns past their endDate
 }
 
 export class ConfigError extends Error {
@@ -158,6 +159,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     smsRateLimitPerSecond: int(env, 'SMS_RATE_LIMIT_PER_SECOND', 100, 1, 100000),
     metricsToken: optional(env, 'METRICS_TOKEN'),
     commit: str(env, 'GIT_COMMIT', 'unknown'),
+    campaignCompletionIntervalMs: int(env, 'CAMPAIGN_COMPLETION_INTERVAL_MS', 60_000, 100, 86_400_000),
   };
 }
 
