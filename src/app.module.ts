@@ -20,9 +20,18 @@ import { SystemModule } from './system/system.module.js';
 import { CampaignsModule } from './campaigns/campaigns.module.js';
 import { DealsModule } from './deals/deals.module.js';
 import { ActivitiesModule } from './activities/activities.module.js';
+import { AuthApiModule } from './auth/auth-api.module.js';
 
 /** Feature modules: one per resource. */
-export const FEATURE_MODULES: Type[] = [NotificationsModule, ContactsModule, SystemModule, CampaignsModule, DealsModule, ActivitiesModule];
+export const FEATURE_MODULES: Type[] = [
+  NotificationsModule,
+  ContactsModule,
+  SystemModule,
+  AuthApiModule,
+  CampaignsModule,
+  DealsModule,
+  ActivitiesModule,
+];
 
 @Module({})
 export class AppModule implements NestModule {
