@@ -120,6 +120,8 @@ export class ContactsService {
       if (dto[key] !== undefined) apply(dto[key]);
       else if (replace) apply(null as UpdateContactDto[K]);
     };
+    if (dto.name === null) throw fieldError('name', 'must not be null');
+    if (dto.email === null) throw fieldError('email', 'must not be null');
     if (dto.name !== undefined) c.name = dto.name.trim();
     if (dto.name !== undefined && c.name === '') throw fieldError('name', 'must not be empty');
     if (dto.email !== undefined) c.email = dto.email.trim();
