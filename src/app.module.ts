@@ -17,9 +17,12 @@ import { ContentTypeGuard } from './common/content-type.guard.js';
 import { NotificationsModule } from './notifications/notifications.module.js';
 import { ContactsModule } from './contacts/contacts.module.js';
 import { SystemModule } from './system/system.module.js';
+import { FieldsModule } from './fields/fields.module.js';
+import { CategoriesModule } from './categories/categories.module.js';
+import { PointGroupsModule } from './point-groups/point-groups.module.js';
 
 /** Feature modules: one per resource. */
-export const FEATURE_MODULES: Type[] = [NotificationsModule, ContactsModule, SystemModule];
+export const FEATURE_MODULES: Type[] = [NotificationsModule, ContactsModule, SystemModule, FieldsModule, CategoriesModule, PointGroupsModule];
 
 @Module({})
 export class AppModule implements NestModule {
