@@ -15,7 +15,7 @@ const LIST_DOC = 'List parameters: search (label, alias, description), page, lim
 const DELETE_DOC = "Deletes the field and, for a contact field, removes its value from every contact (in the same transaction). Answers the field as it was.";
 const PUT_DOC =
   'Full replace (200): omitted optional properties reset to their defaults, except `alias`, which the field keeps when omitted. ' +
-  'When the id does not exist, a new field is created with a new id (201).';
+  'When the id does not exist, a new field is created with a new id (201); under /api/fields/<object>/..., a field of the other object counts as not existing.';
 const PATCH_DOC = 'Changes only the supplied properties; 404 when the id does not exist. A new alias renames the key of every contact value.';
 const objectParam = ApiParam({ name: 'object', enum: ['contact', 'company'], description: 'Which object uses the field; any other value is a 404' });
 
