@@ -21,6 +21,9 @@ import { CampaignsModule } from './campaigns/campaigns.module.js';
 import { DealsModule } from './deals/deals.module.js';
 import { ActivitiesModule } from './activities/activities.module.js';
 import { AuthApiModule } from './auth/auth-api.module.js';
+import { FieldsModule } from './fields/fields.module.js';
+import { CategoriesModule } from './categories/categories.module.js';
+import { PointGroupsModule } from './point-groups/point-groups.module.js';
 
 /** Feature modules: one per resource. */
 export const FEATURE_MODULES: Type[] = [
@@ -28,6 +31,9 @@ export const FEATURE_MODULES: Type[] = [
   ContactsModule,
   SystemModule,
   AuthApiModule,
+  FieldsModule,
+  CategoriesModule,
+  PointGroupsModule,
   CampaignsModule,
   DealsModule,
   ActivitiesModule,

@@ -10,6 +10,7 @@ import { NotificationsService } from '../notifications/notifications.service.js'
 import { User } from '../auth/user.entity.js';
 import { Contact } from './contact.entity.js';
 import { CreateContactDto, UpdateContactDto } from './contact.dto.js';
+import { ContactFieldValuesService } from '../fields/contact-field-values.service.js';
 
 export const CONTACT_LIST_SPEC: ListSpec = {
   sortable: {
@@ -35,6 +36,7 @@ export class ContactsService {
     @InjectRepository(Contact) private readonly contacts: Repository<Contact>,
     @InjectDataSource() private readonly db: DataSource,
     private readonly notifications: NotificationsService,
+    private readonly fieldValues: ContactFieldValuesService,
   ) {}
 
   toRecord(c: Contact, owners: Map<number, string>) {
@@ -85,16 +87,20 @@ export class ContactsService {
   async create(dto: CreateContactDto, who: Principal): Promise<ContactRecord> {
     const contact = this.contacts.create();
     this.assign(contact, dto, true);
+    const custom = await this.fieldValues.apply({}, dto.fields, 'create');
+    contact.fields = custom.values;
     stampCreated(contact, who);
-    return this.persist(contact, null, who);
+    return this.persist(contact, null, who, custom.unique);
   }
 
   async patch(id: number, dto: UpdateContactDto, who: Principal): Promise<ContactRecord> {
     const contact = await this.findEntity(id);
     const previousOwner = contact.ownerId;
     this.assign(contact, dto, false);
+    const custom = await this.fieldValues.apply(contact.fields ?? {}, dto.fields, 'patch');
+    contact.fields = custom.values;
     stampModified(contact, who);
-    return this.persist(contact, previousOwner, who);
+    return this.persist(contact, previousOwner, who, custom.unique);
   }
 
   /** PUT: full replace when the id exists (omitted optional properties reset), else a new contact. */
@@ -103,8 +109,10 @@ export class ContactsService {
     if (!existing) return { created: true, contact: await this.create(dto, who) };
     const previousOwner = existing.ownerId;
     this.assign(existing, dto, true);
+    const custom = await this.fieldValues.apply(existing.fields ?? {}, dto.fields, 'replace');
+    existing.fields = custom.values;
     stampModified(existing, who);
-    return { created: false, contact: await this.persist(existing, previousOwner, who) };
+    return { created: false, contact: await this.persist(existing, previousOwner, who, custom.unique) };
   }
 
   async remove(id: number): Promise<ContactRecord> {
@@ -129,12 +137,12 @@ export class ContactsService {
     set('company', (v) => (c.company = v ?? null));
     set('title', (v) => (c.title = v ?? null));
     set('ownerId', (v) => (c.ownerId = v ?? null));
-    if (replace && c.fields === undefined) c.fields = {};
   }
 
-  private async persist(contact: Contact, previousOwner: number | null, who: Principal): Promise<ContactRecord> {
+  private async persist(contact: Contact, previousOwner: number | null, who: Principal, uniqueFields: string[] = []): Promise<ContactRecord> {
     try {
       const saved = await this.db.transaction(async (m) => {
+        await this.fieldValues.assertUnique(m, contact.id ?? null, contact.fields, uniqueFields);
         if (contact.ownerId !== null && contact.ownerId !== previousOwner) {
           const owner = await m.getRepository(User).findOne({ where: { id: contact.ownerId } });
           if (!owner) throw fieldError('ownerId', `user ${contact.ownerId} does not exist`);
