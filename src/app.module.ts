@@ -17,6 +17,7 @@ import { ContentTypeGuard } from './common/content-type.guard.js';
 import { NotificationsModule } from './notifications/notifications.module.js';
 import { ContactsModule } from './contacts/contacts.module.js';
 import { SystemModule } from './system/system.module.js';
+import { MetricsModule } from './metrics/metrics.module.js';
 import { CampaignsModule } from './campaigns/campaigns.module.js';
 import { DealsModule } from './deals/deals.module.js';
 import { ActivitiesModule } from './activities/activities.module.js';
@@ -50,6 +51,7 @@ export class AppModule implements NestModule {
         RedisModule,
         JobsModule.forRoot(config),
         CommonModule,
+        MetricsModule,
         AuthModule,
         RateLimitModule,
         ...FEATURE_MODULES,
