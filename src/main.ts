@@ -69,6 +69,7 @@ async function main(): Promise<void> {
     configureHttp(http, config);
     await http.listen(config.port, config.host);
     server = http.getHttpServer() as Server;
+    answerClientErrors(server);
     app = http;
     log.log(`API listening on ${config.host}:${config.port} (role ${config.role}, base URL ${config.baseUrl})`);
   }
@@ -100,6 +101,30 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Express sees them (headers over the size limit,
+ * malformed request lines) still get an answer in the error shape instead of a bare close.
+ */
+function answerClientErrors(server: Server): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+    const status = tooLarge ? 431 : 400;
+    const body = JSON.stringify({
+      error: tooLarge
+        ? { code: 'payload_too_large', message: 'Request headers are larger than the server accepts', status }
+        : { code: 'validation_failed', message: 'Malformed HTTP request', status },
+    });
+    socket.end(
+      `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
 }
 
 main().catch((e: Error) => {
