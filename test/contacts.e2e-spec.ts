@@ -90,6 +90,14 @@ describe('contacts', () => {
     for (const r of results.filter((r) => r.status !== 201)) expectError(r, 409, 'conflict');
   });
 
+  it('the unfiltered total stays exact through parallel creates and deletes', async () => {
+    const created = await Promise.all(Array.from({ length: 20 }, (_, i) => create({ name: `Counted ${i}`, email: `counted${i}@count.test` })));
+    await Promise.all(created.slice(0, 7).map((r) => app.http.delete(`/api/contacts/${r.body.contact.id}`).set('Authorization', auth)));
+    const listed = await app.http.get('/api/contacts').query({ limit: 1 }).set('Authorization', auth);
+    const [{ n }] = await app.sql<{ n: string }>('SELECT count(*)::text AS n FROM contacts');
+    expect(listed.body.total).toBe(Number(n));
+  });
+
   it('PATCH on a missing id is 404; non-numeric ids are 404', async () => {
     expectError(await app.http.patch('/api/contacts/424242/edit').set('Authorization', auth).send({ name: 'x' }), 404, 'not_found');
     expectError(await app.http.get('/api/contacts/abc').set('Authorization', auth), 404, 'not_found');

@@ -28,6 +28,11 @@ export interface ListSpec {
   filters?: Record<string, FilterSpec>;
   /** Column that breaks ties so pages never overlap; default `<alias>.id`. */
   idColumn?: string;
+  /**
+   * A table whose exact size the row_counts triggers keep (see the row-counts migration): an
+   * unfiltered, unscoped list reads its total from there instead of counting every row.
+   */
+  countTable?: string;
 }
 
 export interface ListQuery {
@@ -154,10 +159,17 @@ export async function paginate<T extends ObjectLiteral>(
   qb: SelectQueryBuilder<T>,
   q: ListQuery,
   spec: ListSpec,
+  opts: { scoped?: boolean } = {},
 ): Promise<{ total: number; items: T[] }> {
   applyListFilters(qb, q, spec);
   const idColumn = spec.idColumn ?? `${qb.alias}.id`;
-  const total = await qb.clone().orderBy().getCount();
+  const unfiltered = !q.search && Object.keys(q.filters).length === 0 && !opts.scoped;
+  const total =
+    spec.countTable && unfiltered
+      ? Number(
+          (await qb.connection.query(`SELECT coalesce(sum(n), 0)::bigint AS n FROM row_counts WHERE table_name = $1`, [spec.countTable]))[0].n,
+        )
+      : await qb.clone().orderBy().getCount();
   if (total === 0 || q.offset >= total) return { total, items: [] };
   const orderExpr = spec.sortable[q.orderBy] ?? idColumn;
   qb.orderBy(orderExpr, q.orderByDir, q.orderByDir === 'ASC' ? 'NULLS FIRST' : 'NULLS LAST');

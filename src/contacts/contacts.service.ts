@@ -26,6 +26,7 @@ export const CONTACT_LIST_SPEC: ListSpec = {
   // search_text is the lower-cased text of name, email, phone, company, title and custom field
   // values, kept by a trigger and indexed with pg_trgm (see the platform migration).
   searchExpression: 'c.search_text',
+  countTable: 'contacts',
 };
 
 export type ContactRecord = ReturnType<ContactsService['toRecord']>;
@@ -69,7 +70,7 @@ export class ContactsService {
     const q = parseListQuery(query, CONTACT_LIST_SPEC);
     const qb = this.contacts.createQueryBuilder('c');
     scope?.(qb);
-    const { total, items } = await paginate(qb, q, CONTACT_LIST_SPEC);
+    const { total, items } = await paginate(qb, q, CONTACT_LIST_SPEC, { scoped: scope !== undefined });
     return { total, contacts: await this.toRecords(items) };
   }
 
