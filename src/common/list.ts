@@ -172,7 +172,9 @@ export async function paginate<T extends ObjectLiteral>(
       : await qb.clone().orderBy().getCount();
   if (total === 0 || q.offset >= total) return { total, items: [] };
   const orderExpr = spec.sortable[q.orderBy] ?? idColumn;
-  qb.orderBy(orderExpr, q.orderByDir, q.orderByDir === 'ASC' ? 'NULLS FIRST' : 'NULLS LAST');
+  // PostgreSQL's own null placement (last ascending, first descending) matches the btree indexes,
+  // so an ordered page is an index walk rather than a sort of every matching row.
+  qb.orderBy(orderExpr, q.orderByDir, q.orderByDir === 'ASC' ? 'NULLS LAST' : 'NULLS FIRST');
   if (orderExpr !== idColumn) qb.addOrderBy(idColumn, q.orderByDir);
   const items = await qb.offset(q.offset).limit(q.limit).getMany();
   return { total, items };
