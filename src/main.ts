@@ -44,6 +44,7 @@ async function main(): Promise<void> {
   let app: INestApplicationContext;
   let server: Server | null = null;
   let inFlight = 0;
+  let lastRequestAt = 0;
   let draining = false;
 
   if (config.role === 'worker') {
@@ -59,17 +60,18 @@ async function main(): Promise<void> {
     }
   } else {
     const http = await NestFactory.create<NestExpressApplication>(module, { logger: appLogger, bodyParser: false });
-    // Count in-flight requests so shutdown can wait for them; ask keep-alive clients to reconnect while draining.
-    http.use((_req: Request, res: Response, next: NextFunction) => {
-      inFlight++;
-      if (draining) res.setHeader('Connection', 'close');
-      res.once('close', () => inFlight--);
-      next();
-    });
     configureHttp(http, config);
     await http.listen(config.port, config.host);
     server = http.getHttpServer() as Server;
     answerClientErrors(server);
+    // Count in-flight requests at the HTTP server itself, so shutdown can wait for every one of them;
+    // while draining, ask keep-alive clients to reconnect (to another instance) after this response.
+    server.on('request', (_req, res) => {
+      inFlight++;
+      lastRequestAt = Date.now();
+      if (draining) res.setHeader('Connection', 'close');
+      res.once('close', () => inFlight--);
+    });
     app = http;
     log.log(`API listening on ${config.host}:${config.port} (role ${config.role}, base URL ${config.baseUrl})`);
   }
@@ -82,12 +84,15 @@ async function main(): Promise<void> {
     log.log(`${signal} received: draining`);
     const deadline = Date.now() + config.shutdownGraceMs;
     if (server) {
-      // Stop accepting connections; finish the requests already in flight.
+      // Stop accepting connections. Connections already accepted may still be sending their
+      // request: wait until nothing is in flight and no request has arrived for a moment, and
+      // only then close the idle keep-alive connections.
       server.close();
-      while (inFlight > 0 && Date.now() < deadline) {
-        server.closeIdleConnections();
-        await new Promise((r) => setTimeout(r, 50));
+      const QUIET_MS = 300;
+      while (Date.now() < deadline && (inFlight > 0 || Date.now() - lastRequestAt < QUIET_MS)) {
+        await new Promise((r) => setTimeout(r, 25));
       }
+      if (inFlight > 0) log.warn(`shutdown grace over with ${inFlight} request(s) in flight`);
       server.closeIdleConnections();
     }
     try {
