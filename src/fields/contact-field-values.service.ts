@@ -1,41 +1,79 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { RedisService } from '../redis/redis.service.js';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { conflict, validationError } from '../common/errors.js';
-import { applyCustomValues, ContactFieldRule, FieldOption, FieldType, ValuesMode } from './field-rules.js';
-import { UNIQUE_VALUE_LOCK } from './fields.service.js';
+import { applyCustomValues, ContactFieldRule, FieldOption, FieldType, UNIQUE_VALUE_LOCK, ValuesMode } from './field-rules.js';
 
 /**
  * Custom field values of contacts (`contact.fields`): checks a request's values against the
  * published contact fields, and keeps unique-identifier values unique. ContactsService calls this.
  */
-@Injectable()
-export class ContactFieldValuesService {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+interface FieldRow {
+  alias: string;
+  type: FieldType;
+  properties: { list?: FieldOption[] } | unknown[];
+  is_required: boolean;
+  is_unique_identifier: boolean;
+  default_value: string | null;
+  is_published: boolean;
+  publish_up: Date | null;
+  publish_down: Date | null;
+}
 
-  /** Published contact fields: isPublished and inside their publishUp/publishDown window. */
+const FIELDS_CHANGED = 'fields-changed';
+/** Longest a field change can go unseen by an instance that missed the broadcast (Redis down or absent). */
+const CACHE_TTL_MS = 10_000;
+
+@Injectable()
+export class ContactFieldValuesService implements OnModuleInit {
+  /** Every contact field definition: read once, then on change (here or, through Redis, elsewhere) or after the TTL. */
+  private cache: { loadedAt: number; rows: FieldRow[] } | null = null;
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly redis: RedisService,
+  ) {}
+
+  onModuleInit(): void {
+    this.redis.subscribe(FIELDS_CHANGED, () => (this.cache = null));
+  }
+
+  /** Called by FieldsService after a field change commits. */
+  invalidate(): void {
+    this.cache = null;
+    this.redis.publish(FIELDS_CHANGED, '1').catch(() => undefined);
+  }
+
+  /**
+   * Published contact fields: isPublished and inside their publishUp/publishDown window (at this
+   * moment). Inside a transaction (`manager`), read fresh from the database.
+   */
   async publishedRules(manager?: EntityManager): Promise<ContactFieldRule[]> {
-    const rows: {
-      alias: string;
-      type: FieldType;
-      properties: { list?: FieldOption[] } | unknown[];
-      is_required: boolean;
-      is_unique_identifier: boolean;
-      default_value: string | null;
-    }[] = await (manager ?? this.db).query(
-      `SELECT alias, type, properties, is_required, is_unique_identifier, default_value FROM fields
-       WHERE object = 'contact' AND is_published
-         AND (publish_up IS NULL OR publish_up <= now()) AND (publish_down IS NULL OR publish_down > now())
-       ORDER BY field_order, id`,
+    let rows: FieldRow[];
+    if (manager) rows = await this.load(manager);
+    else {
+      if (!this.cache || Date.now() - this.cache.loadedAt > CACHE_TTL_MS) this.cache = { loadedAt: Date.now(), rows: await this.load(this.db) };
+      rows = this.cache.rows;
+    }
+    const now = Date.now();
+    return rows
+      .filter((r) => r.is_published && (!r.publish_up || new Date(r.publish_up).getTime() <= now) && (!r.publish_down || new Date(r.publish_down).getTime() > now))
+      .map((r) => ({
+        alias: r.alias,
+        type: r.type,
+        options: !Array.isArray(r.properties) && Array.isArray(r.properties?.list) ? r.properties.list.map((o) => o.value) : null,
+        isRequired: r.is_required,
+        isUniqueIdentifier: r.is_unique_identifier,
+        defaultValue: r.default_value,
+      }));
+  }
+
+  private load(q: Pick<DataSource, 'query'>): Promise<FieldRow[]> {
+    return q.query(
+      `SELECT alias, type, properties, is_required, is_unique_identifier, default_value, is_published, publish_up, publish_down
+         FROM fields WHERE object = 'contact' ORDER BY field_order, id`,
     );
-    return rows.map((r) => ({
-      alias: r.alias,
-      type: r.type,
-      options: !Array.isArray(r.properties) && Array.isArray(r.properties?.list) ? r.properties.list.map((o) => o.value) : null,
-      isRequired: r.is_required,
-      isUniqueIdentifier: r.is_unique_identifier,
-      defaultValue: r.default_value,
-    }));
   }
 
   /**

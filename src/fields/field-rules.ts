@@ -312,3 +312,6 @@ export function applyCustomValues(
     .map((r) => r.alias);
   return { values, changed, errors };
 }
+
+/** Advisory-lock key space for "values of this contact field are unique" (FieldsService and ContactFieldValuesService). */
+export const UNIQUE_VALUE_LOCK = `pg_advisory_xact_lock(hashtext('sf:contact-field-unique'), hashtext($1))`;

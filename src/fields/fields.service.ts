@@ -9,7 +9,8 @@ import { ListSpec, paginate, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Field } from './field.entity.js';
 import { FieldInObjectBodyDto, UpdateFieldDto } from './field.dto.js';
-import { FIELD_OBJECTS, FIELD_TYPES, FieldObject, normalizeProperties, OPTION_TYPES, parseDefaultValue } from './field-rules.js';
+import { FIELD_OBJECTS, FIELD_TYPES, FieldObject, normalizeProperties, OPTION_TYPES, parseDefaultValue, UNIQUE_VALUE_LOCK } from './field-rules.js';
+import { ContactFieldValuesService } from './contact-field-values.service.js';
 
 const SORTABLE = {
   id: 'f.id',
@@ -42,8 +43,6 @@ export const FIELD_COLLECTION_LIST_SPEC: ListSpec = {
   filters: { ...FIELD_LIST_SPEC.filters, object: { type: 'string', column: 'f.object', values: FIELD_OBJECTS } },
 };
 
-/** Advisory-lock key space for "values of this contact field are unique" (shared with ContactFieldValuesService). */
-export const UNIQUE_VALUE_LOCK = `pg_advisory_xact_lock(hashtext('sf:contact-field-unique'), hashtext($1))`;
 
 export type FieldRecord = ReturnType<FieldsService['toRecord']>;
 type Mode = 'create' | 'replace' | 'patch';
@@ -55,6 +54,7 @@ export class FieldsService {
   constructor(
     @InjectRepository(Field) private readonly fields: Repository<Field>,
     @InjectDataSource() private readonly db: DataSource,
+    private readonly contactValues: ContactFieldValuesService,
   ) {}
 
   toRecord(f: Field) {
@@ -152,7 +152,7 @@ export class FieldsService {
 
   /** Deletes the field and, for a contact field, its value in every contact, in one transaction. */
   async remove(id: number, pathObject?: FieldObject): Promise<FieldRecord> {
-    return this.db.transaction(async (m) => {
+    const removed = await this.db.transaction(async (m) => {
       const field = await this.findEntity(id, pathObject, m);
       const record = this.toRecord(field);
       await m.getRepository(Field).delete({ id });
@@ -161,6 +161,8 @@ export class FieldsService {
       }
       return record;
     });
+    this.contactValues.invalidate();
+    return removed;
   }
 
   private checkObject(field: Field, given: FieldObject | null | undefined, pathObject?: FieldObject) {
@@ -239,6 +241,7 @@ export class FieldsService {
           }
           return s;
         });
+        this.contactValues.invalidate();
         return this.toRecord(await this.findEntity(saved.id));
       } catch (e) {
         const pg = (e as QueryFailedError & { driverError?: { code?: string; constraint?: string } }).driverError;
