@@ -229,6 +229,36 @@ describe('platform: plan limits', () => {
   });
 });
 
+describe('platform: logs and CORS', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startApp({ noRedis: true, env: { LOG_LEVEL: 'debug', CORS_ORIGINS: 'https://app.example.com' } });
+  });
+  afterAll(async () => app?.stop());
+
+  it('writes structured JSON logs with the request id and never the credentials', async () => {
+    const secret = await app.token('*');
+    await app.http.get('/api/contacts').set('Authorization', `Bearer ${secret}`).set('X-Request-Id', 'log-check-1');
+    await app.http.post('/api/oauth/v2/token').type('form').send({ grant_type: 'client_credentials', client_id: '1', client_secret: secret });
+    await new Promise((r) => setTimeout(r, 200));
+    const lines = app.logs.join('').split('\n').filter((l) => l.startsWith('{'));
+    const entries = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(entries.some((e) => e.requestId === 'log-check-1' && e.status === 200 && e.method === 'GET')).toBe(true);
+    expect(app.logs.join('')).not.toContain(secret);
+    expect(app.logs.join('')).not.toContain(secret.slice(3, 20));
+  });
+
+  it('answers CORS preflights for the configured origins only', async () => {
+    const ok = await app.http.options('/api/contacts').set('Origin', 'https://app.example.com').set('Access-Control-Request-Method', 'POST');
+    expect(ok.status).toBeLessThan(300);
+    expect(ok.headers['access-control-allow-origin']).toBe('https://app.example.com');
+    const other = await app.http.options('/api/contacts').set('Origin', 'https://evil.example').set('Access-Control-Request-Method', 'POST');
+    expect(other.headers['access-control-allow-origin']).toBeUndefined();
+    const exposed = await app.http.get('/health').set('Origin', 'https://app.example.com');
+    expect(exposed.headers['access-control-expose-headers']).toContain('X-RateLimit-Remaining');
+  });
+});
+
 describe('platform: start-up', () => {
   it('two instances starting together on an empty database apply the migrations once', async () => {
     const db = await createDatabase();
