@@ -17,9 +17,10 @@ import { ContentTypeGuard } from './common/content-type.guard.js';
 import { NotificationsModule } from './notifications/notifications.module.js';
 import { ContactsModule } from './contacts/contacts.module.js';
 import { SystemModule } from './system/system.module.js';
+import { AssetsModule } from './assets/assets.module.js';
 
 /** Feature modules: one per resource. */
-export const FEATURE_MODULES: Type[] = [NotificationsModule, ContactsModule, SystemModule];
+export const FEATURE_MODULES: Type[] = [NotificationsModule, ContactsModule, SystemModule, AssetsModule];
 
 @Module({})
 export class AppModule implements NestModule {
