@@ -103,12 +103,15 @@ export function dispositionType(mime: string): 'inline' | 'attachment' {
 export const ALIAS_PATTERN = /^[a-z0-9]+(?:[-_][a-z0-9]+)*$/;
 export const ALIAS_MAX = 100;
 
-/** URL alias from a title: accents dropped, lower case, runs of other characters → `-`; `asset` when nothing is left. */
+/** URL alias from a title: accents dropped (ß → ss, æ → ae, ...), lower case, runs of other characters → `-`; `asset` when nothing is left. */
+const LATIN_LETTERS: Record<string, string> = { ß: 'ss', æ: 'ae', œ: 'oe', ø: 'o', đ: 'd', ð: 'd', ł: 'l', þ: 'th', ı: 'i' };
+
 export function slugify(title: string): string {
   const slug = title
     .normalize('NFKD')
     .replace(/\p{M}/gu, '')
     .toLowerCase()
+    .replace(/[ßæœøđðłþı]/g, (c) => LATIN_LETTERS[c])
     .replace(/[^a-z0-9]+/g, '-')
     .replace(/^-+|-+$/g, '')
     .slice(0, ALIAS_MAX - 8)

@@ -1,10 +1,9 @@
-import { createHash, Hash } from 'node:crypto';
-import { pipeline, Transform, TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream';
 import type { Request } from 'express';
 import type { StorageEngine } from 'multer';
-import { AppError } from '../common/errors.js';
 import { AssetStorage } from './asset-storage.js';
-import { detectType, sanitizeFilename, SNIFF_BYTES } from './asset-file.js';
+import { detectType, sanitizeFilename } from './asset-file.js';
+import { UploadInspector } from './upload-inspector.js';
 
 /** What an upload left in storage, as the service sees it on `req.file`. */
 export interface StoredUpload {
@@ -19,44 +18,6 @@ export interface StoredUpload {
 }
 
 export type UploadedAssetFile = Express.Multer.File & StoredUpload;
-
-export const payloadTooLarge = (maxBytes: number) =>
-  new AppError('payload_too_large', `The file is larger than the limit of ${maxBytes} bytes (ASSET_MAX_BYTES)`);
-
-/**
- * Passes an upload through while counting it against the size limit (failing the stream as soon
- * as it is exceeded), hashing it, and keeping only its first bytes for type detection.
- */
-export class UploadInspector extends Transform {
-  size = 0;
-  private readonly hash: Hash = createHash('sha256');
-  private readonly head: Buffer[] = [];
-  private headLength = 0;
-
-  constructor(private readonly maxBytes: number) {
-    super();
-  }
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
-    this.size += chunk.length;
-    if (this.size > this.maxBytes) return cb(payloadTooLarge(this.maxBytes));
-    this.hash.update(chunk);
-    if (this.headLength < SNIFF_BYTES) {
-      const part = chunk.subarray(0, SNIFF_BYTES - this.headLength);
-      this.head.push(Buffer.from(part));
-      this.headLength += part.length;
-    }
-    cb(null, chunk);
-  }
-
-  sample(): Buffer {
-    return Buffer.concat(this.head, this.headLength);
-  }
-
-  digest(): string {
-    return this.hash.digest('hex');
-  }
-}
 
 /**
  * multer storage engine for asset uploads: streams the `file` part through an UploadInspector
