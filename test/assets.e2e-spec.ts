@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync, readdirSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { expectError, startApp, TestApp } from './support/app.js';
@@ -62,19 +63,24 @@ function opaqueBytes(n: number): Buffer {
 }
 
 /** A multipart body built by hand, so the raw file name reaches the server unaltered. */
-function multipart(fields: Record<string, string>, file?: { name: string; data: Buffer; type?: string }) {
+function multipart(
+  fields: Record<string, string>,
+  file?: { name: string; data: Buffer; type?: string },
+  more: { field: string; name: string; data: Buffer }[] = [],
+) {
   const boundary = '----sfTestBoundary7MA4YWxkTrZu0gW';
   const parts: Buffer[] = [];
   for (const [k, v] of Object.entries(fields)) {
     parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`, 'utf8'));
   }
-  if (file) {
+  const files = [...(file ? [{ field: 'file', ...file }] : []), ...more];
+  for (const f of files) {
     parts.push(
       Buffer.from(
-        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name}"\r\nContent-Type: ${file.type ?? 'application/octet-stream'}\r\n\r\n`,
+        `--${boundary}\r\nContent-Disposition: form-data; name="${f.field}"; filename="${f.name}"\r\nContent-Type: ${'type' in f && f.type ? f.type : 'application/octet-stream'}\r\n\r\n`,
         'utf8',
       ),
-      file.data,
+      f.data,
       Buffer.from('\r\n'),
     );
   }
@@ -227,9 +233,38 @@ describe('assets', () => {
     const taken = expectError(await upload({ title: 'Other', alias: 'taken-alias' }, { name: 't.txt', data: Buffer.from('y') }), 409, 'conflict');
     expect(taken.details?.[0].field).toBe('alias');
     expectError(await upload({ title: 'Bad alias', alias: 'Not An Alias' }, { name: 't.txt', data: Buffer.from('x') }), 400, 'validation_failed');
+    // A second file, or a file in another field, is refused and the stored one removed.
+    const two = multipart({ title: 'Two files' }, { name: 'one.txt', data: Buffer.from('1') }, [{ field: 'file', name: 'two.txt', data: Buffer.from('2') }]);
+    expectError(await app.http.post('/api/assets/new').set('Authorization', auth).set('Content-Type', two.contentType).send(two.body), 400, 'validation_failed');
+    const other = multipart({ title: 'Other field' }, { name: 'x.txt', data: Buffer.from('x') }, [{ field: 'attachment', name: 'y.txt', data: Buffer.from('y') }]);
+    expectError(await app.http.post('/api/assets/new').set('Authorization', auth).set('Content-Type', other.contentType).send(other.body), 400, 'validation_failed');
     expect(storedFileCount()).toBe(files + 1);
     const [{ n: after }] = await app.sql<{ n: string }>(`SELECT count(*) AS n FROM assets`);
     expect(Number(after)).toBe(Number(rows) + 1);
+  });
+
+  it('a client that disconnects mid-upload leaves no partial file and no row', async () => {
+    const files = storedFileCount();
+    const [{ n: rows }] = await app.sql<{ n: string }>(`SELECT count(*) AS n FROM assets`);
+    const { contentType, body } = multipart({ title: 'Aborted' }, { name: 'big.bin', data: opaqueBytes(2 * 1024 * 1024) });
+    await new Promise<void>((resolve) => {
+      const req = httpRequest(`${app.url}/api/assets/new`, {
+        method: 'POST',
+        headers: { Authorization: auth, 'Content-Type': contentType, 'Content-Length': String(body.length) },
+      });
+      req.on('error', () => resolve());
+      req.write(body.subarray(0, 512 * 1024), () => {
+        setTimeout(() => {
+          req.destroy();
+          resolve();
+        }, 300);
+      });
+    });
+    const deadline = Date.now() + 5000;
+    while (storedFileCount() !== files && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(storedFileCount()).toBe(files);
+    const [{ n: after }] = await app.sql<{ n: string }>(`SELECT count(*) AS n FROM assets`);
+    expect(after).toBe(rows);
   });
 
   it('generates unique aliases from titles', async () => {

@@ -39,7 +39,7 @@ export class AssetDownloadsService {
     private readonly storage: AssetStorage,
   ) {}
 
-  async serve(id: number, alias: string | undefined, req: Request, res: Response): Promise<void> {
+  async serve(id: number, alias: string | undefined, req: Request, res: Response, attempt = 1): Promise<void> {
     const rows: DownloadRow[] = await this.db.query(
       `SELECT id, storage_key, original_filename, mime, size, checksum, file_modified_at
          FROM assets
@@ -88,6 +88,8 @@ export class AssetDownloadsService {
       } catch (e) {
         stream?.destroy();
         if (e instanceof StoredObjectMissingError) {
+          // The file was replaced between reading the row and opening it: read the row again, once.
+          if (attempt === 1) return this.serve(id, alias, req, res, 2);
           this.log.error({ msg: 'asset file missing from storage', assetId: row.id, key: row.storage_key });
           throw gone();
         }
