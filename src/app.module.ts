@@ -25,6 +25,7 @@ import { AuthApiModule } from './auth/auth-api.module.js';
 import { FieldsModule } from './fields/fields.module.js';
 import { CategoriesModule } from './categories/categories.module.js';
 import { PointGroupsModule } from './point-groups/point-groups.module.js';
+import { AssetsModule } from './assets/assets.module.js';
 
 /** Feature modules: one per resource. */
 export const FEATURE_MODULES: Type[] = [
@@ -38,6 +39,7 @@ export const FEATURE_MODULES: Type[] = [
   CampaignsModule,
   DealsModule,
   ActivitiesModule,
+  AssetsModule,
 ];
 
 @Module({})

@@ -72,7 +72,8 @@ export class RouteTable {
         }
         for (const c of ctrlPaths) {
           for (const r of ([] as string[]).concat(routePaths)) {
-            const path = join(c, r);
+            // Shown without path-to-regexp escapes and optional-group braces (`:id\:{:alias}` → `:id::alias`).
+            const path = join(c, r).replace(/\\(.)/g, '$1').replace(/[{}]/g, '');
             out.push({ method: RequestMethod[method], path, permission: isPublic ? (typeof publicMark === 'string' ? publicMark : 'public') : permission!, pattern: toPattern(path) });
           }
         }
