@@ -3,6 +3,7 @@ import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min } fr
 import { IsIsoDateTime, NoNul } from '../common/validation.js';
 import { ACTIVITY_TYPES } from './activity.rules.js';
 import type { ActivityType } from './activity.rules.js';
+import { AuditRecordDto } from '../common/audit.dto.js';
 
 /** Activity body. Property names are snake_case as in the spec; an optional property sent as null is cleared. */
 export class CreateActivityDto {
@@ -47,7 +48,7 @@ export class CreateActivityDto {
 export class UpdateActivityDto extends PartialType(CreateActivityDto) {}
 
 /** An activity as the API returns it (snake_case like the request; audit fields camelCase). */
-export class ActivityRecordDto {
+export class ActivityRecordDto extends AuditRecordDto {
   id: number;
   /** call, email or meeting. */
   type: string;
@@ -56,10 +57,4 @@ export class ActivityRecordDto {
   due_date: string | null;
   notes: string | null;
   outcome: string | null;
-  createdAt: string;
-  modifiedAt: string | null;
-  createdBy: number | null;
-  createdByUser: string | null;
-  modifiedBy: number | null;
-  modifiedByUser: string | null;
 }

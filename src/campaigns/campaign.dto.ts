@@ -3,6 +3,7 @@ import { IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validat
 import { IsIsoDateTime, NoNul } from '../common/validation.js';
 import { CAMPAIGN_STATUSES, CREATE_STATUSES } from './campaign.rules.js';
 import type { CampaignStatus } from './campaign.rules.js';
+import { AuditRecordDto } from '../common/audit.dto.js';
 
 export class CreateCampaignDto {
   /** Campaign name. */
@@ -57,7 +58,7 @@ export class ReplaceCampaignDto extends OmitType(CreateCampaignDto, ['status'] a
 export class UpdateCampaignDto extends PartialType(ReplaceCampaignDto) {}
 
 /** A campaign as the API returns it. */
-export class CampaignRecordDto {
+export class CampaignRecordDto extends AuditRecordDto {
   id: number;
   name: string;
   description: string | null;
@@ -66,12 +67,6 @@ export class CampaignRecordDto {
   status: string;
   startDate: string | null;
   endDate: string | null;
-  createdAt: string;
-  modifiedAt: string | null;
-  createdBy: number | null;
-  createdByUser: string | null;
-  modifiedBy: number | null;
-  modifiedByUser: string | null;
 }
 
 /** Answer of the membership routes. */

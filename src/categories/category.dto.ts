@@ -1,6 +1,7 @@
 import { PartialType } from '@nestjs/swagger';
 import { IsIn, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { NoNul } from '../common/validation.js';
+import { AuditRecordDto } from '../common/audit.dto.js';
 
 /** Kinds of items a category can hold. */
 export const CATEGORY_BUNDLES = ['global', 'asset', 'campaign', 'contact', 'point', 'report', 'sms'] as const;
@@ -49,7 +50,7 @@ export class CreateCategoryDto {
 export class UpdateCategoryDto extends PartialType(CreateCategoryDto) {}
 
 /** A category as the API returns it. */
-export class CategoryRecordDto {
+export class CategoryRecordDto extends AuditRecordDto {
   id: number;
   title: string;
   alias: string;
@@ -57,10 +58,4 @@ export class CategoryRecordDto {
   /** `#rrggbb` in lower case, or null. */
   color: string | null;
   bundle: string;
-  createdAt: string;
-  modifiedAt: string | null;
-  createdBy: number | null;
-  createdByUser: string | null;
-  modifiedBy: number | null;
-  modifiedByUser: string | null;
 }

@@ -1,6 +1,7 @@
 import { PartialType } from '@nestjs/swagger';
 import { IsEmail, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { NoNul } from '../common/validation.js';
+import { AuditRecordDto } from '../common/audit.dto.js';
 
 export class CreateContactDto {
   /** Full name. */
@@ -65,7 +66,7 @@ export class OwnerRefDto {
 }
 
 /** A contact as the API returns it. */
-export class ContactRecordDto {
+export class ContactRecordDto extends AuditRecordDto {
   id: number;
   name: string;
   email: string;
@@ -77,10 +78,4 @@ export class ContactRecordDto {
   owner: OwnerRefDto | null;
   /** Custom field values by field alias. */
   fields: Record<string, unknown>;
-  createdAt: string;
-  modifiedAt: string | null;
-  createdBy: number | null;
-  createdByUser: string | null;
-  modifiedBy: number | null;
-  modifiedByUser: string | null;
 }

@@ -3,6 +3,7 @@ import { IsIn, IsInt, IsNotEmpty, IsNumber, IsOptional, IsString, Max, MaxLength
 import { IsIsoDateTime, NoNul } from '../common/validation.js';
 import { DEAL_STATUSES, isCalendarDate, MAX_DEAL_VALUE } from './deal.rules.js';
 import type { DealStatus } from './deal.rules.js';
+import { AuditRecordDto } from '../common/audit.dto.js';
 
 /** A calendar date written YYYY-MM-DD. */
 function IsCalendarDate(options?: ValidationOptions) {
@@ -102,7 +103,7 @@ export class CreateDealDto {
 export class UpdateDealDto extends PartialType(CreateDealDto) {}
 
 /** A deal as the API returns it (snake_case like the request; audit fields camelCase). */
-export class DealRecordDto {
+export class DealRecordDto extends AuditRecordDto {
   id: number;
   title: string;
   value: number;
@@ -117,10 +118,4 @@ export class DealRecordDto {
   quantity: number;
   closed_at: string | null;
   owner_id: number | null;
-  createdAt: string;
-  modifiedAt: string | null;
-  createdBy: number | null;
-  createdByUser: string | null;
-  modifiedBy: number | null;
-  modifiedByUser: string | null;
 }

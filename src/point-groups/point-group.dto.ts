@@ -1,6 +1,7 @@
 import { PartialType } from '@nestjs/swagger';
 import { IsBoolean, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { NoNul } from '../common/validation.js';
+import { AuditRecordDto } from '../common/audit.dto.js';
 
 export class CreatePointGroupDto {
   @IsString()
@@ -43,7 +44,7 @@ export class CreatePointGroupDto {
 export class UpdatePointGroupDto extends PartialType(CreatePointGroupDto) {}
 
 /** A point group as the API returns it. */
-export class PointGroupRecordDto {
+export class PointGroupRecordDto extends AuditRecordDto {
   id: number;
   name: string;
   description: string | null;
@@ -52,10 +53,4 @@ export class PointGroupRecordDto {
   maximumPoints: number;
   /** `#rrggbb` in lower case, or null when none was given. */
   color: string | null;
-  createdAt: string;
-  modifiedAt: string | null;
-  createdBy: number | null;
-  createdByUser: string | null;
-  modifiedBy: number | null;
-  modifiedByUser: string | null;
 }

@@ -1,0 +1,11 @@
+/** The audit part of a record (decisions §1), for resources that name it createdAt/modifiedAt. */
+export class AuditRecordDto {
+  createdAt: string;
+  modifiedAt: string | null;
+  /** Id of the user whose token created the record. */
+  createdBy: number | null;
+  createdByUser: string | null;
+  /** Id of the user whose token last changed the record. */
+  modifiedBy: number | null;
+  modifiedByUser: string | null;
+}
