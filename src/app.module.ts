@@ -17,9 +17,11 @@ import { ContentTypeGuard } from './common/content-type.guard.js';
 import { NotificationsModule } from './notifications/notifications.module.js';
 import { ContactsModule } from './contacts/contacts.module.js';
 import { SystemModule } from './system/system.module.js';
+import { ReportsModule } from './reports/reports.module.js';
+import { TextMessagesModule } from './text-messages/text-messages.module.js';
 
 /** Feature modules: one per resource. */
-export const FEATURE_MODULES: Type[] = [NotificationsModule, ContactsModule, SystemModule];
+export const FEATURE_MODULES: Type[] = [NotificationsModule, ContactsModule, SystemModule, ReportsModule, TextMessagesModule];
 
 @Module({})
 export class AppModule implements NestModule {

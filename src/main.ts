@@ -8,6 +8,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import type { Server } from 'node:http';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppModule } from './app.module.js';
 import { AppConfig, ConfigError, loadConfig } from './config/config.js';
@@ -49,8 +50,15 @@ async function main(): Promise<void> {
     app = await NestFactory.createApplicationContext(module, { logger: appLogger });
     await app.init();
     log.log(`worker started (queues: ${config.redisUrl ? 'BullMQ on Redis' : 'in-process'})`);
+    // A worker has no HTTP server; its container health check reads this file's age.
+    const heartbeat = process.env.HEARTBEAT_FILE;
+    if (heartbeat) {
+      const beat = () => writeFileSync(heartbeat, String(Date.now()));
+      beat();
+      setInterval(beat, 10_000).unref();
+    }
   } else {
-    const http = await NestFactory.create<NestExpressApplication>(module, { logger: appLogger, bodyParser: false });
+    const http = await NestFactory.create<NestExpressApplication>(module, { logger: appLogger, bodyParser: false, rawBody: true });
     // Count in-flight requests so shutdown can wait for them; ask keep-alive clients to reconnect while draining.
     http.use((_req: Request, res: Response, next: NextFunction) => {
       inFlight++;

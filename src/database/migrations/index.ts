@@ -4,5 +4,6 @@
  */
 import { Platform1763700000000 } from './1763700000000-platform.js';
 import { CrmTables1763700000050 } from './1763700000050-crm-tables.js';
+import { ReportsTextMessages1763700000400 } from './1763700000400-reports-text-messages.js';
 
-export const MIGRATIONS = [Platform1763700000000, CrmTables1763700000050];
+export const MIGRATIONS = [Platform1763700000000, CrmTables1763700000050, ReportsTextMessages1763700000400];
