@@ -1,5 +1,6 @@
 import { ExecutionContext, Injectable } from '@nestjs/common';
 import { ThrottlerGuard, ThrottlerLimitDetail } from '@nestjs/throttler';
+import type { Response } from 'express';
 import { AppError } from '../common/errors.js';
 import type { AppRequest } from '../common/request.js';
 
@@ -20,7 +21,12 @@ export class RateLimitGuard extends ThrottlerGuard {
     return `${name}:${tracker}`;
   }
 
-  protected override async throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
+  protected override async throwThrottlingException(context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
+    // The throttler sets these only on allowed requests; a 429 carries them too (decisions §5).
+    const res = context.switchToHttp().getResponse<Response>();
+    res.setHeader('X-RateLimit-Limit', String(detail.limit));
+    res.setHeader('X-RateLimit-Remaining', '0');
+    res.setHeader('X-RateLimit-Reset', String(detail.timeToExpire));
     throw new AppError('rate_limited', `Rate limit of ${detail.limit} requests per ${Math.round(detail.ttl / 1000)} s exceeded; retry in ${detail.timeToBlockExpire} s`, undefined, {
       'Retry-After': String(detail.timeToBlockExpire),
     });

@@ -1,0 +1,25 @@
+import { describe, expect, it } from '@jest/globals';
+import { canGrant, hasPermission, isPermission, PERMISSIONS } from './permissions.js';
+
+describe('permissions', () => {
+  it('lists read, write and delete for every resource, plus *', () => {
+    expect(PERMISSIONS).toContain('*');
+    expect(PERMISSIONS).toContain('pointGroups:delete');
+    expect(PERMISSIONS).toContain('tokens:write');
+    expect(PERMISSIONS.length).toBe(1 + 12 * 3);
+    expect(isPermission('contacts:fly')).toBe(false);
+  });
+
+  it('* grants everything; otherwise exact matches only', () => {
+    expect(hasPermission(new Set(['*']), 'deals:delete')).toBe(true);
+    expect(hasPermission(new Set(['deals:read']), 'deals:delete')).toBe(false);
+    expect(hasPermission(new Set(['deals:read']), 'deals:read')).toBe(true);
+  });
+
+  it('never lets a token grant more than it holds', () => {
+    expect(canGrant(new Set(['*']), ['*'])).toBe(true);
+    expect(canGrant(new Set(['contacts:read', 'contacts:write']), ['contacts:read'])).toBe(true);
+    expect(canGrant(new Set(['contacts:read']), ['contacts:write'])).toBe(false);
+    expect(canGrant(new Set(['contacts:read']), ['*'])).toBe(false);
+  });
+});

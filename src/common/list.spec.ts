@@ -1,0 +1,70 @@
+import { describe, expect, it } from '@jest/globals';
+import { AppError } from './errors.js';
+import { likePattern, ListSpec, parseListQuery } from './list.js';
+
+const spec: ListSpec = {
+  sortable: { id: 't.id', name: 't.name' },
+  searchExpression: 'sf_text(t.name)',
+  filters: {
+    status: { type: 'string', column: 't.status', values: ['active', 'inactive'] },
+    isPublished: { type: 'boolean', column: 't.is_published' },
+    campaignId: { type: 'int', column: 't.campaign_id' },
+  },
+};
+
+function fails(query: Record<string, unknown>): AppError {
+  try {
+    parseListQuery(query, spec);
+  } catch (e) {
+    return e as AppError;
+  }
+  throw new Error(`expected ${JSON.stringify(query)} to be refused`);
+}
+
+describe('parseListQuery', () => {
+  it('applies the defaults of decisions §3', () => {
+    expect(parseListQuery({}, spec)).toEqual({ page: 1, limit: 30, offset: 0, orderBy: 'id', orderByDir: 'ASC', search: null, filters: {} });
+  });
+
+  it('reads page, limit, order and search', () => {
+    const q = parseListQuery({ page: '3', limit: '200', orderBy: 'name', orderByDir: 'DeSc', search: '  ada ' }, spec);
+    expect(q).toMatchObject({ page: 3, limit: 200, offset: 400, orderBy: 'name', orderByDir: 'DESC', search: 'ada' });
+  });
+
+  it.each([
+    [{ limit: '0' }, 'limit'],
+    [{ limit: '201' }, 'limit'],
+    [{ limit: '-1' }, 'limit'],
+    [{ limit: '1.5' }, 'limit'],
+    [{ page: '0' }, 'page'],
+    [{ page: 'abc' }, 'page'],
+    [{ orderBy: 'password' }, 'orderBy'],
+    [{ orderBy: 'name; DROP TABLE x' }, 'orderBy'],
+    [{ orderByDir: 'sideways' }, 'orderByDir'],
+    [{ status: 'deleted' }, 'status'],
+    [{ isPublished: 'yes' }, 'isPublished'],
+    [{ campaignId: '1e3' }, 'campaignId'],
+    [{ page: ['1', '2'] }, 'page'],
+    [{ where: '1=1' }, 'where'],
+  ])('refuses %j naming %s', (query, field) => {
+    const err = fails(query);
+    expect(err.code).toBe('validation_failed');
+    expect(err.details?.map((d) => d.field)).toContain(field);
+  });
+
+  it('reports every problem at once', () => {
+    expect(fails({ limit: '0', page: '0', orderBy: 'x' }).details).toHaveLength(3);
+  });
+
+  it('parses booleans and ints in filters', () => {
+    expect(parseListQuery({ isPublished: '1', campaignId: '42', status: 'active' }, spec).filters).toEqual({ isPublished: true, campaignId: 42, status: 'active' });
+    expect(parseListQuery({ isPublished: 'FALSE' }, spec).filters).toEqual({ isPublished: false });
+  });
+});
+
+describe('likePattern', () => {
+  it('escapes wildcards so search is a literal substring', () => {
+    expect(likePattern('50%_off\\')).toBe('%50\\%\\_off\\\\%');
+    expect(likePattern('AdA')).toBe('%ada%');
+  });
+});

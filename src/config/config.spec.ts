@@ -1,0 +1,36 @@
+import { describe, expect, it } from '@jest/globals';
+import { ConfigError, loadConfig } from './config.js';
+
+describe('loadConfig', () => {
+  it('has working defaults with an empty environment', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({ role: 'all', port: 3000, databaseUrl: null, redisUrl: null, rateLimits: { basic: 1000, professional: 5000, enterprise: 10000 } });
+    expect(c.baseUrl).toBe('http://localhost:3000');
+    expect(c.assetMaxBytes).toBe(25 * 1024 * 1024);
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['APP_ROLE', 'scheduler'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['REDIS_URL', 'not a url'],
+    ['RATE_LIMIT_BASIC', '0'],
+    ['RUN_MIGRATIONS', 'maybe'],
+    ['REDIS_PREFIX', 'has space'],
+    ['SMS_PROVIDER', 'carrier-pigeon'],
+  ])('refuses %s=%s and names the variable', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(name);
+  });
+
+  it('needs SMS_HTTP_URL for the http provider', () => {
+    expect(() => loadConfig({ SMS_PROVIDER: 'http' })).toThrow('SMS_HTTP_URL');
+    expect(loadConfig({ SMS_PROVIDER: 'http', SMS_HTTP_URL: 'https://gw.example.com/send' }).smsHttpUrl).toBe('https://gw.example.com/send');
+  });
+
+  it('parses CORS origins', () => {
+    expect(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins).toBe('*');
+    expect(loadConfig({ CORS_ORIGINS: 'https://a.example, https://b.example' }).corsOrigins).toEqual(['https://a.example', 'https://b.example']);
+  });
+});
