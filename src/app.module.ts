@@ -17,11 +17,14 @@ import { ContentTypeGuard } from './common/content-type.guard.js';
 import { NotificationsModule } from './notifications/notifications.module.js';
 import { ContactsModule } from './contacts/contacts.module.js';
 import { SystemModule } from './system/system.module.js';
+import { CampaignsModule } from './campaigns/campaigns.module.js';
+import { DealsModule } from './deals/deals.module.js';
+import { ActivitiesModule } from './activities/activities.module.js';
 import { ReportsModule } from './reports/reports.module.js';
 import { TextMessagesModule } from './text-messages/text-messages.module.js';
 
 /** Feature modules: one per resource. */
-export const FEATURE_MODULES: Type[] = [NotificationsModule, ContactsModule, SystemModule, ReportsModule, TextMessagesModule];
+export const FEATURE_MODULES: Type[] = [NotificationsModule, ContactsModule, SystemModule, CampaignsModule, DealsModule, ActivitiesModule, ReportsModule, TextMessagesModule];
 
 @Module({})
 export class AppModule implements NestModule {

@@ -49,6 +49,7 @@ export interface AppConfig {
   reportSchedulePatterns: { daily: string; weekly: string; monthly: string };
   metricsToken: string | null;
   commit: string;
+  campaignCompletionIntervalMs: number; // period of the job that completes campaigns past their endDate
 }
 
 export class ConfigError extends Error {
@@ -179,6 +180,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     },
     metricsToken: optional(env, 'METRICS_TOKEN'),
     commit: str(env, 'GIT_COMMIT', 'unknown'),
+    campaignCompletionIntervalMs: int(env, 'CAMPAIGN_COMPLETION_INTERVAL_MS', 60_000, 100, 86_400_000),
   };
 }
 

@@ -1,0 +1,81 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Res } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
+import { RequirePermission } from '../auth/permissions.js';
+import { IdPipe } from '../common/id.pipe.js';
+import { ApiEnvelope } from '../common/openapi.js';
+import type { Principal } from '../common/request.js';
+import { ActivityRecordDto, CreateActivityDto, UpdateActivityDto } from './activity.dto.js';
+import { ActivitiesService } from './activities.service.js';
+
+@ApiTags('activities')
+@Controller('api/activities')
+export class ActivitiesController {
+  constructor(private readonly activities: ActivitiesService) {}
+
+  @Get()
+  @RequirePermission('activities:read')
+  @ApiOperation({
+    summary: 'List activities',
+    description: 'List parameters: search (subject, notes, outcome), page, limit, orderBy, orderByDir; filters type (call, email, meeting), contact_id.',
+  })
+  @ApiEnvelope('activities', ActivityRecordDto, { list: true })
+  list(@Query() query: Record<string, unknown>) {
+    return this.activities.list(query);
+  }
+
+  @Post(['new', '/'])
+  @HttpCode(201)
+  @RequirePermission('activities:write')
+  @ApiOperation({ summary: 'Create an activity (type, subject and contact_id required; contact_id must exist, else 400)' })
+  @ApiEnvelope('activity', ActivityRecordDto, { status: 201 })
+  async create(@Body() dto: CreateActivityDto, @CurrentPrincipal() who: Principal) {
+    return { activity: await this.activities.create(dto, who) };
+  }
+
+  @Get(':id')
+  @RequirePermission('activities:read')
+  @ApiEnvelope('activity', ActivityRecordDto)
+  async get(@Param('id', IdPipe) id: number) {
+    return { activity: await this.activities.get(id) };
+  }
+
+  @Patch([':id/edit', ':id'])
+  @RequirePermission('activities:write')
+  @ApiOperation({ summary: 'Edit an activity: changes only the supplied properties; 404 when the id does not exist' })
+  @ApiEnvelope('activity', ActivityRecordDto)
+  async patch(@Param('id', IdPipe) id: number, @Body() dto: UpdateActivityDto, @CurrentPrincipal() who: Principal) {
+    return { activity: await this.activities.patch(id, dto, who) };
+  }
+
+  @Put([':id/edit', ':id'])
+  @RequirePermission('activities:write')
+  @ApiOperation({
+    summary: 'Replace an activity (200), or create one with a new id when the id does not exist (201)',
+    description: 'Omitted optional properties (due_date, notes, outcome) are reset to null.',
+  })
+  @ApiEnvelope('activity', ActivityRecordDto)
+  @ApiEnvelope('activity', ActivityRecordDto, { status: 201 })
+  async put(
+    @Param('id', IdPipe) id: number,
+    @Body() dto: CreateActivityDto,
+    @CurrentPrincipal() who: Principal,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const { created, activity } = await this.activities.put(id, dto, who);
+    res.status(created ? 201 : 200);
+    return { activity };
+  }
+
+  @Delete([':id/delete', ':id'])
+  @RequirePermission('activities:delete')
+  @ApiOperation({
+    summary: 'Delete an activity; answers the activity as it was',
+    description: 'Nothing else is deleted. Activities are also deleted with their contact (ON DELETE CASCADE).',
+  })
+  @ApiEnvelope('activity', ActivityRecordDto)
+  async remove(@Param('id', IdPipe) id: number) {
+    return { activity: await this.activities.remove(id) };
+  }
+}

@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { Activity } from './activity.entity.js';
+import { ActivitiesController } from './activities.controller.js';
+import { ActivitiesService } from './activities.service.js';
+
+@Module({
+  imports: [TypeOrmModule.forFeature([Activity])],
+  controllers: [ActivitiesController],
+  providers: [ActivitiesService],
+  exports: [ActivitiesService],
+})
+export class ActivitiesModule {}

@@ -1,0 +1,27 @@
+import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { AuditedEntity } from '../common/audit.js';
+import type { ActivityType } from './activity.rules.js';
+
+@Entity('activities')
+export class Activity extends AuditedEntity {
+  @PrimaryGeneratedColumn()
+  id: number;
+
+  @Column({ type: 'text' })
+  type: ActivityType;
+
+  @Column({ type: 'text' })
+  subject: string;
+
+  @Column({ name: 'contact_id', type: 'int' })
+  contactId: number;
+
+  @Column({ name: 'due_date', type: 'timestamptz', nullable: true })
+  dueDate: Date | null;
+
+  @Column({ type: 'text', nullable: true })
+  notes: string | null;
+
+  @Column({ type: 'text', nullable: true })
+  outcome: string | null;
+}

@@ -1,0 +1,80 @@
+import { OmitType, PartialType } from '@nestjs/swagger';
+import { IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsIsoDateTime, NoNul } from '../common/validation.js';
+import { CAMPAIGN_STATUSES, CREATE_STATUSES } from './campaign.rules.js';
+import type { CampaignStatus } from './campaign.rules.js';
+
+export class CreateCampaignDto {
+  /** Campaign name. */
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(255)
+  @NoNul()
+  name: string;
+
+  /** Free text; null clears it. */
+  @IsOptional()
+  @IsString()
+  @MaxLength(10000)
+  @NoNul()
+  description?: string | null;
+
+  /** Free text, e.g. `email` or `sms`; null clears it. */
+  @IsOptional()
+  @IsString()
+  @MaxLength(100)
+  @NoNul()
+  type?: string | null;
+
+  /** `active` (default) or `inactive` on create; edits also accept `completed`. Null means the default. */
+  @IsOptional()
+  @IsIn(CREATE_STATUSES)
+  status?: CampaignStatus | null;
+
+  /** ISO 8601 date-time with an offset, e.g. `2026-11-21T10:15:00+00:00`; null clears it. */
+  @IsOptional()
+  @IsIsoDateTime()
+  startDate?: string | null;
+
+  /**
+   * ISO 8601 date-time with an offset; must not be before `startDate` (400). Once it has passed, a
+   * periodic job marks the campaign `completed`. Null clears it (no end).
+   */
+  @IsOptional()
+  @IsIsoDateTime()
+  endDate?: string | null;
+}
+
+/** PUT body: the create properties; `status` may also be `completed` when the campaign exists. */
+export class ReplaceCampaignDto extends OmitType(CreateCampaignDto, ['status'] as const) {
+  /** `active`, `inactive` or `completed` (`completed` only when the id exists; a PUT that creates refuses it). */
+  @IsOptional()
+  @IsIn(CAMPAIGN_STATUSES)
+  status?: CampaignStatus | null;
+}
+
+/** PATCH body: any subset of the create properties; `status` may also be `completed`. */
+export class UpdateCampaignDto extends PartialType(ReplaceCampaignDto) {}
+
+/** A campaign as the API returns it. */
+export class CampaignRecordDto {
+  id: number;
+  name: string;
+  description: string | null;
+  type: string | null;
+  /** active, inactive or completed. */
+  status: string;
+  startDate: string | null;
+  endDate: string | null;
+  createdAt: string;
+  modifiedAt: string | null;
+  createdBy: number | null;
+  createdByUser: string | null;
+  modifiedBy: number | null;
+  modifiedByUser: string | null;
+}
+
+/** Answer of the membership routes. */
+export class SuccessDto {
+  success: boolean;
+}

@@ -1,0 +1,27 @@
+import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { AuditedEntity } from '../common/audit.js';
+import type { CampaignStatus } from './campaign.rules.js';
+
+@Entity('campaigns')
+export class Campaign extends AuditedEntity {
+  @PrimaryGeneratedColumn()
+  id: number;
+
+  @Column({ type: 'text' })
+  name: string;
+
+  @Column({ type: 'text', nullable: true })
+  description: string | null;
+
+  @Column({ type: 'text', nullable: true })
+  type: string | null;
+
+  @Column({ type: 'text', default: 'active' })
+  status: CampaignStatus;
+
+  @Column({ name: 'start_date', type: 'timestamptz', nullable: true })
+  startDate: Date | null;
+
+  @Column({ name: 'end_date', type: 'timestamptz', nullable: true })
+  endDate: Date | null;
+}

@@ -1,0 +1,47 @@
+/**
+ * Campaign rules that need no database: statuses, date order, and the completion job's statement.
+ * Kept free of Nest and TypeORM so that the unit spec can import them.
+ */
+import { AppError, ErrorDetail, fieldError } from '../common/errors.js';
+
+export const CAMPAIGN_STATUSES = ['active', 'inactive', 'completed'] as const;
+export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number];
+/** A new campaign starts active or inactive; `completed` is reached by editing or by the completion job. */
+export const CREATE_STATUSES = ['active', 'inactive'] as const;
+export const DEFAULT_CAMPAIGN_STATUS: CampaignStatus = 'active';
+
+/** `endDate` may equal `startDate` but never precede it; either may be null (open-ended). */
+export function checkDateOrder(startDate: Date | null, endDate: Date | null): void {
+  if (startDate && endDate && endDate.getTime() < startDate.getTime()) {
+    throw fieldError('endDate', `must not be before startDate (${startDate.toISOString()})`);
+  }
+}
+
+/** The status a newly created campaign may have (also for a PUT that creates a record). */
+export function checkCreateStatus(status: CampaignStatus | null | undefined): CampaignStatus {
+  if (status === undefined || status === null) return DEFAULT_CAMPAIGN_STATUS;
+  if (!(CREATE_STATUSES as readonly string[]).includes(status)) {
+    throw fieldError('status', `must be ${CREATE_STATUSES.join(' or ')} when a campaign is created`);
+  }
+  return status;
+}
+
+/** Properties that may be omitted from an edit but never set to null. */
+export function rejectNulls(dto: object, fields: readonly string[]): void {
+  const details: ErrorDetail[] = fields
+    .filter((f) => (dto as Record<string, unknown>)[f] === null)
+    .map((field) => ({ field, message: 'must not be null' }));
+  if (details.length) {
+    throw new AppError('validation_failed', `Validation failed: ${details.map((d) => `${d.field}: ${d.message}`).join('; ')}`, details);
+  }
+}
+
+/**
+ * The completion job: one idempotent statement. Campaigns whose endDate has passed and that are
+ * not completed yet become completed; running it twice changes nothing the second time.
+ * The change is recorded as made by the service (modifiedBy null, modifiedByUser "system").
+ */
+export const COMPLETE_EXPIRED_SQL = `
+  UPDATE campaigns
+     SET status = 'completed', modified_at = now(), modified_by = NULL, modified_by_user = 'system'
+   WHERE status <> 'completed' AND end_date IS NOT NULL AND end_date <= now()`;

@@ -1,0 +1,122 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Res } from '@nestjs/common';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
+import { RequirePermission } from '../auth/permissions.js';
+import { IdPipe } from '../common/id.pipe.js';
+import { ApiEnvelope } from '../common/openapi.js';
+import type { Principal } from '../common/request.js';
+import { ContactRecordDto } from '../contacts/contact.dto.js';
+import { CampaignRecordDto, CreateCampaignDto, ReplaceCampaignDto, SuccessDto, UpdateCampaignDto } from './campaign.dto.js';
+import { CampaignsService } from './campaigns.service.js';
+
+@ApiTags('campaigns')
+@Controller('api/campaigns')
+export class CampaignsController {
+  constructor(private readonly campaigns: CampaignsService) {}
+
+  @Get()
+  @RequirePermission('campaigns:read')
+  @ApiOperation({
+    summary: 'List campaigns',
+    description: 'List parameters: search (name, description, type), page, limit, orderBy, orderByDir; filter status (active, inactive, completed).',
+  })
+  @ApiEnvelope('campaigns', CampaignRecordDto, { list: true })
+  list(@Query() query: Record<string, unknown>) {
+    return this.campaigns.list(query);
+  }
+
+  @Post(['new', '/'])
+  @HttpCode(201)
+  @RequirePermission('campaigns:write')
+  @ApiOperation({ summary: 'Create a campaign (status active or inactive; endDate before startDate is a 400)' })
+  @ApiEnvelope('campaign', CampaignRecordDto, { status: 201 })
+  async create(@Body() dto: CreateCampaignDto, @CurrentPrincipal() who: Principal) {
+    return { campaign: await this.campaigns.create(dto, who) };
+  }
+
+  @Get(':id')
+  @RequirePermission('campaigns:read')
+  @ApiEnvelope('campaign', CampaignRecordDto)
+  async get(@Param('id', IdPipe) id: number) {
+    return { campaign: await this.campaigns.get(id) };
+  }
+
+  @Patch([':id/edit', ':id'])
+  @RequirePermission('campaigns:write')
+  @ApiOperation({
+    summary: 'Edit a campaign: changes only the supplied properties; 404 when the id does not exist',
+    description:
+      'status may be active, inactive or completed. A date changed alone is checked against the stored other date. ' +
+      'A campaign set back to active or inactive while its endDate has passed is completed again by the periodic job.',
+  })
+  @ApiEnvelope('campaign', CampaignRecordDto)
+  async patch(@Param('id', IdPipe) id: number, @Body() dto: UpdateCampaignDto, @CurrentPrincipal() who: Principal) {
+    return { campaign: await this.campaigns.patch(id, dto, who) };
+  }
+
+  @Put([':id/edit', ':id'])
+  @RequirePermission('campaigns:write')
+  @ApiOperation({
+    summary: 'Replace a campaign (200), or create one with a new id when the id does not exist (201)',
+    description: 'Omitted optional properties are reset (status to active). A PUT that creates takes status active or inactive only.',
+  })
+  @ApiEnvelope('campaign', CampaignRecordDto)
+  @ApiEnvelope('campaign', CampaignRecordDto, { status: 201 })
+  async put(
+    @Param('id', IdPipe) id: number,
+    @Body() dto: ReplaceCampaignDto,
+    @CurrentPrincipal() who: Principal,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const { created, campaign } = await this.campaigns.put(id, dto, who);
+    res.status(created ? 201 : 200);
+    return { campaign };
+  }
+
+  @Delete([':id/delete', ':id'])
+  @RequirePermission('campaigns:delete')
+  @ApiOperation({
+    summary: 'Delete a campaign, with its contact memberships; answers the campaign as it was',
+    description: 'The member contacts themselves are not deleted; only their membership in this campaign is (ON DELETE CASCADE).',
+  })
+  @ApiEnvelope('campaign', CampaignRecordDto)
+  async remove(@Param('id', IdPipe) id: number) {
+    return { campaign: await this.campaigns.remove(id) };
+  }
+
+  @Post(':campaignId/contact/:contactId/add')
+  @HttpCode(200)
+  @RequirePermission('campaigns:write')
+  @ApiOperation({
+    summary: 'Add a contact to a campaign: { success: true }',
+    description: 'Adding a contact that is already a member is not an error (idempotent). 404 when the campaign or the contact does not exist.',
+  })
+  @ApiResponse({ status: 200, type: SuccessDto, description: '{ "success": true }' })
+  addContact(@Param('campaignId', IdPipe) campaignId: number, @Param('contactId', IdPipe) contactId: number) {
+    return this.campaigns.addContact(campaignId, contactId);
+  }
+
+  @Post(':campaignId/contact/:contactId/remove')
+  @HttpCode(200)
+  @RequirePermission('campaigns:write')
+  @ApiOperation({
+    summary: 'Remove a contact from a campaign: { success: true }',
+    description: '404 when the campaign or the contact does not exist, or when the contact is not a member.',
+  })
+  @ApiResponse({ status: 200, type: SuccessDto, description: '{ "success": true }' })
+  removeContact(@Param('campaignId', IdPipe) campaignId: number, @Param('contactId', IdPipe) contactId: number) {
+    return this.campaigns.removeContact(campaignId, contactId);
+  }
+
+  @Get(':id/contacts')
+  @RequirePermission('campaigns:read')
+  @ApiOperation({
+    summary: "The campaign's member contacts",
+    description: 'Same parameters and envelope as GET /api/contacts: search, page, limit, orderBy, orderByDir. 404 when the campaign does not exist.',
+  })
+  @ApiEnvelope('contacts', ContactRecordDto, { list: true })
+  listContacts(@Param('id', IdPipe) id: number, @Query() query: Record<string, unknown>) {
+    return this.campaigns.listContacts(id, query);
+  }
+}

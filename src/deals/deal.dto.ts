@@ -1,0 +1,126 @@
+import { PartialType } from '@nestjs/swagger';
+import { IsIn, IsInt, IsNotEmpty, IsNumber, IsOptional, IsString, Max, MaxLength, Min, registerDecorator, ValidationOptions } from 'class-validator';
+import { IsIsoDateTime, NoNul } from '../common/validation.js';
+import { DEAL_STATUSES, isCalendarDate, MAX_DEAL_VALUE } from './deal.rules.js';
+import type { DealStatus } from './deal.rules.js';
+
+/** A calendar date written YYYY-MM-DD. */
+function IsCalendarDate(options?: ValidationOptions) {
+  return (object: object, propertyName: string) =>
+    registerDecorator({
+      name: 'isCalendarDate',
+      target: object.constructor,
+      propertyName,
+      options: { message: `${propertyName} must be a date written YYYY-MM-DD, e.g. 2026-11-21`, ...options },
+      validator: { validate: (v: unknown) => isCalendarDate(v) },
+    });
+}
+
+/**
+ * Deal body. Property names are snake_case as in the spec. An optional property sent as null is
+ * reset to its default (null, or `open` for status and 1 for quantity).
+ */
+export class CreateDealDto {
+  /** Deal name. */
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(255)
+  @NoNul()
+  title: string;
+
+  /** Deal value, a number >= 0 with at most two decimals. */
+  @IsNumber({ allowNaN: false, allowInfinity: false, maxDecimalPlaces: 2 })
+  @Min(0)
+  @Max(MAX_DEAL_VALUE)
+  value: number;
+
+  /** Id of an existing contact (400 when it does not exist). */
+  @IsInt()
+  @Min(1)
+  @Max(2147483647)
+  contact_id: number;
+
+  /** Expected closing date, YYYY-MM-DD. */
+  @IsOptional()
+  @IsCalendarDate()
+  expected_close_date?: string | null;
+
+  /** Free text, e.g. `qualification`, `proposal`. */
+  @IsOptional()
+  @IsString()
+  @MaxLength(255)
+  @NoNul()
+  stage?: string | null;
+
+  /** Win probability in percent, 0..100. */
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(100)
+  probability?: number | null;
+
+  /**
+   * `open` (default), `won` or `lost`. Moving to won or lost without `closed_at` stamps `closed_at`
+   * with the current time; moving back to open clears it.
+   */
+  @IsOptional()
+  @IsIn(DEAL_STATUSES)
+  status?: DealStatus | null;
+
+  /** Product name (sales reports group by it). */
+  @IsOptional()
+  @IsString()
+  @MaxLength(255)
+  @NoNul()
+  product?: string | null;
+
+  /** Quantity, a whole number >= 0 (default 1). */
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(2147483647)
+  quantity?: number | null;
+
+  /**
+   * When the deal was won or lost: ISO 8601 date-time with an offset. Only for won or lost deals
+   * (400 with status open); when omitted on a closed deal it is kept, or set to now when the deal
+   * is being closed.
+   */
+  @IsOptional()
+  @IsIsoDateTime()
+  closed_at?: string | null;
+
+  /** Id of the user who owns the deal (must exist); defaults to the user behind the token; null for none. */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(2147483647)
+  owner_id?: number | null;
+}
+
+/** PATCH body: any subset of the create properties (title, value and contact_id must not be null). */
+export class UpdateDealDto extends PartialType(CreateDealDto) {}
+
+/** A deal as the API returns it (snake_case like the request; audit fields camelCase). */
+export class DealRecordDto {
+  id: number;
+  title: string;
+  value: number;
+  contact_id: number;
+  /** YYYY-MM-DD. */
+  expected_close_date: string | null;
+  stage: string | null;
+  probability: number | null;
+  /** open, won or lost. */
+  status: string;
+  product: string | null;
+  quantity: number;
+  closed_at: string | null;
+  owner_id: number | null;
+  createdAt: string;
+  modifiedAt: string | null;
+  createdBy: number | null;
+  createdByUser: string | null;
+  modifiedBy: number | null;
+  modifiedByUser: string | null;
+}

@@ -1,0 +1,84 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Res } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
+import { RequirePermission } from '../auth/permissions.js';
+import { IdPipe } from '../common/id.pipe.js';
+import { ApiEnvelope } from '../common/openapi.js';
+import type { Principal } from '../common/request.js';
+import { CreateDealDto, DealRecordDto, UpdateDealDto } from './deal.dto.js';
+import { DealsService } from './deals.service.js';
+
+const CLOSED_AT_RULE =
+  'Moving a deal to won or lost without closed_at stamps closed_at with the current time; a deal already won or lost keeps its ' +
+  'closed_at; moving it back to open clears closed_at (a closed_at sent with status open is a 400). contact_id and owner_id must exist (400).';
+
+@ApiTags('deals')
+@Controller('api/deals')
+export class DealsController {
+  constructor(private readonly deals: DealsService) {}
+
+  @Get()
+  @RequirePermission('deals:read')
+  @ApiOperation({
+    summary: 'List deals',
+    description:
+      'List parameters: search (title, stage, product), page, limit, orderBy, orderByDir; filters status (open, won, lost), contact_id, owner_id.',
+  })
+  @ApiEnvelope('deals', DealRecordDto, { list: true })
+  list(@Query() query: Record<string, unknown>) {
+    return this.deals.list(query);
+  }
+
+  @Post(['new', '/'])
+  @HttpCode(201)
+  @RequirePermission('deals:write')
+  @ApiOperation({
+    summary: 'Create a deal (title, value and contact_id required; owner_id defaults to the calling user)',
+    description: CLOSED_AT_RULE,
+  })
+  @ApiEnvelope('deal', DealRecordDto, { status: 201 })
+  async create(@Body() dto: CreateDealDto, @CurrentPrincipal() who: Principal) {
+    return { deal: await this.deals.create(dto, who) };
+  }
+
+  @Get(':id')
+  @RequirePermission('deals:read')
+  @ApiEnvelope('deal', DealRecordDto)
+  async get(@Param('id', IdPipe) id: number) {
+    return { deal: await this.deals.get(id) };
+  }
+
+  @Patch([':id/edit', ':id'])
+  @RequirePermission('deals:write')
+  @ApiOperation({ summary: 'Edit a deal: changes only the supplied properties; 404 when the id does not exist', description: CLOSED_AT_RULE })
+  @ApiEnvelope('deal', DealRecordDto)
+  async patch(@Param('id', IdPipe) id: number, @Body() dto: UpdateDealDto, @CurrentPrincipal() who: Principal) {
+    return { deal: await this.deals.patch(id, dto, who) };
+  }
+
+  @Put([':id/edit', ':id'])
+  @RequirePermission('deals:write')
+  @ApiOperation({
+    summary: 'Replace a deal (200), or create one with a new id when the id does not exist (201)',
+    description: `Omitted optional properties are reset: status open, quantity 1, owner_id the calling user, the others null. ${CLOSED_AT_RULE}`,
+  })
+  @ApiEnvelope('deal', DealRecordDto)
+  @ApiEnvelope('deal', DealRecordDto, { status: 201 })
+  async put(@Param('id', IdPipe) id: number, @Body() dto: CreateDealDto, @CurrentPrincipal() who: Principal, @Res({ passthrough: true }) res: Response) {
+    const { created, deal } = await this.deals.put(id, dto, who);
+    res.status(created ? 201 : 200);
+    return { deal };
+  }
+
+  @Delete([':id/delete', ':id'])
+  @RequirePermission('deals:delete')
+  @ApiOperation({
+    summary: 'Delete a deal; answers the deal as it was',
+    description: 'Nothing else is deleted. Deals are also deleted with their contact (ON DELETE CASCADE).',
+  })
+  @ApiEnvelope('deal', DealRecordDto)
+  async remove(@Param('id', IdPipe) id: number) {
+    return { deal: await this.deals.remove(id) };
+  }
+}

@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { Deal } from './deal.entity.js';
+import { DealsController } from './deals.controller.js';
+import { DealsService } from './deals.service.js';
+
+@Module({
+  imports: [TypeOrmModule.forFeature([Deal])],
+  controllers: [DealsController],
+  providers: [DealsService],
+  exports: [DealsService],
+})
+export class DealsModule {}
