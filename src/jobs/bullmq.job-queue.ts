@@ -10,6 +10,8 @@ import { DeferJobError, EnqueueOptions, JobContext, JobHandler, JobQueue, Schedu
 const CONCURRENCY: Record<QueueName, number> = { maintenance: 1, reports: 2, sms: 5 };
 /** How long an enqueue may take before the queue counts as unavailable. */
 const ENQUEUE_TIMEOUT_MS = 5_000;
+/** How long a queue operation waits for a Redis connection that is (re)opening. */
+const AVAILABILITY_WAIT_MS = 2_000;
 
 /**
  * BullMQ keeps ":" as its own key separator: a custom job id may hold it only as exactly
@@ -71,8 +73,16 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
     };
   }
 
+  /**
+   * Refuses (503) when Redis is unreachable. Waits briefly first: at boot the connection may still
+   * be opening when modules register their schedules.
+   */
   private async ensureAvailable(): Promise<void> {
-    if (!(await this.isAvailable())) throw unavailable('The job queue (Redis) is unreachable; try again shortly');
+    const deadline = Date.now() + AVAILABILITY_WAIT_MS;
+    while (!(await this.isAvailable())) {
+      if (this.closing || Date.now() >= deadline) throw unavailable('The job queue (Redis) is unreachable; try again shortly');
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 
   async enqueue<N extends JobName>(name: N, payload: JobPayloads[N], options: EnqueueOptions = {}): Promise<{ id: string }> {

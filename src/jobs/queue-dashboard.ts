@@ -54,7 +54,9 @@ export class QueueDashboard implements OnModuleInit {
     serverAdapter.setBasePath(QUEUE_DASHBOARD_PATH);
     createBullBoard({
       queues: Object.values(this.queues).map((q) => new BullMQAdapter(q)),
-      serverAdapter,
+      // @bull-board/express pins its own copy of @bull-board/api; the two copies' types differ only
+      // in private members.
+      serverAdapter: serverAdapter as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'],
       options: { uiConfig: { boardTitle: 'SalesFlow queues' } },
     });
     // Runs during init, after Nest's routes and before its not-found handler.
