@@ -17,6 +17,15 @@ const COMMIT_WAIT_MS = 60_000;
 const RECOVER_AFTER = '2 minutes';
 const RECOVER_EVERY_MS = 5 * 60_000;
 
+/**
+ * Rows of an UPDATE ... RETURNING: TypeORM's query() answers `[rows, affected]` for UPDATE and
+ * DELETE statements (and plain rows for the others).
+ */
+async function returning<T>(runner: DataSource | EntityManager, sql: string, params: unknown[]): Promise<T[]> {
+  const r: unknown = await runner.query(sql, params);
+  return (Array.isArray(r) && r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number' ? r[0] : r) as T[];
+}
+
 interface ClaimedRow {
   id: number;
   content: string;
@@ -86,7 +95,8 @@ export class TextMessagesProcessor implements OnModuleInit {
 
   async send({ messageId, generation, queuedAt }: JobPayloads['sms.send'], ctx: JobContext): Promise<void> {
     const token = randomUUID();
-    const claimed: ClaimedRow[] = await this.db.query(
+    const claimed = await returning<ClaimedRow>(
+      this.db,
       `UPDATE text_messages SET claim_token = $3, claimed_at = now()
        WHERE id = $1 AND send_count = $2 AND status = 'queued' AND claim_token IS NULL
          AND (scheduled_for IS NULL OR scheduled_for <= now() + interval '1 second')
@@ -121,7 +131,8 @@ export class TextMessagesProcessor implements OnModuleInit {
     for (let i = 1; ; i++) {
       try {
         await this.db.transaction(async (m) => {
-          const rows: unknown[] = await m.query(
+          const rows = await returning(
+            m,
             `UPDATE text_messages SET status = 'sent', sent_at = now(), provider = $3, provider_message_id = $4, claim_token = NULL, claimed_at = NULL
              WHERE id = $1 AND claim_token = $2 RETURNING id`,
             [messageId, token, this.provider.name, result.providerMessageId],
@@ -175,7 +186,8 @@ export class TextMessagesProcessor implements OnModuleInit {
   /** `failed` + an sms_failed notification, only while our claim holds. */
   private async fail(messageId: number, token: string, code: FailureCode, reason: string, msg: ClaimedRow): Promise<void> {
     await this.db.transaction(async (m: EntityManager) => {
-      const rows: unknown[] = await m.query(
+      const rows = await returning(
+        m,
         `UPDATE text_messages SET status = 'failed', failed_at = now(), failure_code = $3, failure_reason = $4, claim_token = NULL, claimed_at = NULL
          WHERE id = $1 AND claim_token = $2 RETURNING id`,
         [messageId, token, code, reason.slice(0, 1000)],
