@@ -49,6 +49,15 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
     private readonly queues: Record<QueueName, Queue>,
   ) {
     super();
+    // Without a listener BullMQ prints every connection error to stderr; log them, at most once a minute per queue.
+    for (const [name, queue] of Object.entries(queues)) {
+      let lastLogged = 0;
+      queue.on('error', (err: Error) => {
+        if (Date.now() - lastLogged < 60_000) return;
+        lastLogged = Date.now();
+        this.logger.warn({ msg: 'queue connection error', queue: name, err: err.message });
+      });
+    }
   }
 
   get runsWorkers(): boolean {
@@ -164,7 +173,12 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
         },
       },
     });
-    worker.on('error', (err) => this.logger.warn({ msg: 'worker error', queue: queueName, err: err.message }));
+    let lastLogged = 0;
+    worker.on('error', (err) => {
+      if (Date.now() - lastLogged < 60_000) return;
+      lastLogged = Date.now();
+      this.logger.warn({ msg: 'worker error', queue: queueName, err: err.message });
+    });
     worker.on('failed', (job, err) => {
       if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) {
         this.logger.error({ msg: 'job failed', job: job.name, jobId: job.id, attempts: job.attemptsMade, err: err.message });
@@ -207,11 +221,16 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
   async beforeApplicationShutdown(): Promise<void> {
     this.closing = true;
     if (!this.workers.length) return;
+    const sleep = (ms: number) => new Promise<false>((r) => setTimeout(() => r(false), ms).unref());
+    // A worker that never reached Redis has nothing running, and its close() would wait for the connection.
+    const grace = this.redis.ready ? this.config.shutdownGraceMs : 0;
     const graceful = Promise.all(this.workers.map((w) => w.close())).then(() => true);
-    const done = await Promise.race([graceful, new Promise<boolean>((r) => setTimeout(() => r(false), this.config.shutdownGraceMs).unref())]);
+    const done = await Promise.race([graceful, sleep(grace)]);
     if (!done) {
-      this.logger.warn('shutdown grace elapsed with jobs still running; they will be retried by another worker');
-      await Promise.all(this.workers.map((w) => w.close(true).catch(() => undefined)));
+      if (grace > 0) this.logger.warn('shutdown grace elapsed with jobs still running; they will be retried by another worker');
+      await Promise.race([Promise.all(this.workers.map((w) => w.close(true).catch(() => undefined))), sleep(1000)]);
+      // Not awaited: on a connection that never opened the promise never settles, though the sockets are gone.
+      for (const w of this.workers) void w.disconnect().catch(() => undefined);
     }
   }
 }
