@@ -173,6 +173,23 @@ describe('text messages (API and worker in separate processes, HTTP provider aga
     expect((await report(body, sign(SECRET, JSON.stringify(body)))).body).toEqual({ accepted: true, status: 'delivered' });
   }, 90000);
 
+  it('a worker stopped with SIGTERM finishes the send it is in the middle of before exiting', async () => {
+    const to = nextPhone();
+    gateway.script(to, ['hold']);
+    const t = (await create({ content: 'graceful', recipient: to })).body.textMessage;
+    await api.http.post(`/api/text-messages/${t.id}/send`).set('Authorization', auth);
+    await waitFor(async () => (gateway.requestsTo(to).length === 1 ? true : undefined), 10000, 'the gateway to hold the request');
+    const exiting = worker.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(worker.process.exitCode).toBeNull(); // still finishing its job
+    gateway.release();
+    expect(await exiting).toBe(0);
+    const [row] = await api.sql<{ status: string; claim_token: string | null }>(`SELECT status, claim_token FROM text_messages WHERE id = $1`, [t.id]);
+    expect(row).toEqual({ status: 'sent', claim_token: null });
+    worker = await startApp({ shareWith: api, role: 'worker', env });
+    expect(gateway.requestsTo(to)).toHaveLength(1);
+  }, 60000);
+
   it('queues a message with scheduledFor and sends it at that time', async () => {
     const to = nextPhone();
     const at = new Date(Date.now() + 3000);
