@@ -17,14 +17,34 @@ import { ContentTypeGuard } from './common/content-type.guard.js';
 import { NotificationsModule } from './notifications/notifications.module.js';
 import { ContactsModule } from './contacts/contacts.module.js';
 import { SystemModule } from './system/system.module.js';
+import { MetricsModule } from './metrics/metrics.module.js';
 import { CampaignsModule } from './campaigns/campaigns.module.js';
 import { DealsModule } from './deals/deals.module.js';
 import { ActivitiesModule } from './activities/activities.module.js';
+import { AuthApiModule } from './auth/auth-api.module.js';
+import { FieldsModule } from './fields/fields.module.js';
+import { CategoriesModule } from './categories/categories.module.js';
+import { PointGroupsModule } from './point-groups/point-groups.module.js';
+import { AssetsModule } from './assets/assets.module.js';
 import { ReportsModule } from './reports/reports.module.js';
 import { TextMessagesModule } from './text-messages/text-messages.module.js';
 
 /** Feature modules: one per resource. */
-export const FEATURE_MODULES: Type[] = [NotificationsModule, ContactsModule, SystemModule, CampaignsModule, DealsModule, ActivitiesModule, ReportsModule, TextMessagesModule];
+export const FEATURE_MODULES: Type[] = [
+  NotificationsModule,
+  ContactsModule,
+  SystemModule,
+  AuthApiModule,
+  FieldsModule,
+  CategoriesModule,
+  PointGroupsModule,
+  CampaignsModule,
+  DealsModule,
+  ActivitiesModule,
+  AssetsModule,
+  ReportsModule,
+  TextMessagesModule,
+];
 
 @Module({})
 export class AppModule implements NestModule {
@@ -37,6 +57,7 @@ export class AppModule implements NestModule {
         RedisModule,
         JobsModule.forRoot(config),
         CommonModule,
+        MetricsModule,
         AuthModule,
         RateLimitModule,
         ...FEATURE_MODULES,

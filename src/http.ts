@@ -10,6 +10,8 @@ import { API_VERSION } from './system/system.controller.js';
 export function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   app.set('trust proxy', 'loopback, linklocal, uniquelocal');
   app.set('query parser', 'simple');
+  // No automatic ETag on API JSON (it hashes every response body); asset downloads set their own.
+  app.set('etag', false);
   app.use(
     helmet({
       contentSecurityPolicy: {

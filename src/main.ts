@@ -44,6 +44,7 @@ async function main(): Promise<void> {
   let app: INestApplicationContext;
   let server: Server | null = null;
   let inFlight = 0;
+  let lastRequestAt = 0;
   let draining = false;
 
   if (config.role === 'worker') {
@@ -59,16 +60,18 @@ async function main(): Promise<void> {
     }
   } else {
     const http = await NestFactory.create<NestExpressApplication>(module, { logger: appLogger, bodyParser: false, rawBody: true });
-    // Count in-flight requests so shutdown can wait for them; ask keep-alive clients to reconnect while draining.
-    http.use((_req: Request, res: Response, next: NextFunction) => {
-      inFlight++;
-      if (draining) res.setHeader('Connection', 'close');
-      res.once('close', () => inFlight--);
-      next();
-    });
     configureHttp(http, config);
     await http.listen(config.port, config.host);
     server = http.getHttpServer() as Server;
+    answerClientErrors(server);
+    // Count in-flight requests at the HTTP server itself, so shutdown can wait for every one of them;
+    // while draining, ask keep-alive clients to reconnect (to another instance) after this response.
+    server.on('request', (_req, res) => {
+      inFlight++;
+      lastRequestAt = Date.now();
+      if (draining) res.setHeader('Connection', 'close');
+      res.once('close', () => inFlight--);
+    });
     app = http;
     log.log(`API listening on ${config.host}:${config.port} (role ${config.role}, base URL ${config.baseUrl})`);
   }
@@ -81,12 +84,15 @@ async function main(): Promise<void> {
     log.log(`${signal} received: draining`);
     const deadline = Date.now() + config.shutdownGraceMs;
     if (server) {
-      // Stop accepting connections; finish the requests already in flight.
+      // Stop accepting connections. Connections already accepted may still be sending their
+      // request: wait until nothing is in flight and no request has arrived for a moment, and
+      // only then close the idle keep-alive connections.
       server.close();
-      while (inFlight > 0 && Date.now() < deadline) {
-        server.closeIdleConnections();
-        await new Promise((r) => setTimeout(r, 50));
+      const QUIET_MS = 300;
+      while (Date.now() < deadline && (inFlight > 0 || Date.now() - lastRequestAt < QUIET_MS)) {
+        await new Promise((r) => setTimeout(r, 25));
       }
+      if (inFlight > 0) log.warn(`shutdown grace over with ${inFlight} request(s) in flight`);
       server.closeIdleConnections();
     }
     try {
@@ -100,6 +106,30 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Express sees them (headers over the size limit,
+ * malformed request lines) still get an answer in the error shape instead of a bare close.
+ */
+function answerClientErrors(server: Server): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+    const status = tooLarge ? 431 : 400;
+    const body = JSON.stringify({
+      error: tooLarge
+        ? { code: 'payload_too_large', message: 'Request headers are larger than the server accepts', status }
+        : { code: 'validation_failed', message: 'Malformed HTTP request', status },
+    });
+    socket.end(
+      `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
 }
 
 main().catch((e: Error) => {

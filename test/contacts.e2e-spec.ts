@@ -72,6 +72,32 @@ describe('contacts', () => {
     expectError(await app.http.delete(`/api/contacts/${id}`).set('Authorization', auth), 404, 'not_found');
   });
 
+  it('null on a required property is a 400, never a 500', async () => {
+    const id = (await create({ name: 'Nully', email: 'nully@example.com' })).body.contact.id;
+    for (const body of [{ name: null }, { email: null }, { name: '' }]) {
+      expectError(await app.http.patch(`/api/contacts/${id}`).set('Authorization', auth).send(body), 400, 'validation_failed');
+    }
+    const cleared = await app.http.patch(`/api/contacts/${id}`).set('Authorization', auth).send({ company: 'Acme' });
+    expect(cleared.body.contact.company).toBe('Acme');
+    expect((await app.http.patch(`/api/contacts/${id}`).set('Authorization', auth).send({ company: null })).body.contact.company).toBeNull();
+  });
+
+  it('50 parallel creates of the same email: one 201, the rest 409', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => create({ name: `Racer ${i}`, email: 'race@example.com' })),
+    );
+    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
+    for (const r of results.filter((r) => r.status !== 201)) expectError(r, 409, 'conflict');
+  });
+
+  it('the unfiltered total stays exact through parallel creates and deletes', async () => {
+    const created = await Promise.all(Array.from({ length: 20 }, (_, i) => create({ name: `Counted ${i}`, email: `counted${i}@count.test` })));
+    await Promise.all(created.slice(0, 7).map((r) => app.http.delete(`/api/contacts/${r.body.contact.id}`).set('Authorization', auth)));
+    const listed = await app.http.get('/api/contacts').query({ limit: 1 }).set('Authorization', auth);
+    const [{ n }] = await app.sql<{ n: string }>('SELECT count(*)::text AS n FROM contacts');
+    expect(listed.body.total).toBe(Number(n));
+  });
+
   it('PATCH on a missing id is 404; non-numeric ids are 404', async () => {
     expectError(await app.http.patch('/api/contacts/424242/edit').set('Authorization', auth).send({ name: 'x' }), 404, 'not_found');
     expectError(await app.http.get('/api/contacts/abc').set('Authorization', auth), 404, 'not_found');

@@ -9,7 +9,7 @@ describe('platform: system routes, errors, authentication', () => {
   let admin: string;
 
   beforeAll(async () => {
-    app = await startApp({ env: { BODY_LIMIT_BYTES: '65536' } });
+    app = await startApp({ env: { BODY_LIMIT_BYTES: '65536', METRICS_TOKEN: 'scrape-secret-123' } });
     admin = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
   });
   afterAll(async () => app?.stop());
@@ -32,7 +32,7 @@ describe('platform: system routes, errors, authentication', () => {
       expect(res.status).toBe(200);
       const endpoints = res.body.endpoints as { method: string; path: string; permission: string }[];
       expect(endpoints).toEqual(expect.arrayContaining([{ method: 'POST', path: '/api/contacts/new', permission: 'contacts:write' }]));
-      for (const e of endpoints) expect(e.permission).toMatch(/^(public|\*|[a-zA-Z]+:(read|write|delete))$/);
+      for (const e of endpoints) expect(e.permission).toMatch(/^(public|\*|\* or METRICS_TOKEN|[a-zA-Z]+:(read|write|delete))$/);
       // A change in who can reach a route shows up as a diff here (UPDATE_SNAPSHOTS=1 rewrites it).
       const file = join(ROOT, 'test', 'endpoints.snapshot.json');
       if (process.env.UPDATE_SNAPSHOTS === '1' || !existsSync(file)) writeFileSync(file, JSON.stringify(endpoints, null, 2) + '\n');
@@ -56,6 +56,23 @@ describe('platform: system routes, errors, authentication', () => {
       expect(op.responses['200'].content['application/json'].schema.properties.contact.$ref).toMatch(/ContactRecordDto/);
       const viaAccept = await app.http.get('/api/docs').set('Accept', 'application/json');
       expect(viaAccept.body.openapi).toMatch(/^3\./);
+    });
+  });
+
+  describe('metrics', () => {
+    it('serves Prometheus metrics to the metrics token or a * token only', async () => {
+      await app.http.get('/api/contacts').set('Authorization', admin);
+      const scraped = await app.http.get('/metrics').set('Authorization', 'Bearer scrape-secret-123');
+      expect(scraped.status).toBe(200);
+      expect(scraped.headers['content-type']).toMatch(/text\/plain/);
+      expect(scraped.text).toMatch(/http_requests_total\{method="GET",route="\/api\/contacts",status="200"\} \d+/);
+      expect(scraped.text).toMatch(/http_request_duration_seconds_bucket/);
+      expect(scraped.text).toMatch(/process_resident_memory_bytes/);
+      expect((await app.http.get('/metrics').set('Authorization', admin)).status).toBe(200);
+      expectError(await app.http.get('/metrics'), 401, 'unauthorized');
+      expectError(await app.http.get('/metrics').set('Authorization', 'Bearer wrong'), 401, 'unauthorized');
+      const limited = `Bearer ${await app.token('contacts:read', { user: 'metrics-limited@example.com' })}`;
+      expectError(await app.http.get('/metrics').set('Authorization', limited), 403, 'forbidden');
     });
   });
 
@@ -209,6 +226,36 @@ describe('platform: plan limits', () => {
     for (let i = 0; i < 6; i++) statuses.push((await app.http.get('/api/contacts').set('Authorization', 'Bearer sf_guess' + i)).status);
     expect(statuses.slice(0, 4)).toEqual([401, 401, 401, 401]);
     expect(statuses.slice(4)).toEqual([429, 429]);
+  });
+});
+
+describe('platform: logs and CORS', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startApp({ noRedis: true, env: { LOG_LEVEL: 'debug', CORS_ORIGINS: 'https://app.example.com' } });
+  });
+  afterAll(async () => app?.stop());
+
+  it('writes structured JSON logs with the request id and never the credentials', async () => {
+    const secret = await app.token('*');
+    await app.http.get('/api/contacts').set('Authorization', `Bearer ${secret}`).set('X-Request-Id', 'log-check-1');
+    await app.http.post('/api/oauth/v2/token').type('form').send({ grant_type: 'client_credentials', client_id: '1', client_secret: secret });
+    await new Promise((r) => setTimeout(r, 200));
+    const lines = app.logs.join('').split('\n').filter((l) => l.startsWith('{'));
+    const entries = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(entries.some((e) => e.requestId === 'log-check-1' && e.status === 200 && e.method === 'GET')).toBe(true);
+    expect(app.logs.join('')).not.toContain(secret);
+    expect(app.logs.join('')).not.toContain(secret.slice(3, 20));
+  });
+
+  it('answers CORS preflights for the configured origins only', async () => {
+    const ok = await app.http.options('/api/contacts').set('Origin', 'https://app.example.com').set('Access-Control-Request-Method', 'POST');
+    expect(ok.status).toBeLessThan(300);
+    expect(ok.headers['access-control-allow-origin']).toBe('https://app.example.com');
+    const other = await app.http.options('/api/contacts').set('Origin', 'https://evil.example').set('Access-Control-Request-Method', 'POST');
+    expect(other.headers['access-control-allow-origin']).toBeUndefined();
+    const exposed = await app.http.get('/health').set('Origin', 'https://app.example.com');
+    expect(exposed.headers['access-control-expose-headers']).toContain('X-RateLimit-Remaining');
   });
 });
 

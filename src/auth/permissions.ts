@@ -43,5 +43,9 @@ export const PUBLIC_KEY = 'sf:public';
 /** The permission a route needs. Every route carries this or @Public(); the guard refuses anything else. */
 export const RequirePermission = (permission: Permission) => SetMetadata(PERMISSION_KEY, permission);
 
-/** Marks a route as reachable without a token (health, public asset download, OAuth token endpoint). */
-export const Public = () => SetMetadata(PUBLIC_KEY, true);
+/**
+ * Marks a route as reachable without an API token (health, public asset download, OAuth token
+ * endpoint). `label` replaces "public" in GET /api/endpoints when the route checks another
+ * credential itself (e.g. the metrics token).
+ */
+export const Public = (label?: string) => SetMetadata(PUBLIC_KEY, label ?? true);

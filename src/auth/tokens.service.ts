@@ -41,6 +41,17 @@ export interface TokenSummary {
   state: 'active' | 'expired' | 'revoked';
 }
 
+/** A stored API token as a client of the OAuth token endpoint sees it (never its hash). */
+export interface ClientToken {
+  id: number;
+  userId: number;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+}
+
+/** A hash that matches no secret: compared against when a client id is unknown, so timing tells nothing. */
+const NO_SUCH_HASH = hashSecret('no such token: ' + randomBytes(16).toString('hex'));
+
 interface CacheEntry {
   principal: Principal;
   cachedAt: number;
@@ -67,6 +78,11 @@ export class TokensService implements OnModuleInit {
   private readonly logger = new Logger('Tokens');
   private readonly cache = new Map<string, CacheEntry>();
   private readonly lastUsedWritten = new Map<number, number>();
+  /**
+   * Bumped on every revocation seen by this instance. A look-up that started before a revocation
+   * may have read the row before it changed; its result is then served once but not cached.
+   */
+  private revocations = 0;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
@@ -75,7 +91,20 @@ export class TokensService implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.redis.subscribe(REVOKE_CHANNEL, (message) => this.dropFromCache(JSON.parse(message) as { apiTokenId?: number; hash?: string }));
+    this.redis.subscribe(REVOKE_CHANNEL, (message) => {
+      // A malformed message must not throw inside the Redis client's event handler (it would crash the process).
+      let msg: { apiTokenId?: unknown; hash?: unknown };
+      try {
+        msg = JSON.parse(message) as typeof msg;
+      } catch {
+        this.logger.warn({ msg: 'ignored a malformed token revocation message' });
+        return;
+      }
+      this.dropFromCache({
+        apiTokenId: typeof msg?.apiTokenId === 'number' ? msg.apiTokenId : undefined,
+        hash: typeof msg?.hash === 'string' ? msg.hash : undefined,
+      });
+    });
   }
 
   async authenticate(secret: string): Promise<Principal | null> {
@@ -92,12 +121,13 @@ export class TokensService implements OnModuleInit {
       this.touch(hit.principal.apiTokenId, now);
       return hit.principal;
     }
+    const epoch = this.revocations;
     const principal = await this.load(hash, secret.startsWith(ACCESS_TOKEN_PREFIX));
     if (!principal) {
       this.cache.delete(hash);
       return null;
     }
-    if (this.config.tokenCacheTtlSeconds > 0) {
+    if (this.config.tokenCacheTtlSeconds > 0 && epoch === this.revocations) {
       if (this.cache.size >= CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
       this.cache.set(hash, { principal, cachedAt: now });
     }
@@ -177,15 +207,56 @@ export class TokensService implements OnModuleInit {
     }));
   }
 
-  /** Revokes an API token and every access token issued from it. True when it was active. */
+  /**
+   * Revokes an API token and every access token issued from it, in one statement. With userId,
+   * only that user's token (and nothing at all when the token is someone else's). True when it was active.
+   */
   async revokeApiToken(id: number, userId?: number): Promise<boolean> {
     const rows: { id: number }[] = await this.db.query(
-      `UPDATE api_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL ${userId !== undefined ? 'AND user_id = $2' : ''} RETURNING id`,
+      `WITH t AS (
+         UPDATE api_tokens SET revoked_at = now()
+          WHERE id = $1 AND revoked_at IS NULL ${userId !== undefined ? 'AND user_id = $2' : ''}
+          RETURNING id),
+       a AS (
+         UPDATE oauth_access_tokens SET revoked_at = now()
+          WHERE api_token_id IN (SELECT id FROM t) AND revoked_at IS NULL)
+       SELECT id FROM t`,
       userId !== undefined ? [id, userId] : [id],
     );
-    await this.db.query(`UPDATE oauth_access_tokens SET revoked_at = now() WHERE api_token_id = $1 AND revoked_at IS NULL`, [id]);
-    await this.broadcastRevocation({ apiTokenId: id });
+    if (rows.length > 0) await this.broadcastRevocation({ apiTokenId: id });
     return rows.length > 0;
+  }
+
+  /**
+   * The API token a client id names, when `secret` is its secret (compared in constant time; an
+   * unknown id costs the same comparison). Revoked and expired tokens are returned too: the caller
+   * decides what they mean.
+   */
+  async verifyClient(clientId: number, secret: string): Promise<ClientToken | null> {
+    const rows: (ClientToken & { tokenHash: string })[] = await this.db.query(
+      `SELECT id, user_id AS "userId", token_hash AS "tokenHash", expires_at AS "expiresAt", revoked_at AS "revokedAt"
+         FROM api_tokens WHERE id = $1`,
+      [clientId],
+    );
+    const row = rows[0];
+    const ok = secret.length <= 200 && secretMatches(secret, row?.tokenHash ?? NO_SUCH_HASH);
+    if (!row || !ok) return null;
+    return { id: row.id, userId: row.userId, expiresAt: row.expiresAt, revokedAt: row.revokedAt };
+  }
+
+  /** Which token a presented secret is (whatever its state), by its hash; null when unknown. */
+  async identify(secret: string): Promise<{ kind: 'api_token' | 'access_token'; apiTokenId: number } | null> {
+    if (secret.length > 200) return null;
+    const hash = hashSecret(secret);
+    if (secret.startsWith(ACCESS_TOKEN_PREFIX)) {
+      const rows: { api_token_id: number }[] = await this.db.query(`SELECT api_token_id FROM oauth_access_tokens WHERE token_hash = $1`, [hash]);
+      return rows[0] ? { kind: 'access_token', apiTokenId: rows[0].api_token_id } : null;
+    }
+    if (secret.startsWith(API_TOKEN_PREFIX)) {
+      const rows: { id: number }[] = await this.db.query(`SELECT id FROM api_tokens WHERE token_hash = $1`, [hash]);
+      return rows[0] ? { kind: 'api_token', apiTokenId: rows[0].id } : null;
+    }
+    return null;
   }
 
   /** Revokes one access token by its secret. True when it was active. */
@@ -199,16 +270,20 @@ export class TokensService implements OnModuleInit {
     return rows.length > 0;
   }
 
-  /** Issues an OAuth access token for an API token; the caller has already checked the client. */
-  async issueAccessToken(apiTokenId: number, ttlSeconds: number): Promise<{ secret: string; expiresAt: Date }> {
+  /**
+   * Issues an OAuth access token for an API token; the caller has already checked the client.
+   * Null when the parent was revoked (or expired) in the meantime: nothing is then inserted.
+   */
+  async issueAccessToken(apiTokenId: number, ttlSeconds: number): Promise<{ secret: string; expiresAt: Date } | null> {
     const secret = newSecret(ACCESS_TOKEN_PREFIX);
     const expiresAt = new Date(Date.now() + ttlSeconds * 1000);
-    await this.db.query(`INSERT INTO oauth_access_tokens (api_token_id, token_hash, expires_at) VALUES ($1, $2, $3)`, [
-      apiTokenId,
-      hashSecret(secret),
-      expiresAt,
-    ]);
-    return { secret, expiresAt };
+    const rows: { id: number }[] = await this.db.query(
+      `INSERT INTO oauth_access_tokens (api_token_id, token_hash, expires_at)
+       SELECT id, $2, $3 FROM api_tokens WHERE id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+       RETURNING id`,
+      [apiTokenId, hashSecret(secret), expiresAt],
+    );
+    return rows.length ? { secret, expiresAt } : null;
   }
 
   /** Drops cached entries locally and tells the other instances to do the same. */
@@ -222,6 +297,7 @@ export class TokensService implements OnModuleInit {
   }
 
   private dropFromCache(msg: { apiTokenId?: number; hash?: string }): void {
+    this.revocations++;
     if (msg.hash) this.cache.delete(msg.hash);
     if (msg.apiTokenId !== undefined) {
       for (const [hash, entry] of this.cache) if (entry.principal.apiTokenId === msg.apiTokenId) this.cache.delete(hash);

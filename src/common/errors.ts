@@ -2,7 +2,7 @@
  * Domain errors: one class with a code from the table in decisions §4. Services throw these;
  * the global exception filter (http-exception.filter.ts) is the only place that builds error JSON.
  */
-export const ERROR_STATUS = {
+export const GENERIC_ERROR_STATUS = {
   validation_failed: 400,
   unauthorized: 401,
   forbidden: 403,
@@ -11,10 +11,26 @@ export const ERROR_STATUS = {
   conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  range_not_satisfiable: 416,
   rate_limited: 429,
   internal_error: 500,
   unavailable: 503,
 } as const;
+
+/**
+ * OAuth2 error codes (RFC 6749 §5.2, RFC 7009 §2.2.1), answered only by /api/oauth/v2/*. Several
+ * share a status with a generic code, so the exception filter's status → code fallback inverts
+ * GENERIC_ERROR_STATUS alone.
+ */
+export const OAUTH_ERROR_STATUS = {
+  invalid_request: 400,
+  invalid_client: 401,
+  invalid_grant: 400,
+  unauthorized_client: 400,
+  unsupported_grant_type: 400,
+} as const;
+
+export const ERROR_STATUS = { ...GENERIC_ERROR_STATUS, ...OAUTH_ERROR_STATUS } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 

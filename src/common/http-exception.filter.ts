@@ -1,12 +1,15 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { QueryFailedError } from 'typeorm';
-import { AppError, ERROR_STATUS, ErrorCode, ErrorDetail } from './errors.js';
+import { AppError, ErrorCode, ErrorDetail, GENERIC_ERROR_STATUS } from './errors.js';
 import { RouteTable } from './route-table.js';
 
-/** HTTP status → code, for errors that do not come from our own AppError (Nest, Express, body-parser). */
+/**
+ * HTTP status → code, for errors that do not come from our own AppError (Nest, Express, body-parser).
+ * Only the generic codes: the OAuth codes share statuses with them (400, 401) and are thrown explicitly.
+ */
 const CODE_BY_STATUS: Record<number, ErrorCode> = Object.fromEntries(
-  Object.entries(ERROR_STATUS).map(([code, status]) => [status, code as ErrorCode]),
+  Object.entries(GENERIC_ERROR_STATUS).map(([code, status]) => [status, code as ErrorCode]),
 ) as Record<number, ErrorCode>;
 
 /** PostgreSQL SQLSTATEs that mean "the database is not reachable right now", not "the query is wrong". */
@@ -96,6 +99,8 @@ export class HttpExceptionFilter implements ExceptionFilter {
       if (status === 415) message = `Unsupported content type: ${String(message)}`;
       if (status === 429) return { code: 'rate_limited', status, message: 'Rate limit exceeded; see Retry-After' };
       if (status >= 500) return { code: 'internal_error', status: 500, message: 'Internal server error' };
+      // The OAuth2 endpoints answer RFC 6749's invalid_request for a body that does not parse.
+      if (code === 'validation_failed' && req.path.startsWith('/api/oauth/')) return { code: 'invalid_request', status: 400, message: String(message) };
       return { code, status: code === 'validation_failed' ? 400 : status, message: String(message) };
     }
     if (isDatabaseUnavailable(exception)) {

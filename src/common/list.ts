@@ -28,6 +28,11 @@ export interface ListSpec {
   filters?: Record<string, FilterSpec>;
   /** Column that breaks ties so pages never overlap; default `<alias>.id`. */
   idColumn?: string;
+  /**
+   * A table whose exact size the row_counts triggers keep (see the row-counts migration): an
+   * unfiltered, unscoped list reads its total from there instead of counting every row.
+   */
+  countTable?: string;
 }
 
 export interface ListQuery {
@@ -154,14 +159,28 @@ export async function paginate<T extends ObjectLiteral>(
   qb: SelectQueryBuilder<T>,
   q: ListQuery,
   spec: ListSpec,
+  opts: { scoped?: boolean } = {},
 ): Promise<{ total: number; items: T[] }> {
   applyListFilters(qb, q, spec);
   const idColumn = spec.idColumn ?? `${qb.alias}.id`;
-  const total = await qb.clone().orderBy().getCount();
+  const unfiltered = !q.search && Object.keys(q.filters).length === 0 && !opts.scoped;
+  const total =
+    spec.countTable && unfiltered
+      ? Number(
+          (await qb.connection.query(`SELECT coalesce(sum(n), 0)::bigint AS n FROM row_counts WHERE table_name = $1`, [spec.countTable]))[0].n,
+        )
+      : await qb.clone().orderBy().getCount();
   if (total === 0 || q.offset >= total) return { total, items: [] };
   const orderExpr = spec.sortable[q.orderBy] ?? idColumn;
-  qb.orderBy(orderExpr, q.orderByDir, q.orderByDir === 'ASC' ? 'NULLS FIRST' : 'NULLS LAST');
-  if (orderExpr !== idColumn) qb.addOrderBy(idColumn, q.orderByDir);
-  const items = await qb.offset(q.offset).limit(q.limit).getMany();
+  // Deferred join: page through ids alone first (an index-only scan on the ordering index, however
+  // deep the page), then load just those rows. A deep page no longer reads every skipped row.
+  const pageQb = qb.clone().select(idColumn, '__id');
+  pageQb.orderBy(orderExpr, q.orderByDir, q.orderByDir === 'ASC' ? 'NULLS LAST' : 'NULLS FIRST');
+  if (orderExpr !== idColumn) pageQb.addOrderBy(idColumn, q.orderByDir);
+  const ids = (await pageQb.offset(q.offset).limit(q.limit).getRawMany<{ __id: number }>()).map((r) => r.__id);
+  if (!ids.length) return { total, items: [] };
+  const rows = await qb.andWhere(`${idColumn} IN (:...__pageIds)`, { __pageIds: ids }).getMany();
+  const byId = new Map(rows.map((r) => [(r as unknown as { id: number }).id, r]));
+  const items = ids.map((id) => byId.get(id)).filter((r): r is T => r !== undefined);
   return { total, items };
 }

@@ -47,6 +47,7 @@ export class AppLogger implements LoggerService {
   private write(level: Level, message: unknown, rest: unknown[]) {
     if (LEVELS[level] < LEVELS[this.level]) return;
     // Nest passes the context as the last string argument; an error passes its stack before it.
+    rest = rest.filter((r) => r !== undefined && r !== null);
     const context = typeof rest[rest.length - 1] === 'string' ? (rest.pop() as string) : undefined;
     const entry: Record<string, unknown> = { time: new Date().toISOString(), level, context };
     if (message && typeof message === 'object' && !(message instanceof Error)) Object.assign(entry, redact(message));

@@ -64,15 +64,17 @@ export class RouteTable {
         const routePaths = Reflect.getMetadata(PATH_METADATA, handler);
         const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
         if (routePaths === undefined || method === undefined) continue;
-        const isPublic = this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, [handler, metatype]) ?? false;
+        const publicMark = this.reflector.getAllAndOverride<boolean | string>(PUBLIC_KEY, [handler, metatype]);
+        const isPublic = publicMark !== undefined && publicMark !== false;
         const permission = this.reflector.getAllAndOverride<string>(PERMISSION_KEY, [handler, metatype]);
         if (!isPublic && !permission) {
           throw new Error(`Route ${metatype.name}.${name} declares neither @RequirePermission() nor @Public()`);
         }
         for (const c of ctrlPaths) {
           for (const r of ([] as string[]).concat(routePaths)) {
-            const path = join(c, r);
-            out.push({ method: RequestMethod[method], path, permission: isPublic ? 'public' : permission!, pattern: toPattern(path) });
+            // Shown without path-to-regexp escapes and optional-group braces (`:id\:{:alias}` → `:id::alias`).
+            const path = join(c, r).replace(/\\(.)/g, '$1').replace(/[{}]/g, '');
+            out.push({ method: RequestMethod[method], path, permission: isPublic ? (typeof publicMark === 'string' ? publicMark : 'public') : permission!, pattern: toPattern(path) });
           }
         }
       }

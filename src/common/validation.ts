@@ -4,11 +4,35 @@ import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { AppError, ErrorDetail } from './errors.js';
 import { parseIsoWithOffset } from './dates.js';
 
+const MAX_BODY_DEPTH = 32;
+
+/** Depth of a parsed JSON value, counted without recursion and given up past `limit`. */
+export function nestingDepth(value: unknown, limit: number): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > max) max = depth;
+    if (max > limit) return max;
+    for (const child of Object.values(v as object)) stack.push([child, depth + 1]);
+  }
+  return max;
+}
+
+/** class-validator says "property x should not exist" / "x must be a string"; details name the field already. */
+function stripSubject(message: string, property: string): string {
+  for (const prefix of [`property ${property} `, `${property} `]) {
+    if (message.startsWith(prefix)) return message.slice(prefix.length);
+  }
+  return message;
+}
+
 function flatten(errors: ValidationError[], parent = ''): ErrorDetail[] {
   const out: ErrorDetail[] = [];
   for (const e of errors) {
     const field = parent ? `${parent}.${e.property}` : e.property;
-    const messages = Object.values(e.constraints ?? {}).map((m) => m.replace(/^property\s+\S+\s+/, '').replace(new RegExp(`^${e.property}\\s+`), ''));
+    const messages = Object.values(e.constraints ?? {}).map((m) => stripSubject(m, e.property));
     if (messages.length) {
       // One entry per field: "is required" when absent, else every rule it breaks.
       out.push({ field, message: e.value === undefined && !('whitelistValidation' in (e.constraints ?? {})) ? 'is required' : messages.join('; ') });
@@ -46,6 +70,11 @@ export class AppValidationPipe extends ValidationPipe {
       if (value === undefined || value === null || value === '') value = {};
       if (typeof value !== 'object' || Array.isArray(value)) {
         throw new AppError('validation_failed', 'The request body must be a JSON object', [{ field: 'body', message: 'must be a JSON object' }]);
+      }
+      if (nestingDepth(value, MAX_BODY_DEPTH) > MAX_BODY_DEPTH) {
+        throw new AppError('validation_failed', `The request body is nested deeper than ${MAX_BODY_DEPTH} levels`, [
+          { field: 'body', message: `must not be nested deeper than ${MAX_BODY_DEPTH} levels` },
+        ]);
       }
     }
     return super.transform(value, metadata);

@@ -32,6 +32,8 @@ export interface AppConfig {
   assetMaxBytes: number;
   storageDir: string;
   accessTokenTtlSeconds: number;
+  /** Requests per minute and client address to the OAuth2 token and revocation endpoints. */
+  oauthRateLimitPerMinute: number;
   corsOrigins: string[] | '*' | null;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   logFormat: 'json' | 'pretty';
@@ -162,6 +164,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     assetMaxBytes: int(env, 'ASSET_MAX_BYTES', 25 * 1024 * 1024, 1, 10 * 1024 * 1024 * 1024),
     storageDir: resolve(str(env, 'STORAGE_DIR', './data/storage')),
     accessTokenTtlSeconds: int(env, 'OAUTH_ACCESS_TOKEN_TTL_SECONDS', 3600, 1, 86400 * 30),
+    oauthRateLimitPerMinute: int(env, 'OAUTH_RATE_LIMIT_PER_MINUTE', 20, 1, 100000),
     corsOrigins: cors === null ? null : cors === '*' ? '*' : cors.split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),

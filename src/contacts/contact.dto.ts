@@ -1,5 +1,5 @@
 import { PartialType } from '@nestjs/swagger';
-import { IsEmail, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { IsEmail, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { NoNul } from '../common/validation.js';
 
 export class CreateContactDto {
@@ -42,6 +42,17 @@ export class CreateContactDto {
   @Min(1)
   @Max(2147483647)
   ownerId?: number | null;
+
+  /**
+   * Custom field values by field alias, checked against the published contact fields (unknown alias,
+   * wrong type, option value not in the list, missing required field: 400 naming `fields.<alias>`;
+   * a unique-identifier value another contact holds: 409). On create and PUT, omitted fields take
+   * their default value; on PATCH the object is merged into the current values and a key with null
+   * removes that value (not allowed for required fields).
+   */
+  @IsOptional()
+  @IsObject({ message: 'fields must be an object of custom field values by alias' })
+  fields?: Record<string, unknown> | null;
 }
 
 /** PATCH body: any subset of the create properties. */

@@ -3,9 +3,10 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { Contact } from './contact.entity.js';
 import { ContactsController } from './contacts.controller.js';
 import { ContactsService } from './contacts.service.js';
+import { FieldsModule } from '../fields/fields.module.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Contact])],
+  imports: [TypeOrmModule.forFeature([Contact]), FieldsModule],
   controllers: [ContactsController],
   providers: [ContactsService],
   exports: [ContactsService],

@@ -5,6 +5,7 @@ import type { AppRequest } from '../common/request.js';
 import { RedisService } from '../redis/redis.service.js';
 import { RateLimitStorage } from './rate-limit.storage.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
+import { rateLimitBucketOf } from './rate-limit.bucket.js';
 
 const requestOf = (ctx: import('@nestjs/common').ExecutionContext) => ctx.switchToHttp().getRequest<AppRequest>();
 
@@ -18,10 +19,14 @@ const requestOf = (ctx: import('@nestjs/common').ExecutionContext) => ctx.switch
           {
             name: 'default',
             limit: (ctx) => {
+              if (rateLimitBucketOf(ctx) === 'oauth') return config.oauthRateLimitPerMinute;
               const p = requestOf(ctx).principal;
               return p ? config.rateLimits[p.plan] : config.anonymousRateLimit;
             },
-            ttl: (ctx) => (requestOf(ctx).principal ? config.rateLimitWindowSeconds : config.anonymousRateLimitWindowSeconds) * 1000,
+            ttl: (ctx) => {
+              if (rateLimitBucketOf(ctx) === 'oauth') return 60_000;
+              return (requestOf(ctx).principal ? config.rateLimitWindowSeconds : config.anonymousRateLimitWindowSeconds) * 1000;
+            },
           },
         ],
       }),

@@ -64,6 +64,10 @@ export interface StartOptions {
   /** Share another app's database and Redis prefix (a second instance). */
   shareWith?: TestApp;
   role?: 'api' | 'worker' | 'all';
+  /** Use this PostgreSQL (e.g. a private server of a fault suite) instead of a fresh database. */
+  databaseUrl?: string;
+  /** Use this Redis instead of the machine's (with a fresh key prefix). */
+  redisUrl?: string;
 }
 
 export interface TestApp {
@@ -124,6 +128,15 @@ export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
   if (opts.shareWith) {
     for (const k of ['DATABASE_URL', 'REDIS_URL', 'REDIS_PREFIX', 'DATA_DIR', 'STORAGE_DIR']) {
       if (opts.shareWith.env[k] !== undefined) env[k] = opts.shareWith.env[k];
+    }
+  } else if (opts.databaseUrl) {
+    env.DATABASE_URL = opts.databaseUrl;
+    dataDir = mkdtempSync(join(tmpdir(), 'sf-data-'));
+    env.DATA_DIR = dataDir;
+    env.STORAGE_DIR = join(dataDir, 'storage');
+    if (opts.redisUrl) {
+      env.REDIS_URL = opts.redisUrl;
+      env.REDIS_PREFIX = `t${randomBytes(5).toString('hex')}`;
     }
   } else if (opts.embedded) {
     dataDir = mkdtempSync(join(tmpdir(), 'sf-embedded-'));
@@ -198,7 +211,7 @@ export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
       if (client) await (client as pg.Client).end().catch(() => undefined);
       if (opts.shareWith) return;
       if (db) await db.drop();
-      if (env.REDIS_PREFIX) await clearRedisPrefix(env.REDIS_PREFIX);
+      if (env.REDIS_PREFIX && !opts.redisUrl) await clearRedisPrefix(env.REDIS_PREFIX);
       if (dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -1,0 +1,146 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Request, Response } from 'express';
+import { DataSource, QueryFailedError } from 'typeorm';
+import { AppError } from '../common/errors.js';
+import { AssetStorage, StoredObjectMissingError } from './asset-storage.js';
+import { dispositionType } from './asset-file.js';
+import { contentDisposition, ifRangeAllows, isNotModified, parseRange } from './http-file.js';
+
+interface DownloadRow {
+  id: number;
+  storage_key: string;
+  original_filename: string;
+  mime: string;
+  size: string;
+  checksum: string;
+  file_modified_at: Date;
+}
+
+/** Unknown, unpublished, outside its window, a wrong alias or a missing file: all the same 404. */
+const gone = () => new AppError('not_found', 'No published asset at this address');
+
+/** Text types were checked to be UTF-8 at upload, so they are served with that charset. */
+const UTF8_TYPES = /^(text\/|application\/(json|xml|yaml)$)/;
+
+/**
+ * The public download URL `{base_url}/api/assets/<id>:<alias>`: serves the file of a published
+ * asset inside its publishUp/publishDown window, with validators, ranges and download counting.
+ */
+@Injectable()
+export class AssetDownloadsService {
+  private readonly log = new Logger('AssetDownloads');
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly storage: AssetStorage,
+  ) {}
+
+  async serve(id: number, alias: string | undefined, req: Request, res: Response, attempt = 1): Promise<void> {
+    const rows: DownloadRow[] = await this.db.query(
+      `SELECT id, storage_key, original_filename, mime, size, checksum, file_modified_at
+         FROM assets
+        WHERE id = $1 AND alias = $2 AND is_published
+          AND (publish_up IS NULL OR publish_up <= now())
+          AND (publish_down IS NULL OR publish_down > now())`,
+      [id, alias ?? ''],
+    );
+    if (!rows.length) throw gone();
+    const row = rows[0];
+    const size = Number(row.size);
+    const etag = `"${row.checksum}"`;
+    const lastModified = new Date(row.file_modified_at);
+
+    res.setHeader('ETag', etag);
+    res.setHeader('Last-Modified', lastModified.toUTCString());
+    res.setHeader('Cache-Control', 'public, no-cache');
+    res.setHeader('Accept-Ranges', 'bytes');
+    // Public files may be embedded by other sites (helmet's default is same-origin).
+    res.setHeader('Cross-Origin-Resource-Policy', 'cross-origin');
+
+    const header = (name: string) => {
+      const v = req.headers[name];
+      return Array.isArray(v) ? v.join(', ') : v;
+    };
+    if (isNotModified({ ifNoneMatch: header('if-none-match'), ifModifiedSince: header('if-modified-since') }, etag, lastModified)) {
+      res.status(304).end();
+      return;
+    }
+
+    const range = ifRangeAllows(header('if-range'), etag, lastModified) ? parseRange(header('range'), size) : ({ kind: 'full' } as const);
+    if (range.kind === 'unsatisfiable') {
+      throw new AppError('range_not_satisfiable', `The range is outside the file (${size} bytes)`, undefined, { 'Content-Range': `bytes */${size}` });
+    }
+    const start = range.kind === 'partial' ? range.start : 0;
+    const end = range.kind === 'partial' ? range.end : size - 1;
+    const length = size === 0 ? 0 : end - start + 1;
+
+    let stream: Readable | null = null;
+    if (req.method !== 'HEAD') {
+      try {
+        if (length > 0) stream = await this.storage.open(row.storage_key, { start, end });
+        // A download is counted once it is certain to be served: a whole file, or a range from byte 0
+        // (players and PDF viewers fetch the rest in further ranges, which are not counted again).
+        if (start === 0) await this.count(row.id, req);
+      } catch (e) {
+        stream?.destroy();
+        if (e instanceof StoredObjectMissingError) {
+          // The file was replaced between reading the row and opening it: read the row again, once.
+          if (attempt === 1) return this.serve(id, alias, req, res, 2);
+          this.log.error({ msg: 'asset file missing from storage', assetId: row.id, key: row.storage_key });
+          throw gone();
+        }
+        throw e;
+      }
+    }
+
+    res.status(range.kind === 'partial' ? 206 : 200);
+    res.setHeader('Content-Type', UTF8_TYPES.test(row.mime) ? `${row.mime}; charset=utf-8` : row.mime);
+    res.setHeader('Content-Disposition', contentDisposition(row.original_filename, dispositionType(row.mime)));
+    res.setHeader('Content-Length', String(length));
+    if (range.kind === 'partial') res.setHeader('Content-Range', `bytes ${start}-${end}/${size}`);
+    if (!stream) {
+      res.end();
+      return;
+    }
+    try {
+      await pipeline(stream, res);
+    } catch (e) {
+      // The client went away, or the disk failed mid-file: the connection is closed either way.
+      if ((e as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') {
+        this.log.warn({ msg: 'asset download interrupted', assetId: row.id, err: (e as Error).message });
+      }
+    }
+  }
+
+  /**
+   * Counts a download in one statement: the total always, the unique count only when this client
+   * (address + user agent) is new for the asset. No read-modify-write, so concurrent downloads
+   * never lose a count.
+   */
+  private async count(assetId: number, req: Request): Promise<void> {
+    const client = createHash('sha256')
+      .update(`${req.ip ?? req.socket.remoteAddress ?? ''}\n${req.headers['user-agent'] ?? ''}`)
+      .digest();
+    try {
+      await this.db.query(
+        `WITH seen AS (
+           INSERT INTO asset_download_clients (asset_id, client_hash) VALUES ($1, $2)
+           ON CONFLICT DO NOTHING RETURNING 1)
+         UPDATE assets
+            SET download_count = download_count + 1,
+                unique_download_count = unique_download_count + (SELECT count(*) FROM seen)
+          WHERE id = $1`,
+        [assetId, client],
+      );
+    } catch (e) {
+      // Deleted while this request was on its way.
+      const pg = e instanceof QueryFailedError ? (e as QueryFailedError & { driverError?: { code?: string } }).driverError : undefined;
+      if (pg?.code === '23503') throw gone();
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,24 @@
+import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { AuditedEntity } from '../common/audit.js';
+
+@Entity('categories')
+export class Category extends AuditedEntity {
+  @PrimaryGeneratedColumn()
+  id: number;
+
+  @Column({ type: 'text' })
+  title: string;
+
+  @Column({ type: 'text' })
+  alias: string;
+
+  @Column({ type: 'text', nullable: true })
+  description: string | null;
+
+  /** `#rrggbb`, lower case. */
+  @Column({ type: 'text', nullable: true })
+  color: string | null;
+
+  @Column({ type: 'text' })
+  bundle: string;
+}

@@ -1,0 +1,72 @@
+import { Injectable } from '@nestjs/common';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * Prometheus metrics of this process: HTTP request rates and latencies by route, process metrics,
+ * and job counters and queue depths that the job layer reports through this service.
+ */
+@Injectable()
+export class MetricsService {
+  readonly registry = new Registry();
+
+  readonly httpRequests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests by method, route pattern and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly httpDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request latency by method and route pattern',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  readonly jobs = new Counter({
+    name: 'jobs_total',
+    help: 'Jobs processed by this process, by job name and outcome (completed, failed, retried)',
+    labelNames: ['name', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly queueDepth = new Gauge({
+    name: 'queue_jobs',
+    help: 'Jobs in each queue by state (waiting, active, delayed, failed)',
+    labelNames: ['queue', 'state'] as const,
+    registers: [this.registry],
+  });
+
+  /** Set by the job layer: reads queue depths when metrics are scraped. */
+  private depthReader: (() => Promise<{ queue: string; state: string; count: number }[]>) | null = null;
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  setQueueDepthReader(reader: () => Promise<{ queue: string; state: string; count: number }[]>): void {
+    this.depthReader = reader;
+  }
+
+  recordRequest(method: string, route: string, status: number, seconds: number): void {
+    this.httpRequests.inc({ method, route, status: String(status) });
+    this.httpDuration.observe({ method, route }, seconds);
+  }
+
+  recordJob(name: string, outcome: 'completed' | 'failed' | 'retried'): void {
+    this.jobs.inc({ name, outcome });
+  }
+
+  async render(): Promise<{ contentType: string; body: string }> {
+    if (this.depthReader) {
+      try {
+        this.queueDepth.reset();
+        for (const d of await this.depthReader()) this.queueDepth.set({ queue: d.queue, state: d.state }, d.count);
+      } catch {
+        /* the broker is unreachable: depths are left out of this scrape */
+      }
+    }
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}

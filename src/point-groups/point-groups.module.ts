@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { PointGroup } from './point-group.entity.js';
+import { PointGroupsController } from './point-groups.controller.js';
+import { PointGroupsService } from './point-groups.service.js';
+
+@Module({
+  imports: [TypeOrmModule.forFeature([PointGroup])],
+  controllers: [PointGroupsController],
+  providers: [PointGroupsService],
+  exports: [PointGroupsService],
+})
+export class PointGroupsModule {}

@@ -1,0 +1,307 @@
+/**
+ * Hostile input over every route the server lists in GET /api/endpoints: an authorization matrix,
+ * hostile path ids, property-based fuzzing (fast-check) of bodies built from the OpenAPI request
+ * schemas and of list parameters, and raw protocol abuse. The invariants: never a 500, always the
+ * error shape, and a refused request changes nothing in the database.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import { request as httpRequest } from 'node:http';
+import { startApp, TestApp } from './support/app.js';
+
+interface Route {
+  method: string;
+  path: string;
+  permission: string;
+}
+
+type Schema = { type?: string; properties?: Record<string, Schema>; items?: Schema; $ref?: string; enum?: unknown[]; format?: string; allOf?: Schema[] };
+
+const HOSTILE_IDS = [
+  '0',
+  '-1',
+  '1.5',
+  '2147483648',
+  '99999999999999999999999',
+  'abc',
+  "1' OR '1'='1",
+  '1;DROP TABLE contacts',
+  '%00',
+  '..%2F..%2Fetc%2Fpasswd',
+  '%2e%2e%2f%2e%2e%2f',
+  '%E0%A4%A',
+  'null',
+  '1e3',
+  '0x10',
+  '%20%201',
+  '${jndi:ldap://x}',
+  'x'.repeat(3000),
+];
+
+const INJECTIONS = ["' OR 1=1 --", '%', '_', '\\', "'; DROP TABLE contacts; --", '{"$gt":""}', '(select pg_sleep(5))', 'id desc, (select 1)', '\u0000', '💥'.repeat(50), 'a'.repeat(500)];
+
+function isErrorShape(body: unknown, status: number): boolean {
+  const e = (body as { error?: { code?: unknown; message?: unknown; status?: unknown } })?.error;
+  return !!e && typeof e.code === 'string' && typeof e.message === 'string' && e.status === status;
+}
+
+describe('hostile input over every route', () => {
+  let app: TestApp;
+  let admin: string;
+  let routes: Route[];
+  let schemas: Record<string, Schema>;
+  let paths: Record<string, Record<string, { requestBody?: { content?: Record<string, { schema?: Schema }> } }>>;
+  const fixtures: Record<string, number> = {};
+  let fingerprint = '';
+
+  /** One string that changes whenever any row of any table (but token bookkeeping) changes. */
+  async function dbFingerprint(): Promise<string> {
+    const tables = await app.sql<{ table_name: string }>(
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'
+         AND table_name NOT IN ('api_tokens', 'oauth_access_tokens', 'migrations') ORDER BY table_name`,
+    );
+    const parts = tables.map((t) => `SELECT '${t.table_name}:' || count(*) || ':' || coalesce(md5(string_agg(x::text, '|' ORDER BY x::text)), '') AS f FROM "${t.table_name}" x`);
+    const rows = await app.sql<{ f: string }>(parts.join(' UNION ALL '));
+    return rows.map((r) => r.f).join(',');
+  }
+
+  function concrete(route: Route, pick: (param: string) => string): string {
+    return route.path.replace(/:([A-Za-z]+)/g, (_, p: string) => pick(p));
+  }
+
+  /** The fixture id for a path parameter, by the resource the path names. */
+  function fixtureFor(route: Route, param: string): string {
+    if (param === 'object') return 'contact';
+    if (param === 'segment') return 'contact';
+    if (param === 'contactId') return String(fixtures.contacts);
+    if (param === 'campaignId') return String(fixtures.campaigns);
+    const resource = route.path.split('/')[2].replace('_', '-');
+    return String(fixtures[resource] ?? 1);
+  }
+
+  function send(method: string, path: string, auth: string | null, body?: unknown) {
+    let r = app.http[method.toLowerCase() as 'get'](path);
+    if (auth) r = r.set('Authorization', auth);
+    if (body !== undefined) r = r.send(body as object);
+    return r;
+  }
+
+  beforeAll(async () => {
+    app = await startApp({ env: { RATE_LIMIT_ANONYMOUS: '1000000', RATE_LIMIT_ENTERPRISE: '1000000' } });
+    admin = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
+    routes = (await app.http.get('/api/endpoints').set('Authorization', admin)).body.endpoints;
+    const doc = (await app.http.get('/api/docs-json')).body;
+    schemas = doc.components.schemas;
+    paths = doc.paths;
+
+    const create = async (path: string, body: object) => {
+      const res = await app.http.post(path).set('Authorization', admin).send(body);
+      if (res.status !== 201) throw new Error(`fixture ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+      return (Object.values(res.body)[0] as { id: number }).id;
+    };
+    fixtures.contacts = await create('/api/contacts/new', { name: 'Fixture', email: 'fixture@example.com' });
+    const has = (p: string) => routes.some((r) => r.path === p);
+    if (has('/api/campaigns/new')) fixtures.campaigns = await create('/api/campaigns/new', { name: 'Fixture campaign' });
+    if (has('/api/deals/new')) fixtures.deals = await create('/api/deals/new', { title: 'Fixture deal', value: 10, contact_id: fixtures.contacts });
+    if (has('/api/activities/new')) fixtures.activities = await create('/api/activities/new', { type: 'call', subject: 'Fixture', contact_id: fixtures.contacts });
+    if (has('/api/categories/new')) fixtures.categories = await create('/api/categories/new', { title: 'Fixture category', bundle: 'global' });
+    if (has('/api/point-groups/new')) fixtures['point-groups'] = await create('/api/point-groups/new', { name: 'Fixture group', minimumPoints: 0, maximumPoints: 10 });
+    if (has('/api/fields/:object/new')) fixtures.fields = await create('/api/fields/contact/new', { label: 'Fixture field', type: 'text' });
+    if (has('/api/reports/new')) fixtures.reports = await create('/api/reports/new', { name: 'Fixture report', type: 'sales', schedule: 'daily' });
+    if (has('/api/text-messages/new')) fixtures['text-messages'] = await create('/api/text-messages/new', { content: 'Hi', recipient: '+14155550100' });
+    fingerprint = await dbFingerprint();
+  });
+  afterAll(async () => app?.stop());
+
+  it('lists a sane route table', () => {
+    expect(routes.length).toBeGreaterThan(50);
+  });
+
+  it('authorization matrix: no token, a bad token and an expired token → 401; a token without the permission → 403', async () => {
+    const expired = `Bearer ${await app.token('*', { user: 'expired@example.com', expires: '2021-01-01T00:00:00Z' })}`;
+    const others = `Bearer ${await app.token('contacts:read', { user: 'others@example.com' })}`;
+    const notificationsOnly = `Bearer ${await app.token('notifications:read', { user: 'others@example.com', name: 'n' })}`;
+    const everythingButStar = `Bearer ${await app.token(
+      ['contacts', 'fields', 'campaigns', 'assets', 'categories', 'pointGroups', 'reports', 'textMessages', 'notifications', 'deals', 'activities', 'tokens']
+        .flatMap((r) => [`${r}:read`, `${r}:write`, `${r}:delete`])
+        .join(','),
+      { user: 'others@example.com', name: 'all-but-star' },
+    )}`;
+    fingerprint = await dbFingerprint(); // the CLI created users for these tokens
+    const failures: string[] = [];
+    for (const route of routes) {
+      if (!route.permission.includes(':') && route.permission !== '*') continue; // public routes
+      const path = concrete(route, (p) => fixtureFor(route, p));
+      const body = ['POST', 'PUT', 'PATCH'].includes(route.method) ? {} : undefined;
+      const wrong = route.permission === '*' ? everythingButStar : route.permission === 'contacts:read' ? notificationsOnly : others;
+      for (const [label, auth, status] of [
+        ['no token', null, 401],
+        ['bad token', 'Bearer sf_definitely-not-a-token-0000000000000', 401],
+        ['expired token', expired, 401],
+        ['token without the permission', wrong, 403],
+      ] as const) {
+        const res = await send(route.method, path, auth, body);
+        if (res.status !== status || !isErrorShape(res.body, status)) failures.push(`${route.method} ${path} with ${label}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(await dbFingerprint()).toBe(fingerprint);
+  });
+
+  it('hostile path ids never produce a 500 and always the error shape', async () => {
+    const failures: string[] = [];
+    for (const route of routes) {
+      if (!route.path.includes(':')) continue;
+      for (const hostile of HOSTILE_IDS) {
+        const path = concrete(route, () => hostile);
+        const body = ['POST', 'PUT', 'PATCH'].includes(route.method) ? {} : undefined;
+        const res = await send(route.method, path, admin, body);
+        if (res.status >= 500 || (res.status >= 400 && !isErrorShape(res.body, res.status))) {
+          failures.push(`${route.method} ${path.slice(0, 120)}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(await dbFingerprint()).toBe(fingerprint);
+  });
+
+  function resolve(schema: Schema | undefined): Schema | undefined {
+    if (!schema) return undefined;
+    if (schema.$ref) return resolve(schemas[schema.$ref.split('/').pop()!]);
+    if (schema.allOf?.length) return resolve(schema.allOf[0]);
+    return schema;
+  }
+
+  /** A value for a property: usually of the documented type but often hostile. */
+  function valueArb(schema: Schema | undefined): fc.Arbitrary<unknown> {
+    const s = resolve(schema) ?? {};
+    const hostile = fc.oneof(
+      fc.constantFrom(null, '', ' ', -1, 0, 1e308, -1e308, Number.MAX_SAFE_INTEGER + 2, 'true', '2026-02-30T25:61:00Z', '2026-11-21T10:00:00', '1'.repeat(2000), [], {}, [[]], { $gt: '' }),
+      fc.constantFrom(...INJECTIONS),
+      fc.string({ maxLength: 40 }),
+      fc.integer(),
+      fc.double(),
+      fc.boolean(),
+      fc.array(fc.string({ maxLength: 8 }), { maxLength: 4 }),
+    );
+    const typed: fc.Arbitrary<unknown> =
+      s.enum && s.enum.length
+        ? fc.constantFrom(...s.enum)
+        : s.type === 'string'
+          ? s.format === 'email'
+            ? fc.emailAddress()
+            : s.format === 'date-time'
+              ? fc.date({ min: new Date('1970-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString())
+              : fc.string({ maxLength: 60 })
+          : s.type === 'integer' || s.type === 'number'
+            ? fc.integer({ min: -5, max: 1000 })
+            : s.type === 'boolean'
+              ? fc.boolean()
+              : s.type === 'array'
+                ? fc.array(valueArb(s.items), { maxLength: 3 })
+                : fc.dictionary(fc.string({ maxLength: 10 }), fc.oneof(fc.string({ maxLength: 10 }), fc.integer()), { maxKeys: 3 });
+    return fc.oneof({ weight: 3, arbitrary: typed }, { weight: 2, arbitrary: hostile });
+  }
+
+  function bodyArb(schema: Schema | undefined): fc.Arbitrary<unknown> {
+    const s = resolve(schema);
+    const props = s?.properties ?? {};
+    const known = fc.record(Object.fromEntries(Object.entries(props).map(([k, v]) => [k, valueArb(v)])), { requiredKeys: [] });
+    return fc.oneof(
+      { weight: 6, arbitrary: known },
+      { weight: 1, arbitrary: fc.tuple(known, fc.string({ minLength: 1, maxLength: 12 }), fc.jsonValue()).map(([b, k, v]) => ({ ...(b as object), [k]: v })) },
+      { weight: 1, arbitrary: fc.jsonValue() },
+      { weight: 1, arbitrary: fc.constantFrom({ __proto__: { admin: true } }, JSON.parse('{"__proto__": {"polluted": true}}'), { constructor: { prototype: { polluted: true } } }) },
+    );
+  }
+
+  it('fuzzed bodies on every write route: never a 500, always the error shape, and a refused request changes nothing', async () => {
+    const failures: string[] = [];
+    const writeRoutes = routes.filter((r) => ['POST', 'PUT', 'PATCH'].includes(r.method) && r.permission !== 'public' && !r.path.includes('/account/tokens'));
+    for (const route of writeRoutes) {
+      const openApiPath = route.path.replace(/:([A-Za-z]+)/g, '{$1}');
+      const schema = paths[openApiPath]?.[route.method.toLowerCase()]?.requestBody?.content?.['application/json']?.schema;
+      const path = concrete(route, (p) => fixtureFor(route, p));
+      await fc.assert(
+        fc.asyncProperty(bodyArb(schema), async (body) => {
+          const res = await app.http[route.method.toLowerCase() as 'post'](path)
+            .set('Authorization', admin)
+            .set('Content-Type', 'application/json')
+            .send(JSON.stringify(body));
+          if (res.status >= 500 || (res.status >= 400 && !isErrorShape(res.body, res.status))) {
+            failures.push(`${route.method} ${path} ${JSON.stringify(body).slice(0, 200)} → ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+            return;
+          }
+          const now = await dbFingerprint();
+          if (res.status >= 400 && now !== fingerprint) failures.push(`${route.method} ${path} refused with ${res.status} but changed the database`);
+          fingerprint = now;
+        }),
+        { numRuns: 12, seed: 42 },
+      );
+    }
+    expect(failures).toEqual([]);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(({} as Record<string, unknown>).admin).toBeUndefined();
+  });
+
+  it('fuzzed and injected list parameters: never a 500', async () => {
+    const failures: string[] = [];
+    const lists = routes.filter((r) => r.method === 'GET' && r.permission.endsWith(':read') && !/:id$|:segment$/.test(r.path));
+    const params = ['search', 'page', 'limit', 'orderBy', 'orderByDir', 'status', 'type', 'isPublished', 'isRead', 'bundle', 'object', 'campaignId', 'contact_id'];
+    for (const route of lists) {
+      const path = concrete(route, (p) => fixtureFor(route, p));
+      await fc.assert(
+        fc.asyncProperty(fc.dictionary(fc.constantFrom(...params), fc.oneof(fc.constantFrom(...INJECTIONS), fc.string({ maxLength: 20 }), fc.integer().map(String)), { maxKeys: 4 }), async (query) => {
+          const res = await app.http.get(path).query(query).set('Authorization', admin);
+          if (res.status >= 500 || (res.status >= 400 && !isErrorShape(res.body, res.status))) {
+            failures.push(`GET ${path} ${JSON.stringify(query)} → ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+          }
+        }),
+        { numRuns: 15, seed: 7 },
+      );
+      // Injection in ordering is refused, not executed.
+      const res = await app.http.get(path).query({ orderBy: 'id; DROP TABLE contacts' }).set('Authorization', admin);
+      if (res.status !== 400) failures.push(`GET ${path} accepted an injected orderBy: ${res.status}`);
+    }
+    expect(failures).toEqual([]);
+    expect(await dbFingerprint()).toBe(fingerprint);
+  });
+
+  function raw(method: string, path: string, headers: Record<string, string>, body?: Buffer | string): Promise<{ status: number; body: string }> {
+    return new Promise((resolvePromise, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port: app.port, method, path, headers }, (res) => {
+        let data = '';
+        res.on('data', (c: Buffer) => (data += c.toString()));
+        res.on('end', () => resolvePromise({ status: res.statusCode ?? 0, body: data }));
+      });
+      req.on('error', reject);
+      if (body !== undefined) req.write(body);
+      req.end();
+    });
+  }
+
+  it('invalid UTF-8, deeply nested JSON, oversized headers and bodies get clear errors', async () => {
+    const json = { 'Content-Type': 'application/json', Authorization: admin };
+    const badUtf8 = await raw('POST', '/api/contacts/new', json, Buffer.from([0x7b, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]));
+    expect(badUtf8.status).toBe(400);
+    expect(isErrorShape(JSON.parse(badUtf8.body), 400)).toBe(true);
+
+    const deep = '{"name":"x","email":"deep@example.com","fields":' + '{"a":'.repeat(5000) + '1' + '}'.repeat(5000) + '}';
+    const nested = await raw('POST', '/api/contacts/new', json, deep);
+    expect([400, 413]).toContain(nested.status);
+    expect(isErrorShape(JSON.parse(nested.body), nested.status)).toBe(true);
+
+    // Just over Node's 16 KiB header limit (a much larger one is cut off while the client still writes).
+    const bigHeader = await raw('GET', '/api/contacts', { Authorization: admin, 'X-Filler': 'x'.repeat(17 * 1024) });
+    expect([413, 431]).toContain(bigHeader.status);
+    if (bigHeader.body) expect(isErrorShape(JSON.parse(bigHeader.body), bigHeader.status)).toBe(true);
+
+    const huge = await raw('POST', '/api/contacts/new', json, JSON.stringify({ name: 'x', email: 'huge@example.com', title: 'y'.repeat(2 * 1024 * 1024) }));
+    expect(huge.status).toBe(413);
+    expect(isErrorShape(JSON.parse(huge.body), 413)).toBe(true);
+
+    const lying = await raw('POST', '/api/contacts/new', { ...json, 'Content-Encoding': 'gzip' }, '{"name":"x"}');
+    expect(lying.status).toBeLessThan(500);
+    expect(await dbFingerprint()).toBe(fingerprint);
+  });
+});
