@@ -26,6 +26,8 @@ import { FieldsModule } from './fields/fields.module.js';
 import { CategoriesModule } from './categories/categories.module.js';
 import { PointGroupsModule } from './point-groups/point-groups.module.js';
 import { AssetsModule } from './assets/assets.module.js';
+import { ReportsModule } from './reports/reports.module.js';
+import { TextMessagesModule } from './text-messages/text-messages.module.js';
 
 /** Feature modules: one per resource. */
 export const FEATURE_MODULES: Type[] = [
@@ -40,6 +42,8 @@ export const FEATURE_MODULES: Type[] = [
   DealsModule,
   ActivitiesModule,
   AssetsModule,
+  ReportsModule,
+  TextMessagesModule,
 ];
 
 @Module({})

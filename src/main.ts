@@ -59,7 +59,7 @@ async function main(): Promise<void> {
       setInterval(beat, 10_000).unref();
     }
   } else {
-    const http = await NestFactory.create<NestExpressApplication>(module, { logger: appLogger, bodyParser: false });
+    const http = await NestFactory.create<NestExpressApplication>(module, { logger: appLogger, bodyParser: false, rawBody: true });
     configureHttp(http, config);
     await http.listen(config.port, config.host);
     server = http.getHttpServer() as Server;

@@ -43,6 +43,12 @@ export interface AppConfig {
   smsHttpToken: string | null;
   smsWebhookSecret: string | null;
   smsRateLimitPerSecond: number;
+  /** How long one call to the HTTP SMS gateway may take before its outcome counts as unknown. */
+  smsHttpTimeoutMs: number;
+  /** BullMQ job lock: a job whose worker stops renewing it for this long is run again (stalled). */
+  jobLockMs: number;
+  /** Cron patterns (UTC) behind the report schedules; overridable for tests only (REPORT_SCHEDULE_<NAME>). */
+  reportSchedulePatterns: { daily: string; weekly: string; monthly: string };
   metricsToken: string | null;
   commit: string;
   campaignCompletionIntervalMs: number; // period of the job that completes campaigns past their endDate
@@ -111,6 +117,14 @@ function url(env: Env, name: string, protocols: string[]): string | null {
   return v;
 }
 
+function cron(env: Env, name: string, fallback: string): string {
+  const v = str(env, name, fallback).trim();
+  if (!/^[0-9*\/,\- ]+$/.test(v) || ![5, 6].includes(v.split(/\s+/).length)) {
+    throw new ConfigError(name, `must be a cron pattern of 5 or 6 fields (digits, *, /, ",", -), got "${v}"`);
+  }
+  return v;
+}
+
 export function loadConfig(env: Env = process.env): AppConfig {
   const port = int(env, 'PORT', 3000, 0, 65535);
   const host = str(env, 'HOST', '0.0.0.0');
@@ -160,6 +174,13 @@ export function loadConfig(env: Env = process.env): AppConfig {
     smsHttpToken: optional(env, 'SMS_HTTP_TOKEN'),
     smsWebhookSecret: optional(env, 'SMS_WEBHOOK_SECRET'),
     smsRateLimitPerSecond: int(env, 'SMS_RATE_LIMIT_PER_SECOND', 100, 1, 100000),
+    smsHttpTimeoutMs: int(env, 'SMS_HTTP_TIMEOUT_MS', 10000, 100, 120000),
+    jobLockMs: int(env, 'JOB_LOCK_MS', 30000, 1000, 600000),
+    reportSchedulePatterns: {
+      daily: cron(env, 'REPORT_SCHEDULE_DAILY', '0 0 * * *'),
+      weekly: cron(env, 'REPORT_SCHEDULE_WEEKLY', '0 0 * * 1'),
+      monthly: cron(env, 'REPORT_SCHEDULE_MONTHLY', '0 0 1 * *'),
+    },
     metricsToken: optional(env, 'METRICS_TOKEN'),
     commit: str(env, 'GIT_COMMIT', 'unknown'),
     campaignCompletionIntervalMs: int(env, 'CAMPAIGN_COMPLETION_INTERVAL_MS', 60_000, 100, 86_400_000),

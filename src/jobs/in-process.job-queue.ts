@@ -1,11 +1,8 @@
-import { Logger, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import type { JobName, JobPayloads } from './job-names.js';
-import { EnqueueOptions, JobContext, JobHandler, JobQueue, ScheduleOptions } from './job-queue.js';
+import { JOB_POLICY, JOB_QUEUE, JobName, JobPayloads, QueueName } from './job-names.js';
+import { DeferJobError, EnqueueOptions, JobContext, JobHandler, JobQueue, ScheduleOptions } from './job-queue.js';
 import { nextCronTime } from './cron.js';
-
-const ATTEMPTS = 5;
-const BACKOFF_MS = 1000;
 
 interface Pending {
   id: string;
@@ -15,19 +12,34 @@ interface Pending {
   timer: NodeJS.Timeout | null;
 }
 
+export interface RateLimit {
+  max: number;
+  durationMs: number;
+}
+
 /**
  * Runs jobs inside this process when there is no Redis: the same handlers, the same retry policy
- * (5 attempts, exponential backoff), duplicate suppression by job id, delays and schedules by timers.
- * Jobs are not durable across restarts; every processor is written to be safe to re-run, and the
- * processors' own recovery (e.g. re-queueing messages left `queued`) covers a restart.
+ * (JOB_POLICY), duplicate suppression by job id, per-queue rate limits, delays and schedules by
+ * timers. Jobs are not durable across restarts; every processor is written to be safe to re-run,
+ * and the processors' start tasks (re-queueing messages left `queued`, re-creating report
+ * schedules) cover a restart.
  */
-export class InProcessJobQueue extends JobQueue implements OnApplicationShutdown {
+export class InProcessJobQueue extends JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Jobs');
   private readonly handlers = new Map<JobName, JobHandler<JobName>>();
   private readonly pending = new Map<string, Pending>();
   private readonly schedules = new Map<string, NodeJS.Timeout>();
   private readonly running = new Set<Promise<unknown>>();
+  private readonly recentStarts = new Map<QueueName, number[]>();
   private closing = false;
+
+  constructor(private readonly limits: Partial<Record<QueueName, RateLimit>> = {}) {
+    super();
+  }
+
+  get runsWorkers(): boolean {
+    return true;
+  }
 
   handle<N extends JobName>(name: N, handler: JobHandler<N>): void {
     this.handlers.set(name, handler as unknown as JobHandler<JobName>);
@@ -35,6 +47,11 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationShutdown
 
   async isAvailable(): Promise<boolean> {
     return !this.closing;
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    // Not awaited: start tasks may take a while and must not hold up the boot.
+    void this.runStartupTasks();
   }
 
   async enqueue<N extends JobName>(name: N, payload: JobPayloads[N], options: EnqueueOptions = {}): Promise<{ id: string }> {
@@ -52,6 +69,8 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationShutdown
     const wait = Math.min(Math.max(0, delayMs), 2_000_000_000);
     job.timer = setTimeout(() => {
       if (wait < delayMs) return this.schedule(job, delayMs - wait);
+      const limited = this.rateLimitDelay(JOB_QUEUE[job.name]);
+      if (limited > 0) return this.schedule(job, limited);
       const p = this.run(job);
       this.running.add(p);
       void p.finally(() => this.running.delete(p));
@@ -59,22 +78,43 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationShutdown
     job.timer.unref?.();
   }
 
+  /** 0 when a job of this queue may start now (and counts it), else how long to wait. */
+  private rateLimitDelay(queue: QueueName): number {
+    const limit = this.limits[queue];
+    if (!limit) return 0;
+    const now = Date.now();
+    const starts = (this.recentStarts.get(queue) ?? []).filter((t) => t > now - limit.durationMs);
+    if (starts.length >= limit.max) {
+      this.recentStarts.set(queue, starts);
+      return starts[0] + limit.durationMs - now + 1;
+    }
+    starts.push(now);
+    this.recentStarts.set(queue, starts);
+    return 0;
+  }
+
   private async run(job: Pending): Promise<void> {
     const handler = this.handlers.get(job.name);
+    const policy = JOB_POLICY[job.name];
     job.attempt++;
-    const ctx: JobContext = { jobId: job.id, attempt: job.attempt };
+    const ctx: JobContext = { jobId: job.id, attempt: job.attempt, maxAttempts: policy.attempts };
     try {
       if (!handler) throw new Error(`no handler registered for ${job.name}`);
       await handler(job.payload as never, ctx);
       this.pending.delete(job.id);
     } catch (e) {
+      if (e instanceof DeferJobError && !this.closing) {
+        job.attempt--;
+        this.schedule(job, e.delayMs);
+        return;
+      }
       const err = e as Error & { retryAfterMs?: number; unrecoverable?: boolean };
-      if (job.attempt >= ATTEMPTS || err.unrecoverable || this.closing) {
+      if (job.attempt >= policy.attempts || err.unrecoverable || this.closing) {
         this.logger.error({ msg: 'job failed', job: job.name, jobId: job.id, attempt: job.attempt, err: err.message });
         this.pending.delete(job.id);
         return;
       }
-      const delay = err.retryAfterMs ?? BACKOFF_MS * 2 ** (job.attempt - 1);
+      const delay = err.retryAfterMs ?? policy.backoffMs * 2 ** (job.attempt - 1);
       this.logger.warn({ msg: 'job failed; retrying', job: job.name, jobId: job.id, attempt: job.attempt, delay, err: err.message });
       this.schedule(job, delay);
     }
@@ -90,6 +130,7 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationShutdown
       if (!at || this.closing) return;
       const t = setTimeout(
         () => {
+          if (at.getTime() > Date.now()) return arm(at); // a long delay hopped
           void this.enqueue(name, payload, { jobId: `${schedulerId}:${at.getTime()}` });
           arm(next(new Date(Math.max(Date.now(), at.getTime()))));
         },
@@ -108,8 +149,8 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationShutdown
     this.schedules.delete(schedulerId);
   }
 
-  /** Stops timers and waits for running jobs to finish. */
-  async onApplicationShutdown(): Promise<void> {
+  /** Stops timers and waits for running jobs to finish (before the database connection closes). */
+  async beforeApplicationShutdown(): Promise<void> {
     this.closing = true;
     for (const t of this.schedules.values()) clearTimeout(t);
     for (const j of this.pending.values()) if (j.timer) clearTimeout(j.timer);

@@ -1,7 +1,11 @@
+import { Logger } from '@nestjs/common';
 import type { JobName, JobPayloads } from './job-names.js';
 
 export interface EnqueueOptions {
-  /** Duplicate suppression: a job with the same id that is still waiting or running is not added again. */
+  /**
+   * Duplicate suppression: a job with the same id that is still waiting, delayed or running is not
+   * added again (a finished one with that id is replaced).
+   */
   jobId?: string;
   /** Run no earlier than this many milliseconds from now. */
   delayMs?: number;
@@ -10,7 +14,7 @@ export interface EnqueueOptions {
 export interface ScheduleOptions {
   /** Run every N milliseconds... */
   everyMs?: number;
-  /** ...or on a cron pattern (UTC). */
+  /** ...or on a cron pattern (UTC; 5 fields, or 6 with leading seconds). */
   pattern?: string;
   /** First run no earlier than this time. */
   startDate?: Date;
@@ -18,17 +22,46 @@ export interface ScheduleOptions {
 
 export interface JobContext {
   jobId: string;
+  /** 1 on the first run. */
   attempt: number;
+  /** The job's attempts (JOB_POLICY): on attempt === maxAttempts a failure is final. */
+  maxAttempts: number;
 }
 
 export type JobHandler<N extends JobName> = (payload: JobPayloads[N], ctx: JobContext) => Promise<unknown>;
 
 /**
+ * Thrown by a handler to be run again later: counts as a failed attempt, waits `retryAfterMs` when
+ * given (e.g. a provider's Retry-After), else the job's backoff.
+ */
+export class RetryableJobError extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** Thrown by a handler to be run again after `delayMs` without using up an attempt (waiting on something else). */
+export class DeferJobError extends Error {
+  constructor(
+    message: string,
+    readonly delayMs: number,
+  ) {
+    super(message);
+  }
+}
+
+/**
  * The job layer's one interface. With REDIS_URL it is BullMQ (workers in APP_ROLE=worker|all);
  * without it, the same handlers run in this process. Retries, backoff and retention are set by
- * the implementation, in one place.
+ * the implementation from JOB_POLICY / JOB_RETENTION, in one place.
  */
 export abstract class JobQueue {
+  private readonly startupTasks: { name: string; run: () => Promise<void> }[] = [];
+  protected readonly baseLogger = new Logger('Jobs');
+
   /** Adds a job; resolves with its id once it is durably queued. */
   abstract enqueue<N extends JobName>(name: N, payload: JobPayloads[N], options?: EnqueueOptions): Promise<{ id: string }>;
   /** Creates or replaces a repeating job under a stable scheduler id; resolves with the next run time. */
@@ -38,4 +71,24 @@ export abstract class JobQueue {
   abstract handle<N extends JobName>(name: N, handler: JobHandler<N>): void;
   /** Whether jobs can be queued right now (false while the broker is unreachable). */
   abstract isAvailable(): Promise<boolean>;
+  /** Whether this process runs jobs (false in APP_ROLE=api processes with Redis). */
+  abstract get runsWorkers(): boolean;
+
+  /**
+   * Registers a task that runs once when this process starts working jobs (after the broker is
+   * reachable): recovery and schedule synchronisation. Never runs in processes without workers.
+   */
+  onWorkerStart(name: string, run: () => Promise<void>): void {
+    this.startupTasks.push({ name, run });
+  }
+
+  protected async runStartupTasks(): Promise<void> {
+    for (const t of this.startupTasks) {
+      try {
+        await t.run();
+      } catch (e) {
+        this.baseLogger.error({ msg: 'worker start task failed', task: t.name, err: (e as Error).message });
+      }
+    }
+  }
 }

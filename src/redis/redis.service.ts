@@ -85,6 +85,9 @@ export class RedisService implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await Promise.all([this.client, this.subscriber].filter((c): c is Redis => !!c).map((c) => c.quit().catch(() => c.disconnect())));
+    // quit() on a connection that is not up waits (offline queue) for Redis to come back: disconnect instead.
+    await Promise.all(
+      [this.client, this.subscriber].filter((c): c is Redis => !!c).map((c) => (c.status === 'ready' ? c.quit().catch(() => c.disconnect()) : c.disconnect())),
+    );
   }
 }

@@ -5,7 +5,7 @@
  */
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -90,10 +90,16 @@ export interface TestApp {
   stop(): Promise<void>;
 }
 
-async function waitHealthy(url: string, proc: ChildProcess, logs: string[], timeoutMs = 60000): Promise<void> {
+async function waitHealthy(url: string, proc: ChildProcess, logs: string[], timeoutMs = 60000, heartbeat?: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (proc.exitCode !== null) throw new Error(`app exited with ${proc.exitCode}:\n${logs.join('').slice(-4000)}`);
+    // A worker has no HTTP server: it is up once it writes its heartbeat file.
+    if (heartbeat) {
+      if (existsSync(heartbeat)) return;
+      await new Promise((r) => setTimeout(r, 100));
+      continue;
+    }
     try {
       const r = await fetch(`${url}/health`);
       if (r.status === 200) return;
@@ -147,6 +153,8 @@ export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
       env.REDIS_PREFIX = `t${randomBytes(5).toString('hex')}`;
     }
   }
+  const heartbeat = env.APP_ROLE === 'worker' ? join(tmpdir(), `sf-worker-${randomBytes(6).toString('hex')}.beat`) : undefined;
+  if (heartbeat) env.HEARTBEAT_FILE = heartbeat;
   Object.assign(env, opts.env ?? {});
   const logs: string[] = [];
   const proc = spawn(process.execPath, ['dist/main.js'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -199,6 +207,7 @@ export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
     kill,
     async stop() {
       await kill('SIGTERM');
+      if (heartbeat) rmSync(heartbeat, { force: true });
       if (client) await (client as pg.Client).end().catch(() => undefined);
       if (opts.shareWith) return;
       if (db) await db.drop();
@@ -207,7 +216,7 @@ export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
     },
   };
   try {
-    await waitHealthy(url, proc, logs);
+    await waitHealthy(url, proc, logs, 60000, heartbeat);
   } catch (e) {
     await app.stop();
     throw e;

@@ -1,0 +1,14 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { Report } from './report.entity.js';
+import { ReportsController } from './reports.controller.js';
+import { ReportsProcessor } from './reports.processor.js';
+import { ReportsService } from './reports.service.js';
+
+@Module({
+  imports: [TypeOrmModule.forFeature([Report])],
+  controllers: [ReportsController],
+  providers: [ReportsService, ReportsProcessor],
+  exports: [ReportsService],
+})
+export class ReportsModule {}

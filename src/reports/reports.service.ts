@@ -1,0 +1,192 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, Repository } from 'typeorm';
+import { APP_CONFIG, AppConfig } from '../config/config.js';
+import { auditOut, stampCreated, stampModified } from '../common/audit.js';
+import { iso } from '../common/dates.js';
+import { AppError, notFound, unavailable } from '../common/errors.js';
+import { ListSpec, paginate, parseListQuery } from '../common/list.js';
+import type { Principal } from '../common/request.js';
+import { JOB_IDS } from '../jobs/job-names.js';
+import { JobQueue } from '../jobs/job-queue.js';
+import { nextRunAt, REPORT_COLUMNS, ReportFilters, REPORT_TYPES, validateColumns, validateFilters } from './report-definition.js';
+import { CreateReportDto, UpdateReportDto } from './report.dto.js';
+import { Report } from './report.entity.js';
+
+export const REPORT_LIST_SPEC: ListSpec = {
+  sortable: {
+    id: 'r.id',
+    name: 'r.name',
+    type: 'r.type',
+    isPublished: 'r.is_published',
+    schedule: 'r.schedule',
+    lastRun: 'r.last_run',
+    createdAt: 'r.created_at',
+    modifiedAt: 'r.modified_at',
+  },
+  searchExpression: 'sf_text(r.name, r.description)',
+  filters: {
+    type: { type: 'string', column: 'r.type', values: REPORT_TYPES },
+    isPublished: { type: 'boolean', column: 'r.is_published' },
+  },
+};
+
+export type ReportRecord = ReturnType<ReportsService['toRecord']>;
+
+@Injectable()
+export class ReportsService {
+  private readonly logger = new Logger('Reports');
+
+  constructor(
+    @InjectRepository(Report) private readonly reports: Repository<Report>,
+    @InjectDataSource() private readonly db: DataSource,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly jobs: JobQueue,
+  ) {}
+
+  /** nextRun is computed from the schedule each time, so it is always the true next time. */
+  toRecord(r: Report, now = new Date()) {
+    return {
+      id: r.id,
+      name: r.name,
+      description: r.description,
+      type: r.type,
+      isPublished: r.isPublished,
+      schedule: r.schedule,
+      lastRun: iso(r.lastRun),
+      nextRun: iso(nextRunAt(r.schedule, r.isPublished, this.config.reportSchedulePatterns, now)),
+      ...auditOut(r),
+      filters: r.filters ?? {},
+      columns: r.columns,
+    };
+  }
+
+  async list(query: Record<string, unknown>) {
+    const q = parseListQuery(query, REPORT_LIST_SPEC);
+    const { total, items } = await paginate(this.reports.createQueryBuilder('r'), q, REPORT_LIST_SPEC);
+    const now = new Date();
+    return { total, reports: items.map((r) => this.toRecord(r, now)) };
+  }
+
+  async findEntity(id: number): Promise<Report> {
+    const r = await this.reports.findOne({ where: { id } });
+    if (!r) throw notFound('Report', id);
+    return r;
+  }
+
+  async get(id: number): Promise<ReportRecord> {
+    return this.toRecord(await this.findEntity(id));
+  }
+
+  async create(dto: CreateReportDto, who: Principal): Promise<ReportRecord> {
+    const r = this.reports.create();
+    this.assign(r, dto, true);
+    stampCreated(r, who);
+    const saved = await this.reports.save(r);
+    await this.syncSchedule(saved);
+    return this.get(saved.id);
+  }
+
+  async patch(id: number, dto: UpdateReportDto, who: Principal): Promise<ReportRecord> {
+    const r = await this.findEntity(id);
+    const before = { schedule: r.schedule, isPublished: r.isPublished };
+    this.assign(r, dto, false);
+    stampModified(r, who);
+    await this.reports.save(r);
+    if (before.schedule !== r.schedule || before.isPublished !== r.isPublished) await this.syncSchedule(r);
+    return this.get(id);
+  }
+
+  /** PUT: full replace when the id exists (omitted optional properties reset), else a new report. */
+  async put(id: number, dto: CreateReportDto, who: Principal): Promise<{ created: boolean; report: ReportRecord }> {
+    const existing = await this.reports.findOne({ where: { id } });
+    if (!existing) return { created: true, report: await this.create(dto, who) };
+    this.assign(existing, dto, true);
+    stampModified(existing, who);
+    await this.reports.save(existing);
+    await this.syncSchedule(existing);
+    return { created: false, report: await this.get(id) };
+  }
+
+  /** Deletes the report, its stored results and its schedule. */
+  async remove(id: number): Promise<ReportRecord> {
+    const r = await this.findEntity(id);
+    const record = this.toRecord(r);
+    await this.reports.delete({ id });
+    await this.removeScheduleQuietly(id);
+    return record;
+  }
+
+  /** Queues a run; 503 when the queue is unreachable (nothing is changed then). */
+  async run(id: number): Promise<{ status: 'queued'; message: string; jobId: string }> {
+    const r = await this.findEntity(id);
+    if (!(await this.jobs.isAvailable())) throw unavailable('The job queue is unreachable; the report was not queued. Try again shortly.');
+    const { id: jobId } = await this.jobs.enqueue('reports.run', { reportId: r.id, trigger: 'manual' });
+    return {
+      status: 'queued',
+      message: `The report "${r.name}" is queued to run; its result will be at GET /api/reports/${r.id}/results and its owner gets a report_ready notification`,
+      jobId,
+    };
+  }
+
+  async latestResult(id: number) {
+    await this.findEntity(id);
+    const rows: { generated_at: Date; data: unknown[]; summary: Record<string, unknown> }[] = await this.db.query(
+      `SELECT generated_at, data, summary FROM report_results WHERE report_id = $1 ORDER BY generated_at DESC, id DESC LIMIT 1`,
+      [id],
+    );
+    if (!rows.length) throw new AppError('not_found', `Report ${id} has no results yet: run it first (POST /api/reports/${id}/run)`);
+    return { results: { generatedAt: iso(rows[0].generated_at), data: rows[0].data, summary: rows[0].summary } };
+  }
+
+  /**
+   * Makes the report's job scheduler match its schedule: one scheduler per report while it has a
+   * schedule and is published, none otherwise. A failure (queue unreachable) is logged, not
+   * returned: the database is the truth, and the periodic schedule sync repairs the scheduler.
+   */
+  async syncSchedule(r: Pick<Report, 'id' | 'schedule' | 'isPublished'>): Promise<void> {
+    try {
+      if (r.schedule && r.isPublished) {
+        await this.jobs.upsertSchedule(
+          JOB_IDS.reportSchedule(r.id),
+          'reports.run',
+          { reportId: r.id, trigger: 'schedule' },
+          { pattern: this.config.reportSchedulePatterns[r.schedule] },
+        );
+      } else {
+        await this.jobs.removeSchedule(JOB_IDS.reportSchedule(r.id));
+      }
+    } catch (e) {
+      this.logger.warn({ msg: 'report schedule not updated; the periodic sync will retry', reportId: r.id, err: (e as Error).message });
+    }
+  }
+
+  async removeScheduleQuietly(reportId: number): Promise<void> {
+    await this.jobs.removeSchedule(JOB_IDS.reportSchedule(reportId)).catch((e: Error) =>
+      this.logger.warn({ msg: 'report schedule not removed; its runs will find no report', reportId, err: e.message }),
+    );
+  }
+
+  /** Copies DTO values onto the entity and validates the combined filters and columns for the type. */
+  private assign(r: Report, dto: UpdateReportDto, replace: boolean) {
+    for (const key of ['name', 'type'] as const) {
+      if (dto[key] === null) throw new AppError('validation_failed', `${key}: must not be null`, [{ field: key, message: 'must not be null' }]);
+    }
+    if (dto.name !== undefined) {
+      r.name = dto.name.trim();
+      if (!r.name) throw new AppError('validation_failed', 'name: must not be empty', [{ field: 'name', message: 'must not be empty' }]);
+    }
+    if (dto.description !== undefined || replace) r.description = dto.description ?? null;
+    if (dto.type !== undefined) r.type = dto.type;
+    if (dto.schedule !== undefined || replace) r.schedule = dto.schedule ?? null;
+    if (dto.isPublished !== undefined || replace) r.isPublished = dto.isPublished ?? true;
+    if (dto.filters !== undefined || replace) r.filters = (dto.filters ?? {}) as ReportFilters;
+    if (dto.columns !== undefined || replace) r.columns = dto.columns ?? [...REPORT_COLUMNS[r.type]];
+    if (r.filters === null) r.filters = {};
+    const errors = [...validateFilters(r.type, r.filters), ...validateColumns(r.type, r.columns)];
+    if (errors.length) {
+      throw new AppError('validation_failed', `Validation failed: ${errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`, errors);
+    }
+    if (r.filters.salesTeam) r.filters.salesTeam = r.filters.salesTeam.trim();
+  }
+}

@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { SmsModule } from '../sms/sms.module.js';
+import { TextMessage } from './text-message.entity.js';
+import { TextMessagesController } from './text-messages.controller.js';
+import { TextMessagesProcessor } from './text-messages.processor.js';
+import { TextMessagesService } from './text-messages.service.js';
+
+@Module({
+  imports: [TypeOrmModule.forFeature([TextMessage]), SmsModule],
+  controllers: [TextMessagesController],
+  providers: [TextMessagesService, TextMessagesProcessor],
+  exports: [TextMessagesService],
+})
+export class TextMessagesModule {}

@@ -1,0 +1,233 @@
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { randomUUID } from 'node:crypto';
+import { DataSource, EntityManager } from 'typeorm';
+import { JOB_IDS, JobPayloads } from '../jobs/job-names.js';
+import { DeferJobError, JobContext, JobQueue, RetryableJobError } from '../jobs/job-queue.js';
+import { NotificationsService } from '../notifications/notifications.service.js';
+import { idempotencyKey, SendResult, SmsProvider, SmsProviderError } from '../sms/sms-provider.js';
+import type { FailureCode } from './text-message-state.js';
+import { TextMessagesService } from './text-messages.service.js';
+
+/** A claim older than the provider's longest call plus this margin belongs to a worker that died. */
+const CLAIM_MARGIN_MS = 5_000;
+/** How long a job waits for the transaction that queued it to become visible. */
+const COMMIT_WAIT_MS = 60_000;
+/** Overdue queued messages are re-queued by the periodic recovery after this long. */
+const RECOVER_AFTER = '2 minutes';
+const RECOVER_EVERY_MS = 5 * 60_000;
+
+/**
+ * Rows of an UPDATE ... RETURNING: TypeORM's query() answers `[rows, affected]` for UPDATE and
+ * DELETE statements (and plain rows for the others).
+ */
+async function returning<T>(runner: DataSource | EntityManager, sql: string, params: unknown[]): Promise<T[]> {
+  const r: unknown = await runner.query(sql, params);
+  return (Array.isArray(r) && r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number' ? r[0] : r) as T[];
+}
+
+interface ClaimedRow {
+  id: number;
+  content: string;
+  recipient: string;
+  created_by: number | null;
+}
+
+/**
+ * Sends text messages: the `sms.send` job hands one message to the SMS provider, at most once.
+ *
+ * Why a message is never handed to the provider twice:
+ * BullMQ (and the in-process runner after a restart) may run a job again — after a worker crash,
+ * a lost lock, or a recovery re-queue. So the job does not trust that it is the first run:
+ *
+ * 1. Claim. Before calling the provider it takes the message with a conditional UPDATE:
+ *    `claim_token = <new uuid>, claimed_at = now() WHERE status = 'queued' AND send_count = <job's
+ *    generation> AND claim_token IS NULL`. Only one run can win; the row now says "a worker is
+ *    calling the provider for this send".
+ * 2. Call the provider with Idempotency-Key `textmessage-<id>-<sendCount>` (a gateway that honours
+ *    the key also drops a repeat we could not prevent).
+ * 3. Record the answer with `WHERE claim_token = <our token>`: `sent` (and provider id), or on a
+ *    definite refusal that is worth retrying (429/5xx/connection refused) release the claim and let
+ *    the job retry with backoff; on a final refusal, or when attempts run out, `failed` + an
+ *    `sms_failed` notification to the creator.
+ *
+ * A run that finds the claim already taken does not call the provider:
+ * - claim younger than the provider's longest call (+5 s): another run may still be talking to the
+ *   provider; look again later (without using up an attempt);
+ * - claim older than that: the run that took it died between claiming and recording (a crash or
+ *   SIGKILL while the gateway was answering). Whether the gateway took the message is unknown, and
+ *   calling again could send it twice, so the message is marked `failed` with failureCode
+ *   `outcome_unknown` and an `sms_failed` notification; a user can decide to send it again. A
+ *   delivery report for that send, if the gateway sends one, still moves it to `delivered`.
+ * - the message is no longer `queued` for this generation (sent, failed, re-sent, deleted): done.
+ *
+ * A timeout or a connection lost after the request went out is treated the same way (outcome
+ * unknown, no retry), since the gateway may have the message.
+ *
+ * Nothing stays `queued` forever: on worker start every queued message is queued again under its
+ * job id `sms:<id>:<sendCount>` (suppressed while that job still exists), and every 5 minutes the
+ * overdue ones are.
+ */
+@Injectable()
+export class TextMessagesProcessor implements OnModuleInit {
+  private readonly logger = new Logger('TextMessages');
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly jobs: JobQueue,
+    private readonly provider: SmsProvider,
+    private readonly messages: TextMessagesService,
+    private readonly notifications: NotificationsService,
+  ) {}
+
+  onModuleInit(): void {
+    this.jobs.handle('sms.send', (p, ctx) => this.send(p, ctx));
+    this.jobs.handle('sms.recover', () => this.recover(false));
+    this.jobs.onWorkerStart('text messages: re-queue queued messages', async () => {
+      await this.recover(true);
+      await this.jobs.upsertSchedule(JOB_IDS.smsRecoverSchedule, 'sms.recover', {}, { everyMs: RECOVER_EVERY_MS });
+    });
+  }
+
+  private get claimStaleMs(): number {
+    return this.provider.maxCallMs + CLAIM_MARGIN_MS;
+  }
+
+  async send({ messageId, generation, queuedAt }: JobPayloads['sms.send'], ctx: JobContext): Promise<void> {
+    const token = randomUUID();
+    const claimed = await returning<ClaimedRow>(
+      this.db,
+      `UPDATE text_messages SET claim_token = $3, claimed_at = now()
+       WHERE id = $1 AND send_count = $2 AND status = 'queued' AND claim_token IS NULL
+         AND (scheduled_for IS NULL OR scheduled_for <= now() + interval '1 second')
+       RETURNING id, content, recipient, created_by`,
+      [messageId, generation, token],
+    );
+    if (!claimed.length) return this.notClaimed(messageId, generation, queuedAt);
+    const msg = claimed[0];
+
+    let result: SendResult;
+    try {
+      result = await this.provider.send({ messageId, to: msg.recipient, body: msg.content, idempotencyKey: idempotencyKey(messageId, generation) });
+    } catch (e) {
+      const err = e instanceof SmsProviderError ? e : new SmsProviderError(`provider error: ${(e as Error).message}`, 'unknown');
+      if (err.kind === 'retryable') {
+        if (ctx.attempt < ctx.maxAttempts) {
+          // The gateway did not take it: give the claim back and retry with backoff. The message
+          // stays `queued`; it fails only when the attempts run out.
+          await this.db.query(`UPDATE text_messages SET claim_token = NULL, claimed_at = NULL WHERE id = $1 AND claim_token = $2`, [messageId, token]);
+          throw new RetryableJobError(err.message, err.retryAfterMs);
+        }
+        return this.fail(messageId, token, 'retries_exhausted', `${err.message} (gave up after ${ctx.attempt} attempts)`, msg);
+      }
+      if (err.kind === 'rejected') return this.fail(messageId, token, 'provider_rejected', err.message, msg);
+      return this.fail(messageId, token, 'outcome_unknown', `outcome unknown: ${err.message}; not retried so the message cannot be sent twice`, msg);
+    }
+    await this.recordSent(messageId, token, result);
+  }
+
+  /** Writes `sent` (and an immediate delivery outcome), retrying briefly: the gateway already has the message. */
+  private async recordSent(messageId: number, token: string, result: SendResult): Promise<void> {
+    for (let i = 1; ; i++) {
+      try {
+        await this.db.transaction(async (m) => {
+          const rows = await returning(
+            m,
+            `UPDATE text_messages SET status = 'sent', sent_at = now(), provider = $3, provider_message_id = $4, claim_token = NULL, claimed_at = NULL
+             WHERE id = $1 AND claim_token = $2 RETURNING id`,
+            [messageId, token, this.provider.name, result.providerMessageId],
+          );
+          // No row: a delivery report got there first, or the message was deleted.
+          if (rows.length && result.delivery) {
+            await this.messages.applyDelivery(m, messageId, result.delivery.status, result.delivery.at, result.delivery.reason ?? null);
+          }
+        });
+        return;
+      } catch (e) {
+        if (i >= 3) throw e; // the claim stays; a later run resolves it without calling the provider
+        await new Promise((r) => setTimeout(r, 1000 * i));
+      }
+    }
+  }
+
+  private async notClaimed(messageId: number, generation: number, queuedAt: number): Promise<void> {
+    const rows: { status: string; send_count: number; claim_age_ms: number | null; claim_token: string | null; wait_ms: number | null }[] = await this.db.query(
+      `SELECT status, send_count, claim_token,
+              (extract(epoch FROM now() - claimed_at) * 1000)::float8 AS claim_age_ms,
+              (extract(epoch FROM scheduled_for - now()) * 1000)::float8 AS wait_ms
+       FROM text_messages WHERE id = $1`,
+      [messageId],
+    );
+    const t = rows[0];
+    if (!t || t.send_count < generation) {
+      // Not visible yet: the transaction that queued this job has not committed (or rolled back).
+      if (Date.now() - queuedAt < COMMIT_WAIT_MS) throw new DeferJobError('waiting for the queueing transaction to commit', 500);
+      return;
+    }
+    if (t.send_count > generation || t.status !== 'queued') return; // done, or superseded by a newer send
+    if (t.claim_token === null) {
+      // Scheduled for later (a recovery run came early): come back then.
+      if (t.wait_ms !== null && t.wait_ms > 0) throw new DeferJobError('scheduled for later', Math.ceil(t.wait_ms));
+      throw new DeferJobError('claim race', 200);
+    }
+    const age = t.claim_age_ms ?? 0;
+    if (age < this.claimStaleMs) throw new DeferJobError('another run holds the claim', Math.ceil(this.claimStaleMs - age) + 100);
+    this.logger.warn({ msg: 'stale claim: the worker that took it stopped mid-send; marking the outcome unknown', messageId, claimAgeMs: Math.round(age) });
+    const creator: { created_by: number | null; recipient: string }[] = await this.db.query(`SELECT created_by, recipient FROM text_messages WHERE id = $1`, [messageId]);
+    await this.fail(
+      messageId,
+      t.claim_token,
+      'outcome_unknown',
+      'outcome unknown: the worker stopped while handing the message to the provider; it may have been sent, so it is not sent again automatically',
+      { id: messageId, content: '', recipient: creator[0]?.recipient ?? '', created_by: creator[0]?.created_by ?? null },
+    );
+  }
+
+  /** `failed` + an sms_failed notification, only while our claim holds. */
+  private async fail(messageId: number, token: string, code: FailureCode, reason: string, msg: ClaimedRow): Promise<void> {
+    await this.db.transaction(async (m: EntityManager) => {
+      const rows = await returning(
+        m,
+        `UPDATE text_messages SET status = 'failed', failed_at = now(), failure_code = $3, failure_reason = $4, claim_token = NULL, claimed_at = NULL
+         WHERE id = $1 AND claim_token = $2 RETURNING id`,
+        [messageId, token, code, reason.slice(0, 1000)],
+      );
+      if (rows.length && msg.created_by !== null) {
+        await this.notifications.notify(msg.created_by, 'sms_failed', `The text message to ${msg.recipient} failed: ${reason.slice(0, 300)}`, {
+          textMessageId: messageId,
+          failureCode: code,
+          reason: reason.slice(0, 1000),
+        }, m);
+      }
+    });
+    this.logger.warn({ msg: 'text message failed', messageId, code, reason: reason.slice(0, 300) });
+  }
+
+  /**
+   * Queues again the messages left `queued` (all of them on worker start — the in-process runner
+   * loses its timers on restart — else only the overdue ones). Duplicates are suppressed by job id.
+   */
+  async recover(all: boolean): Promise<void> {
+    let after = 0;
+    let count = 0;
+    for (;;) {
+      const rows: { id: number; send_count: number; scheduled_for: Date | null }[] = await this.db.query(
+        `SELECT id, send_count, scheduled_for FROM text_messages
+         WHERE status = 'queued' AND id > $1 ${all ? '' : `AND queued_at < now() - interval '${RECOVER_AFTER}' AND (scheduled_for IS NULL OR scheduled_for < now() - interval '${RECOVER_AFTER}')`}
+         ORDER BY id LIMIT 500`,
+        [after],
+      );
+      for (const r of rows) {
+        await this.jobs.enqueue(
+          'sms.send',
+          { messageId: r.id, generation: r.send_count, queuedAt: Date.now() },
+          { jobId: JOB_IDS.smsSend(r.id, r.send_count), delayMs: r.scheduled_for ? new Date(r.scheduled_for).getTime() - Date.now() : 0 },
+        );
+      }
+      count += rows.length;
+      if (rows.length < 500) break;
+      after = rows[rows.length - 1].id;
+    }
+    if (count) this.logger.log({ msg: 're-queued text messages left queued', count, all });
+  }
+}

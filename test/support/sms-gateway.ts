@@ -1,0 +1,90 @@
+/**
+ * A local fake SMS gateway for the e2e suites (node:http on 127.0.0.1): records every request and
+ * answers by a per-recipient script (status codes, or "hold" until released).
+ */
+import { createHmac } from 'node:crypto';
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+
+export interface GatewayRequest {
+  at: number;
+  headers: IncomingMessage['headers'];
+  body: { to: string; body: string; reference: string; callbackUrl: string };
+}
+
+type Step = number | 'hold';
+
+export class FakeGateway {
+  readonly requests: GatewayRequest[] = [];
+  private server: Server | null = null;
+  private scripts = new Map<string, Step[]>();
+  private held: { res: ServerResponse; reference: string }[] = [];
+  url = '';
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        let body: GatewayRequest['body'];
+        try {
+          body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        } catch {
+          res.writeHead(400).end();
+          return;
+        }
+        this.requests.push({ at: Date.now(), headers: req.headers, body });
+        const script = this.scripts.get(body.to);
+        const step: Step = script?.length ? script.shift()! : 200;
+        if (step === 'hold') {
+          this.held.push({ res, reference: body.reference });
+          return;
+        }
+        this.answer(res, step, body.reference);
+      });
+    });
+    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', () => r()));
+    this.url = `http://127.0.0.1:${(this.server!.address() as { port: number }).port}/messages`;
+    return this;
+  }
+
+  private answer(res: ServerResponse, status: number, reference: string) {
+    if (res.destroyed) return;
+    res.writeHead(status, { 'Content-Type': 'application/json', ...(status === 429 ? { 'Retry-After': '1' } : {}) });
+    res.end(status < 300 ? JSON.stringify({ id: `gw-${reference}` }) : JSON.stringify({ error: `status ${status}` }));
+  }
+
+  /** Answers the next requests for this recipient with these steps (then 200). */
+  script(recipient: string, steps: Step[]) {
+    this.scripts.set(recipient, [...steps]);
+  }
+
+  /** Answers every held request with 200. */
+  release() {
+    for (const h of this.held.splice(0)) this.answer(h.res, 200, h.reference);
+  }
+
+  requestsTo(recipient: string) {
+    return this.requests.filter((r) => r.body.to === recipient);
+  }
+
+  async stop() {
+    for (const h of this.held.splice(0)) h.res.destroy();
+    this.server?.closeAllConnections();
+    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+  }
+}
+
+/** The delivery report signature, computed independently of the app's code. */
+export function sign(secret: string, raw: string): string {
+  return 'sha256=' + createHmac('sha256', secret).update(raw).digest('hex');
+}
+
+export async function waitFor<T>(fn: () => Promise<T | undefined>, ms = 20000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}
