@@ -86,7 +86,7 @@ export async function seed(url, log = console.log) {
         INSERT INTO contacts (name, email, phone, company, title, owner_id, fields, created_at, created_by, created_by_user)
         SELECT f || ' ' || l,
                lower(f) || '.' || lower(l) || i || '@' || (${arr(DOMAINS)})[1 + i % ${DOMAINS.length}],
-               '+1' || (200 + i % 700) || lpad(((i * 7919) % 10000000)::text, 7, '0'),
+               '+1' || (200 + i % 700) || lpad(((i::bigint * 7919) % 10000000)::text, 7, '0'),
                (${arr(ADJ)})[1 + (i / 7) % ${ADJ.length}] || ' ' || (${arr(NOUN)})[1 + (i / 211) % ${NOUN.length}] || ' ' || (${arr(SUFFIX)})[1 + (i / 4219) % ${SUFFIX.length}],
                (${arr(TITLES)})[1 + (i * 3) % ${TITLES.length}],
                CASE WHEN i % 4 = 0 THEN ${uLo} + i % ${SIZES.users} END,
@@ -117,7 +117,7 @@ export async function seed(url, log = console.log) {
     await timed(log, `${SIZES.memberships.toLocaleString()} campaign memberships`, () =>
       db.query(`
         INSERT INTO campaign_members (campaign_id, contact_id, added_at)
-        SELECT ${k0} + (i * 7919) % ${SIZES.campaigns}, ${c0} + (i - 1) % ${SIZES.contacts}, now() - (i % 300) * interval '1 hour'
+        SELECT ${k0} + (i::bigint * 7919) % ${SIZES.campaigns}, ${c0} + (i - 1) % ${SIZES.contacts}, now() - (i % 300) * interval '1 hour'
           FROM generate_series(1, ${SIZES.memberships}) i
         ON CONFLICT DO NOTHING`),
     );
@@ -127,7 +127,7 @@ export async function seed(url, log = console.log) {
     await timed(log, `${SIZES.deals.toLocaleString()} deals over two years`, () =>
       db.query(`
         INSERT INTO deals (title, value, contact_id, expected_close_date, stage, probability, status, product, quantity, closed_at, owner_id, created_at, created_by, created_by_user)
-        SELECT 'Deal ' || i, round((100 + (i * 7919) % 50000)::numeric / 3, 2), ${c0} + (i * 13) % ${SIZES.contacts},
+        SELECT 'Deal ' || i, round((100 + (i::bigint * 7919) % 50000)::numeric / 3, 2), ${c0} + (i * 13) % ${SIZES.contacts},
                (date '2025-01-01' + (i % 730)), (ARRAY['prospect','qualified','proposal','negotiation','closed'])[1 + i % 5],
                (i * 17) % 101, s, (${arr(PRODUCTS)})[1 + (i * 3) % ${PRODUCTS.length}], 1 + i % 10,
                CASE WHEN s <> 'open' THEN now() - ((i * 37) % (730 * 24)) * interval '1 hour' END,
@@ -144,7 +144,7 @@ export async function seed(url, log = console.log) {
       await timed(log, `${SIZES.textMessages.toLocaleString()} text messages`, () =>
         db.query(`
           INSERT INTO text_messages (content, recipient, status, campaign_id, sent_at, delivered_at, created_at, created_by, created_by_user)
-          SELECT 'Hello from campaign ' || (i % ${SIZES.campaigns}), '+1' || (200 + i % 700) || lpad(((i * 104729) % 10000000)::text, 7, '0'),
+          SELECT 'Hello from campaign ' || (i % ${SIZES.campaigns}), '+1' || (200 + i % 700) || lpad(((i::bigint * 104729) % 10000000)::text, 7, '0'),
                  s, ${k0} + i % ${SIZES.campaigns},
                  CASE WHEN s IN ('sent','delivered','failed') THEN now() - (i % 500) * interval '1 hour' END,
                  CASE WHEN s = 'delivered' THEN now() - (i % 500) * interval '1 hour' + interval '5 seconds' END,
