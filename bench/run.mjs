@@ -108,8 +108,7 @@ function cannon(url, auth, makeRequest, { duration = DURATION, connections = CON
       {
         url,
         connections,
-        duration: amount ? undefined : duration,
-        amount,
+        ...(amount ? { amount } : { duration }),
         headers: { authorization: auth, 'content-type': 'application/json' },
         requests: [{ setupRequest: (req) => ({ ...req, ...makeRequest() }) }],
       },

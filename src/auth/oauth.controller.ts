@@ -59,7 +59,7 @@ export class OAuthController {
   @Header('Pragma', 'no-cache')
   @ApiConsumes(FORM, JSON_TYPE)
   @ApiBody({ type: RevokeRequestDto })
-  @ApiOkResponse({ description: 'Always `{}` once the request is valid, whether or not the token existed (RFC 7009 §2.2).' })
+  @ApiOkResponse({ description: 'Always `{}` once the request is valid, whether or not the token existed (RFC 7009 §2.2).', schema: { type: 'object', properties: {} } })
   @ApiOperation({
     summary: 'Revoke a token (RFC 7009)',
     description: [

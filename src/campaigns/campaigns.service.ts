@@ -106,14 +106,13 @@ export class CampaignsService {
 
   /** Adds a contact; adding a member again is not an error (ON CONFLICT DO NOTHING, safe under races). */
   async addContact(campaignId: number, contactId: number): Promise<{ success: true }> {
-    await this.ensureBoth(campaignId, contactId);
+    // One statement: the foreign keys say whether the campaign and the contact exist.
     try {
       await this.db.query(
         `INSERT INTO campaign_members (campaign_id, contact_id) VALUES ($1, $2) ON CONFLICT (campaign_id, contact_id) DO NOTHING`,
         [campaignId, contactId],
       );
     } catch (e) {
-      // The campaign or contact was deleted between the check and the insert.
       const pg = (e as QueryFailedError & { driverError?: { code?: string; constraint?: string } }).driverError;
       if (e instanceof QueryFailedError && pg?.code === '23503') {
         throw pg.constraint?.includes('contact') ? notFound('Contact', contactId) : notFound('Campaign', campaignId);
@@ -137,9 +136,13 @@ export class CampaignsService {
 
   /** The campaign's member contacts, with exactly the contacts list's parameters and envelope. */
   async listContacts(campaignId: number, query: Record<string, unknown>) {
-    await this.findEntity(campaignId);
-    return this.contacts.list(query, (qb) =>
-      qb.andWhere('EXISTS (SELECT 1 FROM campaign_members m WHERE m.contact_id = c.id AND m.campaign_id = :campaignId)', { campaignId }),
+    const exists: unknown[] = await this.db.query(`SELECT 1 FROM campaigns WHERE id = $1`, [campaignId]);
+    if (!exists.length) throw notFound('Campaign', campaignId);
+    return this.contacts.list(
+      query,
+      (qb) => qb.andWhere('EXISTS (SELECT 1 FROM campaign_members m WHERE m.contact_id = c.id AND m.campaign_id = :campaignId)', { campaignId }),
+      // Every member row names an existing contact (foreign key), so the members are the total.
+      async () => Number((await this.db.query(`SELECT count(*)::bigint AS n FROM campaign_members WHERE campaign_id = $1`, [campaignId]))[0].n),
     );
   }
 

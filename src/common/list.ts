@@ -159,17 +159,24 @@ export async function paginate<T extends ObjectLiteral>(
   qb: SelectQueryBuilder<T>,
   q: ListQuery,
   spec: ListSpec,
-  opts: { scoped?: boolean } = {},
+  /**
+   * scoped: the caller narrowed the query itself (so the table's row count is not the total);
+   * scopeCount: the exact total of that scope when no search or filter applies, if the caller can
+   * count it more cheaply than by counting the rows (e.g. a campaign's members).
+   */
+  opts: { scoped?: boolean; scopeCount?: () => Promise<number> } = {},
 ): Promise<{ total: number; items: T[] }> {
   applyListFilters(qb, q, spec);
   const idColumn = spec.idColumn ?? `${qb.alias}.id`;
-  const unfiltered = !q.search && Object.keys(q.filters).length === 0 && !opts.scoped;
+  const unfiltered = !q.search && Object.keys(q.filters).length === 0;
   const total =
-    spec.countTable && unfiltered
-      ? Number(
-          (await qb.connection.query(`SELECT coalesce(sum(n), 0)::bigint AS n FROM row_counts WHERE table_name = $1`, [spec.countTable]))[0].n,
-        )
-      : await qb.clone().orderBy().getCount();
+    unfiltered && opts.scoped && opts.scopeCount
+      ? await opts.scopeCount()
+      : unfiltered && !opts.scoped && spec.countTable
+        ? Number(
+            (await qb.connection.query(`SELECT coalesce(sum(n), 0)::bigint AS n FROM row_counts WHERE table_name = $1`, [spec.countTable]))[0].n,
+          )
+        : await qb.clone().orderBy().getCount();
   if (total === 0 || q.offset >= total) return { total, items: [] };
   const orderExpr = spec.sortable[q.orderBy] ?? idColumn;
   // Deferred join: page through ids alone first (an index-only scan on the ordering index, however

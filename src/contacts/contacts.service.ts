@@ -113,11 +113,19 @@ export class ContactsService {
     return list.map((c) => this.toRecord(c, owners));
   }
 
-  async list(query: Record<string, unknown>, scope?: (qb: ReturnType<Repository<Contact>['createQueryBuilder']>) => void) {
+  /**
+   * The contacts list; `scope` narrows it (alias `c`), and `scopeCount` gives that scope's exact size
+   * cheaply when no search or filter applies.
+   */
+  async list(
+    query: Record<string, unknown>,
+    scope?: (qb: ReturnType<Repository<Contact>['createQueryBuilder']>) => void,
+    scopeCount?: () => Promise<number>,
+  ) {
     const q = parseListQuery(query, CONTACT_LIST_SPEC);
     const qb = this.contacts.createQueryBuilder('c');
     scope?.(qb);
-    const { total, items } = await paginate(qb, q, CONTACT_LIST_SPEC, { scoped: scope !== undefined });
+    const { total, items } = await paginate(qb, q, CONTACT_LIST_SPEC, { scoped: scope !== undefined, scopeCount });
     return { total, contacts: await this.toRecords(items) };
   }
 

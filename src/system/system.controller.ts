@@ -1,5 +1,6 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { EndpointsDto, HealthDto, VersionDto } from './system.dto.js';
 import { SkipThrottle } from '@nestjs/throttler';
 import type { Response } from 'express';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -32,6 +33,7 @@ export class SystemController {
   @Get('api/version')
   @Public()
   @ApiOperation({ summary: 'Service version: { version, apiVersion, commit }' })
+  @ApiOkResponse({ type: VersionDto })
   version() {
     return { version: pkg.version, apiVersion: API_VERSION, commit: this.config.commit };
   }
@@ -39,6 +41,7 @@ export class SystemController {
   @Get('api/endpoints')
   @RequirePermission('*')
   @ApiOperation({ summary: 'Every route the server has, with the permission it needs (generated from the live route table)' })
+  @ApiOkResponse({ type: EndpointsDto })
   endpoints() {
     return { endpoints: this.routes.all().map(({ method, path, permission }) => ({ method, path, permission })) };
   }
@@ -47,6 +50,8 @@ export class SystemController {
   @Public()
   @SkipThrottle()
   @ApiOperation({ summary: 'Database and queue status; 503 when the database is down or the instance is shutting down' })
+  @ApiOkResponse({ type: HealthDto })
+  @ApiServiceUnavailableResponse({ type: HealthDto })
   async health(@Res({ passthrough: true }) res: Response) {
     const started = Date.now();
     const database = await this.db

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Put, Query, Req, Res } from '@nestjs/common';
-import { ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiOperation, ApiTags, ApiOkResponse } from '@nestjs/swagger';
 import { SkipThrottle } from '@nestjs/throttler';
 import type { Request, Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
@@ -49,6 +49,10 @@ export class TextMessagesController {
       'Moves a sent message to delivered or failed (failed leaves an `sms_failed` notification for the creator); reports for an earlier send, or that would move a message backwards, are acknowledged with `accepted: false`.',
   })
   @ApiBody({ type: DeliveryReportDto })
+  @ApiOkResponse({
+    description: 'Whether the report changed the message, and its status after it.',
+    schema: { type: 'object', required: ['accepted', 'status'], properties: { accepted: { type: 'boolean' }, status: { type: 'string', nullable: true } } },
+  })
   deliveryReport(@Req() req: Request & { rawBody?: Buffer }, @Headers(SIGNATURE_HEADER) signature: string | undefined) {
     return this.messages.deliveryReport(req.rawBody, signature, req.body);
   }

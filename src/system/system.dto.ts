@@ -1,0 +1,46 @@
+/** GET /api/version. */
+export class VersionDto {
+  /** The service's release (package version). */
+  version: string;
+  /** The API contract's version; paths carry no version segment except the OAuth endpoints (/api/oauth/v2). */
+  apiVersion: string;
+  /** The commit the build came from (GIT_COMMIT), or "unknown". */
+  commit: string;
+}
+
+export class EndpointDto {
+  method: string;
+  /** Express-style path (`:id` marks a parameter). */
+  path: string;
+  /** The permission a token needs, `*`, or `public`. */
+  permission: string;
+}
+
+/** GET /api/endpoints: every route the server has, generated from its live route table. */
+export class EndpointsDto {
+  endpoints: EndpointDto[];
+}
+
+export class DependencyStatusDto {
+  /** up, down or disabled. */
+  status: string;
+  latencyMs?: number;
+  error?: string;
+}
+
+export class QueueStatusDto {
+  /** bullmq (Redis) or in-process. */
+  mode: string;
+  status: string;
+}
+
+/** GET /health. */
+export class HealthDto {
+  /** ok, degraded (Redis down), down (database down) or shutting_down. */
+  status: string;
+  database: DependencyStatusDto;
+  redis: DependencyStatusDto;
+  queue: QueueStatusDto;
+  embeddedDatabase: boolean;
+  role: string;
+}
