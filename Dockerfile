@@ -9,6 +9,9 @@ RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production PORT=3000 DATA_DIR=/data STORAGE_DIR=/data/storage
+# A V8 old-space limit sized for a ~512 MB container: without one V8 grows the heap lazily on a large
+# machine (an API process peaked above 300 MB RSS under load; with it, about 180 MB; bench/RESULTS.md).
+ENV NODE_OPTIONS="--max-old-space-size=384"
 WORKDIR /app
 RUN mkdir -p /data/storage && chown -R node:node /data
 COPY --from=build --chown=node:node /app/package.json ./

@@ -7,7 +7,8 @@
  * Environment: BENCH_DATABASE_ADMIN_URL (default postgres://postgres@127.0.0.1:5432/postgres),
  * REDIS_URL (default redis://127.0.0.1:6379), BENCH_DURATION seconds per scenario (10),
  * BENCH_CONNECTIONS (32), BENCH_REUSE=1 to keep an already seeded database, BENCH_RESULTS=path to
- * also write the table as Markdown, BENCH_CONTACTS / BENCH_DEALS / BENCH_MEMBERSHIPS to seed less.
+ * also write the table as Markdown, BENCH_CONTACTS / BENCH_DEALS / BENCH_MEMBERSHIPS to seed less,
+ * BENCH_ONLY=<regular expression> to run only the scenarios whose names match.
  */
 import autocannon from 'autocannon';
 import { execFileSync, spawn } from 'node:child_process';
@@ -27,6 +28,8 @@ const DB_NAME = process.env.BENCH_DATABASE ?? 'sf_bench';
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const log = (m) => process.stderr.write(`[bench] ${m}\n`);
+/** Kept equal to NODE_OPTIONS in the Dockerfile: the benchmark runs the app as it is deployed. */
+const DEPLOYED_NODE_OPTIONS = (/^ENV NODE_OPTIONS="([^"]*)"/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8')) ?? [])[1] ?? '';
 
 const dbUrl = (() => {
   const u = new URL(ADMIN_URL);
@@ -153,6 +156,8 @@ async function main() {
     RATE_LIMIT_ENTERPRISE: '1000000000',
     SMS_PROVIDER: 'log',
     SMS_RATE_LIMIT_PER_SECOND: '100000',
+    // The Node.js options of the deployed image (Dockerfile), unless overridden.
+    NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS ?? DEPLOYED_NODE_OPTIONS,
   };
   const api = startProcess('api', ['dist/main.js'], { ...appEnv, APP_ROLE: 'api', PORT: String(apiPort), HOST: '127.0.0.1' });
   const worker = startProcess('worker', ['dist/main.js'], { ...appEnv, APP_ROLE: 'worker' });
@@ -185,8 +190,10 @@ async function main() {
     ['list a campaign\'s contacts', () => ({ method: 'GET', path: `/api/campaigns/${rand(k0, k1)}/contacts?limit=30` })],
   ];
 
+  const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY, 'i') : null;
+  const wanted = (name) => !only || only.test(name);
   const rows = [];
-  for (const [name, make] of scenarios) {
+  for (const [name, make] of scenarios.filter(([name]) => wanted(name))) {
     await cannon(apiUrl, auth, make, { duration: 2 }); // warm-up
     const app = await cannon(apiUrl, auth, make);
     await cannon(baseUrl, auth, make, { duration: 2 });
@@ -213,7 +220,7 @@ async function main() {
     body: JSON.stringify({ name: 'Bench sales', type: 'sales', schedule: 'monthly', isPublished: true, filters: { dateRange: '2000-01-01..2100-01-01' }, columns: ['date', 'product', 'revenue', 'quantity', 'salesperson'] }),
   })).json().catch(() => null);
   const reportTimes = [];
-  if (report?.report?.id) {
+  if (report?.report?.id && wanted('sales report')) {
     for (let i = 0; i < 3; i++) {
       const before = (await (await fetch(`${apiUrl}/api/reports/${report.report.id}/results`, { headers: { authorization: auth } })).json().catch(() => ({})))?.results?.generatedAt;
       const t = Date.now();
@@ -244,7 +251,7 @@ async function main() {
 
   // 10,000 text messages through the log provider, end to end (API accepts, worker sends and records).
   const hasSms = (await db.query(`SELECT to_regclass('public.text_messages') IS NOT NULL AS ok`)).rows[0].ok;
-  if (hasSms) {
+  if (hasSms && wanted('text messages')) {
     const n = Number(process.env.BENCH_SMS ?? 10000);
     const { rows: ids } = await db.query(
       `INSERT INTO text_messages (content, recipient, status, created_by, created_by_user)

@@ -179,15 +179,14 @@ export async function paginate<T extends ObjectLiteral>(
         : await qb.clone().orderBy().getCount();
   if (total === 0 || q.offset >= total) return { total, items: [] };
   const orderExpr = spec.sortable[q.orderBy] ?? idColumn;
-  // Deferred join: page through ids alone first (an index-only scan on the ordering index, however
-  // deep the page), then load just those rows. A deep page no longer reads every skipped row.
-  const pageQb = qb.clone().select(idColumn, '__id');
-  pageQb.orderBy(orderExpr, q.orderByDir, q.orderByDir === 'ASC' ? 'NULLS LAST' : 'NULLS FIRST');
+  // Deferred join: the page's ids are found on their own (an index-only scan on the ordering index,
+  // however deep the page) and only those rows are read, in the same statement.
+  const pageQb = qb.clone().select(idColumn).orderBy(orderExpr, q.orderByDir, q.orderByDir === 'ASC' ? 'NULLS LAST' : 'NULLS FIRST');
   if (orderExpr !== idColumn) pageQb.addOrderBy(idColumn, q.orderByDir);
-  const ids = (await pageQb.offset(q.offset).limit(q.limit).getRawMany<{ __id: number }>()).map((r) => r.__id);
-  if (!ids.length) return { total, items: [] };
-  const rows = await qb.andWhere(`${idColumn} IN (:...__pageIds)`, { __pageIds: ids }).getMany();
-  const byId = new Map(rows.map((r) => [(r as unknown as { id: number }).id, r]));
-  const items = ids.map((id) => byId.get(id)).filter((r): r is T => r !== undefined);
+  pageQb.offset(q.offset).limit(q.limit);
+  qb.andWhere(`${idColumn} IN (${pageQb.getQuery()})`).setParameters(pageQb.getParameters());
+  qb.orderBy(orderExpr, q.orderByDir, q.orderByDir === 'ASC' ? 'NULLS LAST' : 'NULLS FIRST');
+  if (orderExpr !== idColumn) qb.addOrderBy(idColumn, q.orderByDir);
+  const items = await qb.getMany();
   return { total, items };
 }

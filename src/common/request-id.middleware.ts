@@ -1,4 +1,5 @@
-import { Injectable, Logger, NestMiddleware } from '@nestjs/common';
+import { Inject, Injectable, Logger, NestMiddleware } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '../config/config.js';
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Response } from 'express';
 import type { AppRequest } from './request.js';
@@ -9,12 +10,19 @@ const SAFE_ID = /^[A-Za-z0-9._:-]{1,100}$/;
 @Injectable()
 export class RequestIdMiddleware implements NestMiddleware {
   private readonly logger = new Logger('http');
+  /** The per-request log line is a debug entry: skip its listener entirely at other levels. */
+  private readonly logRequests: boolean;
+
+  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+    this.logRequests = config.logLevel === 'debug';
+  }
 
   use(req: AppRequest, res: Response, next: NextFunction) {
     const given = req.headers['x-request-id'];
     req.id = typeof given === 'string' && SAFE_ID.test(given) ? given : randomUUID();
     req.startedAt = process.hrtime.bigint();
     res.setHeader('X-Request-Id', req.id);
+    if (!this.logRequests) return next();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - (req.startedAt ?? 0n)) / 1e6;
       this.logger.debug({

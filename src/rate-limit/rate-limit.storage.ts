@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { ThrottlerStorage } from '@nestjs/throttler';
+import type { Redis } from 'ioredis';
 import { RedisService } from '../redis/redis.service.js';
 
 interface StorageRecord {
@@ -31,12 +32,19 @@ export class RateLimitStorage implements ThrottlerStorage {
 
   constructor(private readonly redis: RedisService) {}
 
+  /** The counter script as a defined command: sent once, then called by its SHA (EVALSHA). */
+  private incr(key: string, ttlMs: number): Promise<[number, number]> {
+    const client = this.redis.client as unknown as { sfRateLimitIncr?: (key: string, ttl: number) => Promise<[number, number]> } & Redis;
+    if (!client.sfRateLimitIncr) client.defineCommand('sfRateLimitIncr', { numberOfKeys: 1, lua: INCR_SCRIPT });
+    return client.sfRateLimitIncr!(key, ttlMs);
+  }
+
   async increment(key: string, ttl: number, limit: number): Promise<StorageRecord> {
     let hits: number;
     let pttl: number;
     if (this.redis.enabled && this.redis.ready) {
       try {
-        const [c, t] = (await this.redis.client!.eval(INCR_SCRIPT, 1, this.redis.key('rl', key), ttl)) as [number, number];
+        const [c, t] = await this.incr(this.redis.key('rl', key), ttl);
         hits = c;
         pttl = t;
         if (this.degraded) this.logger.log('rate-limit counters are back in Redis');
