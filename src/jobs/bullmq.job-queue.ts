@@ -101,7 +101,7 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
     try {
       return await withTimeout(
         (async () => {
-          if (jobId) {
+          if (jobId && !options.uniqueId) {
             // Waiting, delayed or running: suppressed. Finished (kept for a while by the retention
             // settings): replaced, or the new job would silently never run.
             const existing = await queue.getJob(jobId);

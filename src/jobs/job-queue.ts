@@ -7,6 +7,11 @@ export interface EnqueueOptions {
    * added again (a finished one with that id is replaced).
    */
   jobId?: string;
+  /**
+   * The caller guarantees no earlier job ever had this id (it carries a counter, e.g. a message's
+   * send count), so the check for a waiting or finished duplicate is skipped.
+   */
+  uniqueId?: boolean;
   /** Run no earlier than this many milliseconds from now. */
   delayMs?: number;
 }

@@ -181,12 +181,19 @@ export class TextMessagesService {
       t.provider = null;
       t.providerMessageId = null;
     }
-    const saved = await m.getRepository(TextMessage).save(t);
+    // An existing message is written with a plain UPDATE (save() would first re-read the row).
+    let saved: TextMessage;
+    if (t.id !== undefined) {
+      const { id, createdAt: _createdAt, ...changes } = t;
+      await m.getRepository(TextMessage).update({ id }, changes);
+      saved = t;
+    } else saved = await m.getRepository(TextMessage).save(t);
     if (queue) {
       await this.jobs.enqueue(
         'sms.send',
         { messageId: saved.id, generation: saved.sendCount, queuedAt: Date.now() },
-        { jobId: JOB_IDS.smsSend(saved.id, saved.sendCount), delayMs: saved.scheduledFor ? saved.scheduledFor.getTime() - Date.now() : 0 },
+        // The id carries the send count, so no earlier job can have it.
+        { jobId: JOB_IDS.smsSend(saved.id, saved.sendCount), uniqueId: true, delayMs: saved.scheduledFor ? saved.scheduledFor.getTime() - Date.now() : 0 },
       );
     }
     return (await this.toRecords([saved], m))[0];
