@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
-import { startApp, TestApp } from '../support/app.js';
+import { DEPLOYED_NODE_OPTIONS, startApp, TestApp } from '../support/app.js';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 120);
 const RSS_GROWTH_MB = Number(process.env.SOAK_RSS_GROWTH_MB ?? 64);
@@ -23,7 +23,8 @@ describe('soak', () => {
   const agent = new Agent({ keepAlive: true, maxSockets: 16 });
 
   beforeAll(async () => {
-    app = await startApp({ env: { RATE_LIMIT_ENTERPRISE: '100000000' } });
+    // As deployed: with the image's Node options (its V8 heap limit), which is what the bound is about.
+    app = await startApp({ env: { RATE_LIMIT_ENTERPRISE: '100000000', NODE_OPTIONS: DEPLOYED_NODE_OPTIONS } });
     auth = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
   });
   afterAll(async () => {
