@@ -21,10 +21,13 @@ describe('platform: system routes, errors, authentication', () => {
       expect(res.body).toMatchObject({ status: 'ok', database: { status: 'up' }, redis: { status: 'up' }, queue: { mode: 'bullmq' } });
     });
 
-    it('GET /api/version answers version, apiVersion and commit', async () => {
+    it('GET /api/version answers version, apiVersion and commit to any valid token', async () => {
       const res = await app.http.get('/api/version').set('Authorization', admin);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ version: expect.any(String), apiVersion: '1', commit: expect.any(String) });
+      const narrow = `Bearer ${await app.token('notifications:read', { user: 'narrow@example.com' })}`;
+      expect((await app.http.get('/api/version').set('Authorization', narrow)).status).toBe(200);
+      expectError(await app.http.get('/api/version'), 401, 'unauthorized');
     });
 
     it('GET /api/endpoints lists every live route with its permission, and matches the reviewed snapshot', async () => {
@@ -32,7 +35,7 @@ describe('platform: system routes, errors, authentication', () => {
       expect(res.status).toBe(200);
       const endpoints = res.body.endpoints as { method: string; path: string; permission: string }[];
       expect(endpoints).toEqual(expect.arrayContaining([{ method: 'POST', path: '/api/contacts/new', permission: 'contacts:write' }]));
-      for (const e of endpoints) expect(e.permission).toMatch(/^(public|\*|\* or METRICS_TOKEN|[a-zA-Z]+:(read|write|delete))$/);
+      for (const e of endpoints) expect(e.permission).toMatch(/^(public|authenticated|\*|\* or METRICS_TOKEN|[a-zA-Z]+:(read|write|delete))$/);
       // A change in who can reach a route shows up as a diff here (UPDATE_SNAPSHOTS=1 rewrites it).
       const file = join(ROOT, 'test', 'endpoints.snapshot.json');
       if (process.env.UPDATE_SNAPSHOTS === '1' || !existsSync(file)) writeFileSync(file, JSON.stringify(endpoints, null, 2) + '\n');

@@ -2,7 +2,7 @@ import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { AppError } from '../common/errors.js';
 import type { AppRequest } from '../common/request.js';
-import { hasPermission, Permission, PERMISSION_KEY, PUBLIC_KEY } from './permissions.js';
+import { AUTHENTICATED, hasPermission, Permission, PERMISSION_KEY, PUBLIC_KEY } from './permissions.js';
 import { TokensService } from './tokens.service.js';
 
 /**
@@ -51,8 +51,9 @@ export class PermissionGuard implements CanActivate {
         'WWW-Authenticate': 'Bearer',
       });
     }
-    const needed = this.reflector.getAllAndOverride<Permission>(PERMISSION_KEY, targets);
+    const needed = this.reflector.getAllAndOverride<Permission | typeof AUTHENTICATED>(PERMISSION_KEY, targets);
     if (!needed) throw new AppError('forbidden', 'This route is not open to tokens');
+    if (needed === AUTHENTICATED) return true;
     if (!hasPermission(req.principal.permissions, needed)) {
       throw new AppError('forbidden', `The token lacks the permission "${needed}"`);
     }

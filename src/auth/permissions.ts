@@ -38,10 +38,15 @@ export function canGrant(granted: ReadonlySet<string>, requested: readonly strin
 }
 
 export const PERMISSION_KEY = 'sf:permission';
+/** Any valid token, whatever its permissions (shown as "authenticated" in GET /api/endpoints). */
+export const AUTHENTICATED = 'authenticated';
 export const PUBLIC_KEY = 'sf:public';
 
-/** The permission a route needs. Every route carries this or @Public(); the guard refuses anything else. */
+/** The permission a route needs. Every route carries this, @Authenticated() or @Public(); the guard refuses anything else. */
 export const RequirePermission = (permission: Permission) => SetMetadata(PERMISSION_KEY, permission);
+
+/** A route any valid token may call, whatever its permissions (e.g. GET /api/version). */
+export const Authenticated = () => SetMetadata(PERMISSION_KEY, AUTHENTICATED);
 
 /**
  * Marks a route as reachable without an API token (health, public asset download, OAuth token

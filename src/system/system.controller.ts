@@ -7,7 +7,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { readFileSync } from 'node:fs';
 import { APP_CONFIG, AppConfig } from '../config/config.js';
-import { Public, RequirePermission } from '../auth/permissions.js';
+import { Authenticated, Public, RequirePermission } from '../auth/permissions.js';
 import { RouteTable } from '../common/route-table.js';
 import { RedisService } from '../redis/redis.service.js';
 import { JobQueue } from '../jobs/job-queue.js';
@@ -31,7 +31,7 @@ export class SystemController {
   }
 
   @Get('api/version')
-  @Public()
+  @Authenticated()
   @ApiOperation({ summary: 'Service version: { version, apiVersion, commit }' })
   @ApiOkResponse({ type: VersionDto })
   version() {
