@@ -1,10 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { expectError, freePort, ROOT, startApp, TestApp } from './support/app.js';
+import { expectError, freePort, ROOT, startApp, TestApp, awayFromMidnight } from './support/app.js';
 import { FakeGateway, sign, waitFor } from './support/sms-gateway.js';
 
 const SECRET = 'embedded-secret';
+
+
+// The "today" date range is checked against deals seeded today: never straddle midnight UTC.
+await awayFromMidnight();
 
 describe('jobs without Redis: embedded PostgreSQL, everything in one process', () => {
   let gateway: FakeGateway;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { expectError, startApp, TEST_REDIS_URL, TestApp } from './support/app.js';
+import { expectError, startApp, TEST_REDIS_URL, TestApp, awayFromMidnight } from './support/app.js';
 
 /** Polls until `fn` returns a value other than undefined, or fails after `ms`. */
 async function waitFor<T>(fn: () => Promise<T | undefined>, ms = 20000, what = 'condition'): Promise<T> {
@@ -25,6 +25,10 @@ interface SeedDeal {
   closedAt: Date;
   status?: 'won' | 'open' | 'lost';
 }
+
+
+// The "today" date range is checked against deals seeded today: never straddle midnight UTC.
+await awayFromMidnight();
 
 describe('reports (API and worker in separate processes, BullMQ on Redis)', () => {
   let api: TestApp;

@@ -251,3 +251,12 @@ export function expectError(res: { status: number; body: unknown }, status: numb
   }
   return body.error as { code: string; status: number; message: string; details?: { field: string; message: string }[] };
 }
+
+/**
+ * Suites whose data and assertions both depend on "today" (UTC) wait out the last minutes of a day,
+ * so that seeding and checking happen on the same date.
+ */
+export async function awayFromMidnight(marginMs = 180_000): Promise<void> {
+  const toMidnight = 86_400_000 - (Date.now() % 86_400_000);
+  if (toMidnight < marginMs) await new Promise((r) => setTimeout(r, toMidnight + 2000));
+}
