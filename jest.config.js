@@ -4,8 +4,11 @@ export default {
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: {
-    '^.+\\.ts$': ['ts-jest', { useESM: true, isolatedModules: true, tsconfig: 'tsconfig.json' }],
+    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],
+    'node_modules/@nestjs/throttler/.+\\.js$': '<rootDir>/test/support/cjs-esm-bridge.cjs',
   },
+  transformIgnorePatterns: ['/node_modules/(?!@nestjs/throttler/)'],
+  setupFiles: ['<rootDir>/test/support/esm-bridge.setup.ts'],
   roots: ['<rootDir>/src', '<rootDir>/test'],
   testMatch: ['**/*.spec.ts', '**/*.e2e-spec.ts'],
   testTimeout: 60000,

@@ -3,7 +3,7 @@
  * Without DATABASE_URL it first starts the embedded PostgreSQL under DATA_DIR.
  */
 import 'reflect-metadata';
-import { INestApplicationContext, Logger } from '@nestjs/common';
+import { type INestApplicationContext, Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
@@ -11,9 +11,9 @@ import type { Server } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppModule } from './app.module.js';
-import { AppConfig, ConfigError, loadConfig } from './config/config.js';
+import { type AppConfig, ConfigError, loadConfig } from './config/config.js';
 import { AppLogger } from './common/logger.js';
-import { EmbeddedPostgres, startEmbeddedPostgres } from './database/embedded.js';
+import { type EmbeddedPostgres, startEmbeddedPostgres } from './database/embedded.js';
 import { runMigrations } from './database/migrate.js';
 import { configureHttp } from './http.js';
 

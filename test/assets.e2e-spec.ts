@@ -3,7 +3,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
-import { expectError, startApp, TestApp } from './support/app.js';
+import { expectError, startApp, type TestApp } from './support/app.js';
 
 /** Every regular file under a directory (recursively). */
 function filesUnder(dir: string): string[] {

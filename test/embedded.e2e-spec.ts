@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { expectError, startApp, TestApp } from './support/app.js';
+import { expectError, startApp, type TestApp } from './support/app.js';
 
 /** The README's zero-dependency mode: no DATABASE_URL (embedded PGlite), no REDIS_URL. */
 describe('embedded mode', () => {

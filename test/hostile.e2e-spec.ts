@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { request as httpRequest } from 'node:http';
-import { startApp, TestApp } from './support/app.js';
+import { startApp, type TestApp } from './support/app.js';
 
 interface Route {
   method: string;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { expectError, freePort, ROOT, startApp, TestApp, awayFromMidnight } from './support/app.js';
+import { expectError, freePort, ROOT, startApp, type TestApp, awayFromMidnight } from './support/app.js';
 import { FakeGateway, sign, waitFor } from './support/sms-gateway.js';
 
 const SECRET = 'embedded-secret';

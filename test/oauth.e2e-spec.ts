@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as oidc from 'openid-client';
-import { expectError, startApp, TestApp } from './support/app.js';
+import { expectError, startApp, type TestApp } from './support/app.js';
 
 const TOKEN = '/api/oauth/v2/token';
 const REVOKE = '/api/oauth/v2/revoke';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { createDatabase, expectError, ROOT, startApp, TestApp } from './support/app.js';
+import { createDatabase, expectError, ROOT, startApp, type TestApp } from './support/app.js';
 
 describe('platform: system routes, errors, authentication', () => {
   let app: TestApp;

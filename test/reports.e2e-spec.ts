@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { expectError, startApp, TEST_REDIS_URL, TestApp, awayFromMidnight } from './support/app.js';
+import { expectError, startApp, TEST_REDIS_URL, type TestApp, awayFromMidnight } from './support/app.js';
 
 /** Polls until `fn` returns a value other than undefined, or fails after `ms`. */
 async function waitFor<T>(fn: () => Promise<T | undefined>, ms = 20000, what = 'condition'): Promise<T> {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { expectError, startApp, TEST_REDIS_URL, TestApp } from './support/app.js';
+import { expectError, startApp, TEST_REDIS_URL, type TestApp } from './support/app.js';
 import { FakeGateway, sign, waitFor } from './support/sms-gateway.js';
 
 const SECRET = 'whsec-test-secret';

@@ -1,4 +1,4 @@
-import { Column, Entity, PrimaryGeneratedColumn, ValueTransformer } from 'typeorm';
+import { Column, Entity, PrimaryGeneratedColumn, type ValueTransformer } from 'typeorm';
 import { AuditedEntity } from '../common/audit.js';
 
 /** bigint columns come back from pg as strings; the values here stay far below 2^53. */

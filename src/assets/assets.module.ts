@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { MulterModule } from '@nestjs/platform-express';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { APP_CONFIG, AppConfig } from '../config/config.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Asset } from './asset.entity.js';
 import { AssetStorage, LocalDiskStorage } from './asset-storage.js';
 import { AssetUploadEngine } from './asset-upload.engine.js';

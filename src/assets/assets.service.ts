@@ -4,10 +4,10 @@ import { DataSource, EntityManager, QueryFailedError, Repository } from 'typeorm
 import { stampCreated, stampModified } from '../common/audit.js';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
 import { AppError, conflict, fieldError, notFound, validationError } from '../common/errors.js';
-import { ListSpec, paginate, parseListQuery } from '../common/list.js';
+import { type ListSpec, paginate, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { AppValidationPipe } from '../common/validation.js';
-import { APP_CONFIG, AppConfig } from '../config/config.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Asset } from './asset.entity.js';
 import { CreateAssetDto, UpdateAssetDto } from './asset.dto.js';
 import { formFieldsToBody, nextFreeAlias, slugify } from './asset-file.js';

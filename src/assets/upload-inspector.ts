@@ -1,5 +1,5 @@
 import { createHash, Hash } from 'node:crypto';
-import { Transform, TransformCallback } from 'node:stream';
+import { Transform, type TransformCallback } from 'node:stream';
 import { AppError } from '../common/errors.js';
 import { SNIFF_BYTES } from './asset-file.js';
 

@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
-import { ListSpec, paginate, parseListQuery } from '../common/list.js';
+import { type ListSpec, paginate, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { ApiToken } from './api-token.entity.js';
 import { CreateAccountTokenDto } from './account-token.dto.js';

@@ -1,8 +1,8 @@
-import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { AppError } from '../common/errors.js';
 import type { AppRequest } from '../common/request.js';
-import { AUTHENTICATED, hasPermission, Permission, PERMISSION_KEY, PUBLIC_KEY } from './permissions.js';
+import { AUTHENTICATED, hasPermission, type Permission, PERMISSION_KEY, PUBLIC_KEY } from './permissions.js';
 import { TokensService } from './tokens.service.js';
 
 /**

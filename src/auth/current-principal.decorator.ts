@@ -1,4 +1,4 @@
-import { createParamDecorator, ExecutionContext } from '@nestjs/common';
+import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { AppRequest, Principal } from '../common/request.js';
 
 /** The authenticated caller of the current request (set by AuthenticationGuard). */

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { APP_CONFIG, AppConfig } from '../config/config.js';
-import { ClientCredentials, oauthError, parseClientId, parseRevocationRequest, parseTokenRequest } from './oauth-request.js';
-import { ClientToken, TokensService } from './tokens.service.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { type ClientCredentials, oauthError, parseClientId, parseRevocationRequest, parseTokenRequest } from './oauth-request.js';
+import { type ClientToken, TokensService } from './tokens.service.js';
 
 export interface TokenResponse {
   access_token: string;

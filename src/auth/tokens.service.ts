@@ -1,8 +1,8 @@
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { APP_CONFIG, AppConfig, Plan } from '../config/config.js';
+import { APP_CONFIG, type AppConfig, type Plan } from '../config/config.js';
 import type { Principal } from '../common/request.js';
 import { RedisService } from '../redis/redis.service.js';
 

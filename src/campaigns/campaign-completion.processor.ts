@@ -1,5 +1,5 @@
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { APP_CONFIG, AppConfig } from '../config/config.js';
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import { CampaignsService } from './campaigns.service.js';
 

@@ -2,7 +2,7 @@
  * Campaign rules that need no database: statuses, date order, and the completion job's statement.
  * Kept free of Nest and TypeORM so that the unit spec can import them.
  */
-import { AppError, ErrorDetail, fieldError } from '../common/errors.js';
+import { AppError, type ErrorDetail, fieldError } from '../common/errors.js';
 
 export const CAMPAIGN_STATUSES = ['active', 'inactive', 'completed'] as const;
 export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number];

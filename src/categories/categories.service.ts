@@ -4,8 +4,8 @@ import { DataSource, EntityManager, QueryFailedError, Repository } from 'typeorm
 import { aliasFrom, firstFreeAlias } from '../common/alias.js';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { COLOR_MESSAGE, normalizeColor } from '../common/color.js';
-import { conflict, ErrorDetail, notFound, validationError } from '../common/errors.js';
-import { ListSpec, paginate, parseListQuery } from '../common/list.js';
+import { conflict, type ErrorDetail, notFound, validationError } from '../common/errors.js';
+import { type ListSpec, paginate, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Category } from './category.entity.js';
 import { CATEGORY_BUNDLES, CreateCategoryDto, UpdateCategoryDto } from './category.dto.js';

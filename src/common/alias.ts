@@ -38,3 +38,30 @@ export function firstFreeAlias(base: string, taken: ReadonlySet<string>, separat
     if (!taken.has(candidate)) return candidate;
   }
 }
+
+/**
+ * Runs `insert` with generated alias candidates until one is not taken: `base`, `base_2`, ...
+ * starting at the first candidate not in `taken` (a hint read beforehand, which may be stale under
+ * concurrency). A unique violation that `isTaken` recognises moves on to the next candidate, so a
+ * generated alias never answers 409 to a caller who did not send one. When `insert` runs inside a
+ * transaction, it must run in a savepoint (`Transactions.run(work, tx)`) so a failed try does not
+ * abort the outer transaction.
+ */
+export async function withGeneratedAlias<T>(
+  base: string,
+  taken: ReadonlySet<string>,
+  insert: (alias: string) => Promise<T>,
+  isTaken: (e: unknown) => boolean,
+  separator: '_' | '-' = '_',
+  maxAttempts = 100,
+): Promise<T> {
+  let n = 1;
+  while (taken.has(aliasCandidate(base, n, separator))) n++;
+  for (let attempt = 0; ; attempt++, n++) {
+    try {
+      return await insert(aliasCandidate(base, n, separator));
+    } catch (e) {
+      if (!isTaken(e) || attempt + 1 >= maxAttempts) throw e;
+    }
+  }
+}

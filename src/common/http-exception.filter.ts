@@ -1,7 +1,9 @@
-import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { QueryFailedError } from 'typeorm';
-import { AppError, ErrorCode, ErrorDetail, GENERIC_ERROR_STATUS } from './errors.js';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, QueryFailedError } from 'typeorm';
+import { constraintRule, pgErrorOf, translateConstraintError } from './constraints.js';
+import { AppError, type ErrorCode, type ErrorDetail, GENERIC_ERROR_STATUS } from './errors.js';
 import { RouteTable } from './route-table.js';
 
 /**
@@ -42,9 +44,26 @@ interface Normalized {
 export class HttpExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('HttpExceptionFilter');
 
-  constructor(private readonly routes: RouteTable) {}
+  constructor(
+    private readonly routes: RouteTable,
+    @InjectDataSource() private readonly dataSource: DataSource,
+  ) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
+    // Integrity errors of registered constraints (common/constraints.ts) become 409/400/404; finding
+    // the existing record's id takes a query, so these answer asynchronously.
+    const pg = pgErrorOf(exception);
+    if (pg?.code?.startsWith('23') && constraintRule(pg.constraint)) {
+      void translateConstraintError(exception, (sql, params) => this.dataSource.query(sql, params)).then(
+        (translated) => this.send(translated ?? exception, host),
+        () => this.send(exception, host),
+      );
+      return;
+    }
+    this.send(exception, host);
+  }
+
+  private send(exception: unknown, host: ArgumentsHost): void {
     const ctx = host.switchToHttp();
     const req = ctx.getRequest<Request & { id?: string }>();
     const res = ctx.getResponse<Response>();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { AppError } from './errors.js';
-import { likePattern, ListSpec, parseListQuery } from './list.js';
+import { likePattern, type ListSpec, parseListQuery } from './list.js';
 
 const spec: ListSpec = {
   sortable: { id: 't.id', name: 't.name' },

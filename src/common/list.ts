@@ -4,7 +4,7 @@
  * parses these parameters.
  */
 import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
-import { AppError, ErrorDetail } from './errors.js';
+import { AppError, type ErrorDetail } from './errors.js';
 
 export const DEFAULT_LIMIT = 30;
 export const MAX_LIMIT = 200;

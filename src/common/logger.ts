@@ -1,4 +1,4 @@
-import { LoggerService } from '@nestjs/common';
+import { type LoggerService } from '@nestjs/common';
 
 const LEVELS = { debug: 10, info: 20, warn: 30, error: 40 } as const;
 type Level = keyof typeof LEVELS;

@@ -1,5 +1,5 @@
-import { Inject, Injectable, Logger, NestMiddleware } from '@nestjs/common';
-import { APP_CONFIG, AppConfig } from '../config/config.js';
+import { Inject, Injectable, Logger, type NestMiddleware } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Response } from 'express';
 import type { AppRequest } from './request.js';

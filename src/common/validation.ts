@@ -1,7 +1,7 @@
-import { ArgumentMetadata, Injectable, ValidationError, ValidationPipe } from '@nestjs/common';
-import { registerDecorator, ValidationOptions } from 'class-validator';
+import { type ArgumentMetadata, Injectable, type ValidationError, ValidationPipe } from '@nestjs/common';
+import { registerDecorator, type ValidationOptions } from 'class-validator';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
-import { AppError, ErrorDetail } from './errors.js';
+import { AppError, type ErrorDetail } from './errors.js';
 import { parseIsoWithOffset } from './dates.js';
 
 const MAX_BODY_DEPTH = 32;

@@ -4,7 +4,7 @@ import { DataSource, EntityManager, QueryFailedError, Repository } from 'typeorm
 import { auditOut } from '../common/audit.js';
 import { iso } from '../common/dates.js';
 import { AppError, conflict, fieldError, notFound } from '../common/errors.js';
-import { ListSpec, paginate, parseListQuery } from '../common/list.js';
+import { type ListSpec, paginate, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { toE164 } from '../common/validation.js';
 import { NotificationsService } from '../notifications/notifications.service.js';

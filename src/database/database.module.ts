@@ -1,6 +1,7 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import type { AppConfig } from '../config/config.js';
+import { Transactions } from './transactions.js';
 
 /** TypeORM on PostgreSQL (the configured server or the embedded one); schema only through migrations. */
 @Module({})
@@ -8,6 +9,10 @@ export class DatabaseModule {
   static forRoot(config: AppConfig, url: string): DynamicModule {
     return {
       module: DatabaseModule,
+      // Infrastructure, not a feature: every repository may take the transaction runner.
+      global: true,
+      providers: [Transactions],
+      exports: [Transactions],
       imports: [
         TypeOrmModule.forRoot({
           type: 'postgres',

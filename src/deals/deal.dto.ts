@@ -1,5 +1,5 @@
 import { PartialType } from '@nestjs/swagger';
-import { IsIn, IsInt, IsNotEmpty, IsNumber, IsOptional, IsString, Max, MaxLength, Min, registerDecorator, ValidationOptions } from 'class-validator';
+import { IsIn, IsInt, IsNotEmpty, IsNumber, IsOptional, IsString, Max, MaxLength, Min, registerDecorator, type ValidationOptions } from 'class-validator';
 import { IsIsoDateTime, NoNul } from '../common/validation.js';
 import { DEAL_STATUSES, isCalendarDate, MAX_DEAL_VALUE } from './deal.rules.js';
 import type { DealStatus } from './deal.rules.js';

@@ -2,7 +2,7 @@
  * Deal rules that need no database: statuses, calendar dates and the closed_at rule.
  * Kept free of Nest and TypeORM so that the unit spec can import them.
  */
-import { AppError, ErrorDetail, fieldError } from '../common/errors.js';
+import { AppError, type ErrorDetail, fieldError } from '../common/errors.js';
 
 export const DEAL_STATUSES = ['open', 'won', 'lost'] as const;
 export type DealStatus = (typeof DEAL_STATUSES)[number];

@@ -4,7 +4,7 @@ import { DataSource, QueryFailedError, Repository } from 'typeorm';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
 import { fieldError, notFound } from '../common/errors.js';
-import { ListSpec, paginate, parseListQuery } from '../common/list.js';
+import { type ListSpec, paginate, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Deal } from './deal.entity.js';
 import { CreateDealDto, UpdateDealDto } from './deal.dto.js';

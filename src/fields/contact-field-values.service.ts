@@ -1,9 +1,9 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { RedisService } from '../redis/redis.service.js';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { conflict, validationError } from '../common/errors.js';
-import { applyCustomValues, ContactFieldRule, FieldOption, FieldType, UNIQUE_VALUE_LOCK, ValuesMode } from './field-rules.js';
+import { applyCustomValues, type ContactFieldRule, type FieldOption, type FieldType, UNIQUE_VALUE_LOCK, type ValuesMode } from './field-rules.js';
 
 /**
  * Custom field values of contacts (`contact.fields`): checks a request's values against the

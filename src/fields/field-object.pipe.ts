@@ -1,4 +1,4 @@
-import { Injectable, PipeTransform } from '@nestjs/common';
+import { Injectable, type PipeTransform } from '@nestjs/common';
 import { notFound } from '../common/errors.js';
 import type { FieldObject } from './field-rules.js';
 import { isFieldObject } from './fields.service.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { applyCustomValues, ContactFieldRule, normalizeProperties, parseDefaultValue, parseValue, ValueRule } from './field-rules.js';
+import { applyCustomValues, type ContactFieldRule, normalizeProperties, parseDefaultValue, parseValue, type ValueRule } from './field-rules.js';
 
 const rule = (type: ValueRule['type'], options: string[] | null = null): ValueRule => ({ type, options });
 

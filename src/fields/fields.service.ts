@@ -4,12 +4,12 @@ import { DataSource, EntityManager, QueryFailedError, Repository } from 'typeorm
 import { aliasFrom, firstFreeAlias } from '../common/alias.js';
 import { stampCreated, stampModified } from '../common/audit.js';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
-import { AppError, conflict, ErrorDetail, fieldError, notFound, validationError } from '../common/errors.js';
-import { ListSpec, paginate, parseListQuery } from '../common/list.js';
+import { AppError, conflict, type ErrorDetail, fieldError, notFound, validationError } from '../common/errors.js';
+import { type ListSpec, paginate, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Field } from './field.entity.js';
 import { FieldInObjectBodyDto, UpdateFieldDto } from './field.dto.js';
-import { FIELD_OBJECTS, FIELD_TYPES, FieldObject, normalizeProperties, OPTION_TYPES, parseDefaultValue, UNIQUE_VALUE_LOCK } from './field-rules.js';
+import { FIELD_OBJECTS, FIELD_TYPES, type FieldObject, normalizeProperties, OPTION_TYPES, parseDefaultValue, UNIQUE_VALUE_LOCK } from './field-rules.js';
 import { ContactFieldValuesService } from './contact-field-values.service.js';
 
 const SORTABLE = {

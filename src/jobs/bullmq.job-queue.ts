@@ -1,10 +1,10 @@
-import { BeforeApplicationShutdown, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { ConnectionOptions, DelayedError, Job, JobsOptions, Queue, UnrecoverableError, Worker } from 'bullmq';
+import { type BeforeApplicationShutdown, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { type ConnectionOptions, DelayedError, Job, type JobsOptions, Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { AppConfig } from '../config/config.js';
 import { AppError, unavailable } from '../common/errors.js';
 import type { RedisService } from '../redis/redis.service.js';
-import { JOB_POLICY, JOB_QUEUE, JOB_RETENTION, JobName, JobPayloads, QueueName, QUEUES } from './job-names.js';
-import { DeferJobError, EnqueueOptions, JobContext, JobHandler, JobQueue, ScheduleOptions } from './job-queue.js';
+import { JOB_POLICY, JOB_QUEUE, JOB_RETENTION, type JobName, type JobPayloads, type QueueName, QUEUES } from './job-names.js';
+import { DeferJobError, type EnqueueOptions, type JobContext, type JobHandler, JobQueue, type ScheduleOptions } from './job-queue.js';
 
 /** Jobs each worker runs at once, per queue. */
 const CONCURRENCY: Record<QueueName, number> = { maintenance: 1, reports: 2, sms: 5 };

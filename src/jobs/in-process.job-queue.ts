@@ -1,7 +1,7 @@
-import { BeforeApplicationShutdown, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { JOB_POLICY, JOB_QUEUE, JobName, JobPayloads, QueueName } from './job-names.js';
-import { DeferJobError, EnqueueOptions, JobContext, JobHandler, JobQueue, ScheduleOptions } from './job-queue.js';
+import { JOB_POLICY, JOB_QUEUE, type JobName, type JobPayloads, type QueueName } from './job-names.js';
+import { DeferJobError, type EnqueueOptions, type JobContext, type JobHandler, JobQueue, type ScheduleOptions } from './job-queue.js';
 import { nextCronTime } from './cron.js';
 
 interface Pending {

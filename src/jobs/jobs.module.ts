@@ -1,12 +1,12 @@
-import { DynamicModule, Global, Module, Provider } from '@nestjs/common';
+import { type DynamicModule, Global, Module, type Provider } from '@nestjs/common';
 import { BullModule, getQueueToken } from '@nestjs/bullmq';
 import type { ConnectionOptions, Queue } from 'bullmq';
-import { APP_CONFIG, AppConfig } from '../config/config.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { RedisService } from '../redis/redis.service.js';
 import { BullMqJobQueue } from './bullmq.job-queue.js';
 import { InProcessJobQueue } from './in-process.job-queue.js';
 import { JobQueue } from './job-queue.js';
-import { QueueName, QUEUES } from './job-names.js';
+import { type QueueName, QUEUES } from './job-names.js';
 import { DASHBOARD_QUEUES, QueueDashboard } from './queue-dashboard.js';
 
 const QUEUE_NAMES = Object.values(QUEUES) as QueueName[];

@@ -4,7 +4,7 @@ import { SkipThrottle } from '@nestjs/throttler';
 import type { Response } from 'express';
 import { timingSafeEqual } from 'node:crypto';
 import { Public } from '../auth/permissions.js';
-import { APP_CONFIG, AppConfig } from '../config/config.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { AppError } from '../common/errors.js';
 import type { AppRequest } from '../common/request.js';
 import { MetricsService } from './metrics.service.js';

@@ -1,4 +1,4 @@
-import { Global, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
+import { Global, type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
 import { MetricsController } from './metrics.controller.js';
 import { MetricsMiddleware } from './metrics.middleware.js';
 import { MetricsService } from './metrics.service.js';

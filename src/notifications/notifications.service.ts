@@ -3,9 +3,9 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, Repository } from 'typeorm';
 import { iso, isoRequired } from '../common/dates.js';
 import { notFound } from '../common/errors.js';
-import { ListSpec, paginate, parseListQuery } from '../common/list.js';
+import { type ListSpec, paginate, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
-import { Notification, NOTIFICATION_TYPES, NotificationType } from './notification.entity.js';
+import { Notification, NOTIFICATION_TYPES, type NotificationType } from './notification.entity.js';
 
 export const NOTIFICATION_LIST_SPEC: ListSpec = {
   sortable: { id: 'n.id', type: 'n.type', isRead: 'n.is_read', createdAt: 'n.created_at', modifiedAt: 'n.modified_at' },

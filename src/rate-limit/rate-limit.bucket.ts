@@ -1,4 +1,4 @@
-import { ExecutionContext, SetMetadata } from '@nestjs/common';
+import { type ExecutionContext, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 
 /**

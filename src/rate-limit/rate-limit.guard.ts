@@ -1,5 +1,5 @@
-import { ExecutionContext, Injectable } from '@nestjs/common';
-import { ThrottlerGuard, ThrottlerLimitDetail } from '@nestjs/throttler';
+import { type ExecutionContext, Injectable } from '@nestjs/common';
+import { ThrottlerGuard, type ThrottlerLimitDetail } from '@nestjs/throttler';
 import { AppError } from '../common/errors.js';
 import type { AppRequest } from '../common/request.js';
 import { rateLimitBucketOf } from './rate-limit.bucket.js';

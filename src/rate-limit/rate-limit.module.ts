@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ThrottlerModule } from '@nestjs/throttler';
-import { APP_CONFIG, AppConfig } from '../config/config.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import type { AppRequest } from '../common/request.js';
 import { RedisService } from '../redis/redis.service.js';
 import { RateLimitStorage } from './rate-limit.storage.js';

@@ -1,6 +1,6 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { Redis, RedisOptions } from 'ioredis';
-import { APP_CONFIG, AppConfig } from '../config/config.js';
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Redis, type RedisOptions } from 'ioredis';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 
 /**
  * The instance's Redis connections, or none when REDIS_URL is unset. Commands fail fast while

@@ -1,16 +1,16 @@
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryFailedError } from 'typeorm';
-import { APP_CONFIG, AppConfig } from '../config/config.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { iso } from '../common/dates.js';
-import { JOB_IDS, JobPayloads } from '../jobs/job-names.js';
-import { JobContext, JobQueue } from '../jobs/job-queue.js';
+import { JOB_IDS, type JobPayloads } from '../jobs/job-names.js';
+import { type JobContext, JobQueue } from '../jobs/job-queue.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
 import {
   buildMarketingQuery,
   buildSalesQuery,
   nextRunAt,
-  ReportOutput,
+  type ReportOutput,
   shapeMarketingResult,
   shapeSalesResult,
 } from './report-definition.js';

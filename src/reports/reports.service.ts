@@ -1,15 +1,15 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, Repository } from 'typeorm';
-import { APP_CONFIG, AppConfig } from '../config/config.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso } from '../common/dates.js';
 import { AppError, notFound, unavailable } from '../common/errors.js';
-import { ListSpec, paginate, parseListQuery } from '../common/list.js';
+import { type ListSpec, paginate, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { JOB_IDS } from '../jobs/job-names.js';
 import { JobQueue } from '../jobs/job-queue.js';
-import { nextRunAt, REPORT_COLUMNS, ReportFilters, REPORT_TYPES, validateColumns, validateFilters } from './report-definition.js';
+import { nextRunAt, REPORT_COLUMNS, type ReportFilters, REPORT_TYPES, validateColumns, validateFilters } from './report-definition.js';
 import { CreateReportDto, UpdateReportDto } from './report.dto.js';
 import { Report } from './report.entity.js';
 

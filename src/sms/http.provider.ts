@@ -1,4 +1,4 @@
-import { OutboundSms, SendResult, SmsProvider, SmsProviderError } from './sms-provider.js';
+import { type OutboundSms, type SendResult, SmsProvider, SmsProviderError } from './sms-provider.js';
 
 /** Network errors that mean the request never reached the gateway (safe to retry). */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);

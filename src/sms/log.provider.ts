@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { OutboundSms, SendResult, SmsProvider } from './sms-provider.js';
+import { type OutboundSms, type SendResult, SmsProvider } from './sms-provider.js';
 
 /**
  * The default provider (SMS_PROVIDER=log): writes the send to the log instead of a gateway and

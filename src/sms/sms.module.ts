@@ -1,5 +1,5 @@
 import { Global, Module } from '@nestjs/common';
-import { APP_CONFIG, AppConfig } from '../config/config.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { HttpSmsProvider } from './http.provider.js';
 import { LogSmsProvider } from './log.provider.js';
 import { SmsProvider } from './sms-provider.js';

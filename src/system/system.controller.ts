@@ -6,7 +6,7 @@ import type { Response } from 'express';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { readFileSync } from 'node:fs';
-import { APP_CONFIG, AppConfig } from '../config/config.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Authenticated, Public, RequirePermission } from '../auth/permissions.js';
 import { RouteTable } from '../common/route-table.js';
 import { RedisService } from '../redis/redis.service.js';

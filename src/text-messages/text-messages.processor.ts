@@ -1,11 +1,11 @@
-import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
-import { JOB_IDS, JobPayloads } from '../jobs/job-names.js';
-import { DeferJobError, JobContext, JobQueue, RetryableJobError } from '../jobs/job-queue.js';
+import { JOB_IDS, type JobPayloads } from '../jobs/job-names.js';
+import { DeferJobError, type JobContext, JobQueue, RetryableJobError } from '../jobs/job-queue.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
-import { idempotencyKey, SendResult, SmsProvider, SmsProviderError } from '../sms/sms-provider.js';
+import { idempotencyKey, type SendResult, SmsProvider, SmsProviderError } from '../sms/sms-provider.js';
 import type { FailureCode } from './text-message-state.js';
 import { TextMessagesService } from './text-messages.service.js';
 

@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { request as httpRequest } from 'node:http';
 import { Redis } from 'ioredis';
-import { startApp, TestApp } from '../support/app.js';
-import { PrivatePostgres, PrivateRedis, startPrivatePostgres, startPrivateRedis } from '../support/services.js';
+import { startApp, type TestApp } from '../support/app.js';
+import { type PrivatePostgres, type PrivateRedis, startPrivatePostgres, startPrivateRedis } from '../support/services.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
-import { DEPLOYED_NODE_OPTIONS, startApp, TestApp } from '../support/app.js';
+import { DEPLOYED_NODE_OPTIONS, startApp, type TestApp } from '../support/app.js';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 120);
 const RSS_GROWTH_MB = Number(process.env.SOAK_RSS_GROWTH_MB ?? 64);

@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { createDatabase, expectError, startApp, TestApp } from '../support/app.js';
-import { PrivateRedis, startPrivateRedis } from '../support/services.js';
+import { createDatabase, expectError, startApp, type TestApp } from '../support/app.js';
+import { type PrivateRedis, startPrivateRedis } from '../support/services.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
