@@ -1,37 +1,27 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { RedisService } from '../redis/redis.service.js';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager } from 'typeorm';
 import { conflict, validationError } from '../common/errors.js';
-import { applyCustomValues, type ContactFieldRule, type FieldOption, type FieldType, UNIQUE_VALUE_LOCK, type ValuesMode } from './field-rules.js';
-
-/**
- * Custom field values of contacts (`contact.fields`): checks a request's values against the
- * published contact fields, and keeps unique-identifier values unique. ContactsService calls this.
- */
-interface FieldRow {
-  alias: string;
-  type: FieldType;
-  properties: { list?: FieldOption[] } | unknown[];
-  is_required: boolean;
-  is_unique_identifier: boolean;
-  default_value: string | null;
-  is_published: boolean;
-  publish_up: Date | null;
-  publish_down: Date | null;
-}
+import type { Tx } from '../database/transactions.js';
+import { ContactFieldValuesRepository } from './contact-field-values.repository.js';
+import { applyCustomValues, type ContactFieldRule, type ValuesMode } from './field-rules.js';
+import { type ContactFieldDefinition, FieldsRepository } from './fields.repository.js';
 
 const FIELDS_CHANGED = 'fields-changed';
 /** Longest a field change can go unseen by an instance that missed the broadcast (Redis down or absent). */
 const CACHE_TTL_MS = 10_000;
 
+/**
+ * Custom field values of contacts (`contact.fields`): checks a request's values against the
+ * published contact fields, and keeps unique-identifier values unique. ContactsService calls this.
+ */
 @Injectable()
 export class ContactFieldValuesService implements OnModuleInit {
   /** Every contact field definition: read once, then on change (here or, through Redis, elsewhere) or after the TTL. */
-  private cache: { loadedAt: number; rows: FieldRow[] } | null = null;
+  private cache: { loadedAt: number; rows: ContactFieldDefinition[] } | null = null;
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly fields: FieldsRepository,
+    private readonly values: ContactFieldValuesRepository,
     private readonly redis: RedisService,
   ) {}
 
@@ -47,13 +37,13 @@ export class ContactFieldValuesService implements OnModuleInit {
 
   /**
    * Published contact fields: isPublished and inside their publishUp/publishDown window (at this
-   * moment). Inside a transaction (`manager`), read fresh from the database.
+   * moment). Inside a transaction (`tx`), read fresh from the database.
    */
-  async publishedRules(manager?: EntityManager): Promise<ContactFieldRule[]> {
-    let rows: FieldRow[];
-    if (manager) rows = await this.load(manager);
+  async publishedRules(tx?: Tx): Promise<ContactFieldRule[]> {
+    let rows: ContactFieldDefinition[];
+    if (tx) rows = await this.fields.contactDefinitions(tx);
     else {
-      if (!this.cache || Date.now() - this.cache.loadedAt > CACHE_TTL_MS) this.cache = { loadedAt: Date.now(), rows: await this.load(this.db) };
+      if (!this.cache || Date.now() - this.cache.loadedAt > CACHE_TTL_MS) this.cache = { loadedAt: Date.now(), rows: await this.fields.contactDefinitions() };
       rows = this.cache.rows;
     }
     const now = Date.now();
@@ -67,13 +57,6 @@ export class ContactFieldValuesService implements OnModuleInit {
         isUniqueIdentifier: r.is_unique_identifier,
         defaultValue: r.default_value,
       }));
-  }
-
-  private load(q: Pick<DataSource, 'query'>): Promise<FieldRow[]> {
-    return q.query(
-      `SELECT alias, type, properties, is_required, is_unique_identifier, default_value, is_published, publish_up, publish_down
-         FROM fields WHERE object = 'contact' ORDER BY field_order, id`,
-    );
   }
 
   /**
@@ -98,17 +81,14 @@ export class ContactFieldValuesService implements OnModuleInit {
    * so concurrent writers cannot deadlock) and refuses a value another contact already holds (409).
    * The lock is held until commit, so two concurrent requests with the same value cannot both pass.
    */
-  async assertUnique(m: EntityManager, contactId: number | null, values: Record<string, unknown>, aliases: string[]): Promise<void> {
+  async assertUnique(tx: Tx, contactId: number | null, values: Record<string, unknown>, aliases: string[]): Promise<void> {
     for (const alias of aliases) {
-      await m.query(`SELECT ${UNIQUE_VALUE_LOCK}`, [alias]);
+      await this.values.lockUniqueValues(alias, tx);
       const value = JSON.stringify(values[alias]);
-      const rows: { id: number }[] = await m.query(
-        `SELECT id FROM contacts WHERE fields @> jsonb_build_object($1::text, $2::jsonb) AND fields -> $1::text = $2::jsonb AND id <> $3 LIMIT 1`,
-        [alias, value, contactId ?? 0],
-      );
-      if (rows.length) {
+      const holder = await this.values.holderOf(alias, value, contactId, tx);
+      if (holder !== null) {
         throw conflict(`Another contact already has the value ${value} in the unique field "${alias}"`, [
-          { field: `fields.${alias}`, message: 'is already taken', existingId: rows[0].id },
+          { field: `fields.${alias}`, message: 'is already taken', existingId: holder },
         ]);
       }
     }
