@@ -17,6 +17,7 @@ export const NOTIFICATION_LIST_SPEC: ListSpec = {
 /** A stored notification (an entity, or a raw row with the same property names). */
 export type NotificationRow = Pick<Notification, 'id' | 'userId' | 'type' | 'message' | 'details' | 'isRead' | 'createdAt' | 'modifiedAt'>;
 
+/** Columns of a NotificationRow. UPDATE/DELETE ... RETURNING go through a CTE so the pool answers rows (TypeORM answers [rows, count] for a bare UPDATE/DELETE). */
 const ROW_COLUMNS = `id, user_id AS "userId", type, message, details, is_read AS "isRead", created_at AS "createdAt", modified_at AS "modifiedAt"`;
 
 /** Every query of the `notifications` table; each one is scoped to the owning user. */
@@ -57,8 +58,9 @@ export class NotificationsRepository {
    */
   async markRead(id: number, userId: number, tx?: Tx): Promise<NotificationRow | null> {
     const rows: NotificationRow[] = await this.db(tx).query(
-      `UPDATE notifications SET modified_at = CASE WHEN is_read THEN modified_at ELSE now() END, is_read = true
-        WHERE id = $1 AND user_id = $2 RETURNING ${ROW_COLUMNS}`,
+      `WITH n AS (UPDATE notifications SET modified_at = CASE WHEN is_read THEN modified_at ELSE now() END, is_read = true
+                   WHERE id = $1 AND user_id = $2 RETURNING *)
+       SELECT ${ROW_COLUMNS} FROM n`,
       [id, userId],
     );
     return rows[0] ?? null;
@@ -76,7 +78,10 @@ export class NotificationsRepository {
 
   /** Deletes and answers the row as it was; null when nothing was deleted (so exactly one concurrent caller gets it). */
   async remove(id: number, userId: number, tx?: Tx): Promise<NotificationRow | null> {
-    const rows: NotificationRow[] = await this.db(tx).query(`DELETE FROM notifications WHERE id = $1 AND user_id = $2 RETURNING ${ROW_COLUMNS}`, [id, userId]);
+    const rows: NotificationRow[] = await this.db(tx).query(
+      `WITH n AS (DELETE FROM notifications WHERE id = $1 AND user_id = $2 RETURNING *) SELECT ${ROW_COLUMNS} FROM n`,
+      [id, userId],
+    );
     return rows[0] ?? null;
   }
 }
