@@ -3,6 +3,7 @@ import { startServiceContext, type ServiceContext } from '../../test/support/ser
 import { translateConstraintError } from '../common/constraints.js';
 import { AppError } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
+import { ContactFieldValuesService } from '../fields/contact-field-values.service.js';
 import { FieldsService } from '../fields/fields.service.js';
 import { ContactsService } from './contacts.service.js';
 
@@ -177,5 +178,32 @@ describe('ContactsService (service layer, real PostgreSQL)', () => {
     expect(scoped).toMatchObject({ total: 2 });
     expect(scoped.contacts.map((c) => c.id).sort()).toEqual(ids.slice(1, 3).sort());
     expect((await appError(Promise.resolve().then(() => contacts.list({ orderBy: 'password' })))).status).toBe(400);
+  });
+});
+
+describe('ContactsService with a small connection pool', () => {
+  let ctx: ServiceContext;
+  afterAll(async () => {
+    await ctx?.close();
+  });
+
+  it('concurrent PATCHes with custom values never hold the row lock while waiting for a pool connection', async () => {
+    ctx = await startServiceContext({ DATABASE_POOL_SIZE: '2' });
+    const contacts = ctx.get(ContactsService);
+    const who = await ctx.principal();
+    await ctx.get(FieldsService).create({ label: 'Note', alias: 'note', type: 'text' }, who, 'contact');
+    const c = await contacts.create({ name: 'Small pool', email: 'pool@svc.test' }, who);
+    // A field change empties the rules cache: every PATCH below must read the rules from the database.
+    ctx.get(ContactFieldValuesService).invalidate();
+    const started = Date.now();
+    const results = await Promise.allSettled([
+      contacts.patch(c.id, { fields: { note: 'a' }, title: 'T' }, who),
+      contacts.patch(c.id, { company: 'C' }, who),
+      contacts.patch(c.id, { fields: { note: 'b' } }, who),
+      contacts.patch(c.id, { phone: '+14155550100' }, who),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
+    expect(Date.now() - started).toBeLessThan(4000);
+    expect(await contacts.get(c.id)).toMatchObject({ title: 'T', company: 'C', phone: '+14155550100', fields: { note: expect.stringMatching(/^[ab]$/) } });
   });
 });

@@ -81,13 +81,17 @@ export class ContactsService {
     return toContactRecord(row);
   }
 
-  /** PATCH: reads the row under a lock, so concurrent edits of different properties all survive. */
+  /**
+   * PATCH: reads the row under a lock (FOR UPDATE), so concurrent edits of different properties all
+   * survive. The custom-field rules are read before the lock is taken.
+   */
   async patch(id: number, dto: UpdateContactDto, who: Principal): Promise<ContactRecord> {
+    const applyFields = await this.fieldValues.prepare(dto.fields, 'patch');
     const row = await this.transactions.run(async (tx) => {
       const current = await this.contacts.lockRow(id, tx);
       if (!current) throw notFound('Contact', id);
       const values = this.assign(valuesOf(current), dto, false);
-      const custom = await this.fieldValues.apply(current.fields ?? {}, dto.fields, 'patch');
+      const custom = applyFields(current.fields ?? {});
       values.fields = custom.values;
       return this.write(current, values, who, custom.unique, tx);
     });
@@ -96,11 +100,12 @@ export class ContactsService {
 
   /** PUT: full replace when the id exists (omitted optional properties reset), else a new contact. */
   async put(id: number, dto: CreateContactDto, who: Principal): Promise<{ created: boolean; contact: ContactRecord }> {
+    const applyFields = await this.fieldValues.prepare(dto.fields, 'replace');
     const replaced = await this.transactions.run(async (tx) => {
       const current = await this.contacts.lockRow(id, tx);
       if (!current) return null;
       const values = this.assign(valuesOf(current), dto, true);
-      const custom = await this.fieldValues.apply(current.fields ?? {}, dto.fields, 'replace');
+      const custom = applyFields(current.fields ?? {});
       values.fields = custom.values;
       return this.write(current, values, who, custom.unique, tx);
     });

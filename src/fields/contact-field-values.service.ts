@@ -68,12 +68,26 @@ export class ContactFieldValuesService implements OnModuleInit {
     input: Record<string, unknown> | null | undefined,
     mode: ValuesMode,
   ): Promise<{ values: Record<string, unknown>; unique: string[] }> {
-    if (mode === 'patch' && input === undefined) return { values: current, unique: [] };
+    return (await this.prepare(input, mode))(current);
+  }
+
+  /**
+   * Reads the published rules now and answers a function that applies `input` to a contact's
+   * current values (as apply does). A read-modify-write calls this before it takes the contact's
+   * row lock, so it never waits for a pool connection while holding one with the lock.
+   */
+  async prepare(
+    input: Record<string, unknown> | null | undefined,
+    mode: ValuesMode,
+  ): Promise<(current: Record<string, unknown>) => { values: Record<string, unknown>; unique: string[] }> {
+    if (mode === 'patch' && input === undefined) return (current) => ({ values: current, unique: [] });
     const rules = await this.publishedRules();
-    const { values, changed, errors } = applyCustomValues(rules, current, input, mode);
-    if (errors.length) throw validationError(`Invalid custom field values: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
     const uniqueAliases = new Set(rules.filter((r) => r.isUniqueIdentifier).map((r) => r.alias));
-    return { values, unique: changed.filter((a) => uniqueAliases.has(a)).sort() };
+    return (current) => {
+      const { values, changed, errors } = applyCustomValues(rules, current, input, mode);
+      if (errors.length) throw validationError(`Invalid custom field values: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
+      return { values, unique: changed.filter((a) => uniqueAliases.has(a)).sort() };
+    };
   }
 
   /**
