@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { iso, parseIsoWithOffset } from './dates.js';
+import { isCalendarDate, iso, parseIsoWithOffset } from './dates.js';
 
 describe('dates', () => {
   it('formats with second precision and an explicit offset', () => {
@@ -14,5 +14,12 @@ describe('dates', () => {
     expect(parseIsoWithOffset('2026-11-21')).toBeNull();
     expect(parseIsoWithOffset('2026-13-45T10:15:00Z')).toBeNull();
     expect(parseIsoWithOffset('yesterday')).toBeNull();
+  });
+
+  it('isCalendarDate: YYYY-MM-DD that exists, years 0001-9999 (one rule for deals and date custom fields)', () => {
+    for (const v of ['2026-11-21', '2024-02-29', '0001-01-01', '0050-02-28', '9999-12-31']) expect(isCalendarDate(v)).toBe(true);
+    for (const v of ['2026-02-30', '2025-02-29', '0050-02-29', '2026-13-01', '2026-00-10', '2026-1-5', '0000-01-01', '2026-11-21T00:00:00Z', '', 20261121, null]) {
+      expect(isCalendarDate(v)).toBe(false);
+    }
   });
 });

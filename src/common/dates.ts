@@ -19,3 +19,18 @@ export function parseIsoWithOffset(value: string): Date | null {
   const year = d.getUTCFullYear();
   return year < 1 || year > 9999 ? null : d;
 }
+
+const CALENDAR_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** A calendar date written YYYY-MM-DD that exists (2026-02-30 does not; years 0001-9999). */
+export function isCalendarDate(value: unknown): value is string {
+  if (typeof value !== 'string') return false;
+  const m = CALENDAR_DATE.exec(value);
+  if (!m) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (y < 1 || mo < 1 || mo > 12 || d < 1) return false;
+  // Date.UTC reads years 0-99 as 1900-1999: set the year on its own.
+  const date = new Date(Date.UTC(2000, mo - 1, d));
+  date.setUTCFullYear(y);
+  return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
+}

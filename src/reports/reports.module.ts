@@ -4,9 +4,10 @@ import { Report } from './report.entity.js';
 import { ReportsController } from './reports.controller.js';
 import { ReportsProcessor } from './reports.processor.js';
 import { ReportsService } from './reports.service.js';
+import { NotificationsModule } from '../notifications/notifications.module.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Report])],
+  imports: [TypeOrmModule.forFeature([Report]), NotificationsModule],
   controllers: [ReportsController],
   providers: [ReportsService, ReportsProcessor],
   exports: [ReportsService],

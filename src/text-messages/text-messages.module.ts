@@ -5,9 +5,10 @@ import { TextMessage } from './text-message.entity.js';
 import { TextMessagesController } from './text-messages.controller.js';
 import { TextMessagesProcessor } from './text-messages.processor.js';
 import { TextMessagesService } from './text-messages.service.js';
+import { NotificationsModule } from '../notifications/notifications.module.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([TextMessage]), SmsModule],
+  imports: [TypeOrmModule.forFeature([TextMessage]), SmsModule, NotificationsModule],
   controllers: [TextMessagesController],
   providers: [TextMessagesService, TextMessagesProcessor],
   exports: [TextMessagesService],
