@@ -1,5 +1,5 @@
 /**
- * Campaign rules that need no database: statuses, date order, and the completion job's statement.
+ * Campaign rules that need no database: statuses and date order (the completion job's statement is in campaigns.repository.ts).
  * Kept free of Nest and TypeORM so that the unit spec can import them.
  */
 import { AppError, type ErrorDetail, fieldError } from '../common/errors.js';
@@ -35,13 +35,3 @@ export function rejectNulls(dto: object, fields: readonly string[]): void {
     throw new AppError('validation_failed', `Validation failed: ${details.map((d) => `${d.field}: ${d.message}`).join('; ')}`, details);
   }
 }
-
-/**
- * The completion job: one idempotent statement. Campaigns whose endDate has passed and that are
- * not completed yet become completed; running it twice changes nothing the second time.
- * The change is recorded as made by the service (modifiedBy null, modifiedByUser "system").
- */
-export const COMPLETE_EXPIRED_SQL = `
-  UPDATE campaigns
-     SET status = 'completed', modified_at = now(), modified_by = NULL, modified_by_user = 'system'
-   WHERE status <> 'completed' AND end_date IS NOT NULL AND end_date <= now()`;
