@@ -1,11 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
-import { fieldError, notFound } from '../common/errors.js';
+import { fieldError, notFound, rejectNulls } from '../common/errors.js';
 import { parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
-import { rejectNulls } from '../deals/deal.rules.js';
 import { ACTIVITY_LIST_SPEC, ActivitiesRepository } from './activities.repository.js';
 import { Activity } from './activity.entity.js';
 import { CreateActivityDto, UpdateActivityDto } from './activity.dto.js';

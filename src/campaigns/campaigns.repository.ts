@@ -64,6 +64,13 @@ export class CampaignsRepository {
     return (await this.repo(tx).count({ where: { id } })) > 0;
   }
 
+  /** Names of campaigns by id, for another feature's records (e.g. a text message's campaign). */
+  async namesByIds(ids: readonly number[], tx?: Tx): Promise<Map<number, string>> {
+    if (!ids.length) return new Map();
+    const rows: { id: number; name: string }[] = await (tx ?? this.dataSource).query(`SELECT id, name FROM campaigns WHERE id = ANY($1)`, [[...new Set(ids)]]);
+    return new Map(rows.map((r) => [r.id, r.name]));
+  }
+
   /** Inserts a new campaign or writes the changed columns of a loaded one; answers its id. */
   async save(c: Campaign, tx?: Tx): Promise<number> {
     return (await this.repo(tx).save(c)).id;

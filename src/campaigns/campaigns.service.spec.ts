@@ -3,6 +3,7 @@ import { startServiceContext, type ServiceContext } from '../../test/support/ser
 import { translateConstraintError } from '../common/constraints.js';
 import { AppError } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
+import { CampaignsRepository } from './campaigns.repository.js';
 import { CampaignsService } from './campaigns.service.js';
 
 describe('CampaignsService (service layer, real PostgreSQL)', () => {
@@ -142,5 +143,16 @@ describe('CampaignsService (service layer, real PostgreSQL)', () => {
     expect((await campaigns.get(future.id)).status).toBe('active');
     expect((await campaigns.get(open.id)).status).toBe('active');
     expect(await campaigns.completeExpired()).toBe(0);
+  });
+
+  it('the repository names campaigns by id for other features (unknown ids left out)', async () => {
+    const a = await campaigns.create({ name: 'Named A' }, who);
+    const b = await campaigns.create({ name: 'Named B' }, who);
+    const names = await ctx.get(CampaignsRepository).namesByIds([a.id, b.id, a.id, 987654]);
+    expect([...names.entries()].sort((x, y) => x[0] - y[0])).toEqual([
+      [a.id, 'Named A'],
+      [b.id, 'Named B'],
+    ]);
+    expect((await ctx.get(CampaignsRepository).namesByIds([])).size).toBe(0);
   });
 });
