@@ -1,9 +1,9 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
+import { CreateOrReplace, putOutcome } from '../common/put-status.js';
 import { ApiEnvelope } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { ContactRecordDto } from '../contacts/contact.dto.js';
@@ -56,6 +56,7 @@ export class CampaignsController {
   }
 
   @Put([':id/edit', ':id'])
+  @CreateOrReplace()
   @RequirePermission('campaigns:write')
   @ApiOperation({
     summary: 'Replace a campaign (200), or create one with a new id when the id does not exist (201)',
@@ -63,15 +64,9 @@ export class CampaignsController {
   })
   @ApiEnvelope('campaign', CampaignRecordDto)
   @ApiEnvelope('campaign', CampaignRecordDto, { status: 201 })
-  async put(
-    @Param('id', IdPipe) id: number,
-    @Body() dto: ReplaceCampaignDto,
-    @CurrentPrincipal() who: Principal,
-    @Res({ passthrough: true }) res: Response,
-  ) {
+  async put(@Param('id', IdPipe) id: number, @Body() dto: ReplaceCampaignDto, @CurrentPrincipal() who: Principal) {
     const { created, campaign } = await this.campaigns.put(id, dto, who);
-    res.status(created ? 201 : 200);
-    return { campaign };
+    return putOutcome(created, { campaign });
   }
 
   @Delete([':id/delete', ':id'])

@@ -1,9 +1,9 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
+import { CreateOrReplace, putOutcome } from '../common/put-status.js';
 import { ApiEnvelope } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { CategoryRecordDto, CreateCategoryDto, UpdateCategoryDto } from './category.dto.js';
@@ -51,6 +51,7 @@ export class CategoriesController {
   }
 
   @Put([':id/edit', ':id'])
+  @CreateOrReplace()
   @RequirePermission('categories:write')
   @ApiOperation({
     summary: 'Replace a category (200), or create one with a new id when the id does not exist (201)',
@@ -58,10 +59,9 @@ export class CategoriesController {
   })
   @ApiEnvelope('category', CategoryRecordDto)
   @ApiEnvelope('category', CategoryRecordDto, { status: 201 })
-  async put(@Param('id', IdPipe) id: number, @Body() dto: CreateCategoryDto, @CurrentPrincipal() who: Principal, @Res({ passthrough: true }) res: Response) {
+  async put(@Param('id', IdPipe) id: number, @Body() dto: CreateCategoryDto, @CurrentPrincipal() who: Principal) {
     const { created, category } = await this.categories.put(id, dto, who);
-    res.status(created ? 201 : 200);
-    return { category };
+    return putOutcome(created, { category });
   }
 
   @Delete([':id/delete', ':id'])

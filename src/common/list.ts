@@ -190,3 +190,14 @@ export async function paginate<T extends ObjectLiteral>(
   const items = await qb.getMany();
   return { total, items };
 }
+
+/**
+ * The `[rows, rowCount]` that TypeORM's `query()` answers for an UPDATE or DELETE (other statements
+ * answer the rows alone), as named parts.
+ */
+export function rowsAndCount<T = Record<string, unknown>>(result: unknown): { rows: T[]; count: number } {
+  if (Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number') {
+    return { rows: result[0] as T[], count: result[1] };
+  }
+  throw new Error('expected the [rows, rowCount] result of an UPDATE or DELETE');
+}

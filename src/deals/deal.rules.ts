@@ -2,7 +2,7 @@
  * Deal rules that need no database: statuses, calendar dates and the closed_at rule.
  * Kept free of Nest and TypeORM so that the unit spec can import them.
  */
-import { AppError, type ErrorDetail, fieldError } from '../common/errors.js';
+import { fieldError } from '../common/errors.js';
 
 export const DEAL_STATUSES = ['open', 'won', 'lost'] as const;
 export type DealStatus = (typeof DEAL_STATUSES)[number];
@@ -43,12 +43,5 @@ export function resolveClosedAt({ previous, status, supplied, now }: ClosedAtInp
   return now;
 }
 
-/** Properties that may be omitted from an edit but never set to null. */
-export function rejectNulls(dto: object, fields: readonly string[]): void {
-  const details: ErrorDetail[] = fields
-    .filter((f) => (dto as Record<string, unknown>)[f] === null)
-    .map((field) => ({ field, message: 'must not be null' }));
-  if (details.length) {
-    throw new AppError('validation_failed', `Validation failed: ${details.map((d) => `${d.field}: ${d.message}`).join('; ')}`, details);
-  }
-}
+/** Properties that may be omitted from an edit but never set to null (shared by every resource). */
+export { rejectNulls } from '../common/errors.js';

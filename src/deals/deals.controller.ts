@@ -1,9 +1,9 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
+import { CreateOrReplace, putOutcome } from '../common/put-status.js';
 import { ApiEnvelope } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { CreateDealDto, DealRecordDto, UpdateDealDto } from './deal.dto.js';
@@ -58,6 +58,7 @@ export class DealsController {
   }
 
   @Put([':id/edit', ':id'])
+  @CreateOrReplace()
   @RequirePermission('deals:write')
   @ApiOperation({
     summary: 'Replace a deal (200), or create one with a new id when the id does not exist (201)',
@@ -65,10 +66,9 @@ export class DealsController {
   })
   @ApiEnvelope('deal', DealRecordDto)
   @ApiEnvelope('deal', DealRecordDto, { status: 201 })
-  async put(@Param('id', IdPipe) id: number, @Body() dto: CreateDealDto, @CurrentPrincipal() who: Principal, @Res({ passthrough: true }) res: Response) {
+  async put(@Param('id', IdPipe) id: number, @Body() dto: CreateDealDto, @CurrentPrincipal() who: Principal) {
     const { created, deal } = await this.deals.put(id, dto, who);
-    res.status(created ? 201 : 200);
-    return { deal };
+    return putOutcome(created, { deal });
   }
 
   @Delete([':id/delete', ':id'])

@@ -1,9 +1,9 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
+import { CreateOrReplace, putOutcome } from '../common/put-status.js';
 import { ApiEnvelope } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { CreatePointGroupDto, PointGroupRecordDto, UpdatePointGroupDto } from './point-group.dto.js';
@@ -52,14 +52,14 @@ export class PointGroupsController {
   }
 
   @Put([':id/edit', ':id'])
+  @CreateOrReplace()
   @RequirePermission('pointGroups:write')
   @ApiOperation({ summary: 'Replace a point group (200), or create one with a new id when the id does not exist (201)' })
   @ApiEnvelope('pointGroup', PointGroupRecordDto)
   @ApiEnvelope('pointGroup', PointGroupRecordDto, { status: 201 })
-  async put(@Param('id', IdPipe) id: number, @Body() dto: CreatePointGroupDto, @CurrentPrincipal() who: Principal, @Res({ passthrough: true }) res: Response) {
+  async put(@Param('id', IdPipe) id: number, @Body() dto: CreatePointGroupDto, @CurrentPrincipal() who: Principal) {
     const { created, pointGroup } = await this.groups.put(id, dto, who);
-    res.status(created ? 201 : 200);
-    return { pointGroup };
+    return putOutcome(created, { pointGroup });
   }
 
   @Delete([':id/delete', ':id'])
