@@ -13,4 +13,9 @@ export default {
   testMatch: ['**/*.spec.ts', '**/*.e2e-spec.ts'],
   testTimeout: 60000,
   maxWorkers: 2,
+  // `npm test` passes --coverage: line coverage of src/ from the unit and service specs, which run in
+  // this process (the e2e suites run the built app as child processes, so they add nothing here).
+  collectCoverageFrom: ['src/**/*.ts', '!src/**/*.spec.ts', '!src/**/*.d.ts'],
+  coverageProvider: 'babel',
+  coverageReporters: ['text-summary'],
 };
