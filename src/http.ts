@@ -4,6 +4,7 @@ import helmet from 'helmet';
 import type { NextFunction, Request, Response } from 'express';
 import type { AppConfig } from './config/config.js';
 import { RouteTable } from './common/route-table.js';
+import { requestTextMiddleware } from './common/request-text.middleware.js';
 import { API_VERSION } from './system/system.controller.js';
 
 /** Express-level settings of the API process: parsers and limits, security headers, CORS, the OpenAPI document. */
@@ -28,6 +29,8 @@ export function configureHttp(app: NestExpressApplication, config: AppConfig): v
   }
   app.useBodyParser('json', { limit: config.bodyLimitBytes, type: ['application/json', 'application/*+json'] });
   app.useBodyParser('urlencoded', { limit: config.bodyLimitBytes, extended: false, parameterLimit: 100 });
+  // Before the router: NUL / invalid UTF-8 in the path, query or body, and reserved keys, are a 400 everywhere.
+  app.use(requestTextMiddleware);
 
   const document = buildOpenApi(app, config);
   // The reference (HTML) at /api/docs; the document itself at /api/docs-json, or at /api/docs when JSON is asked for.

@@ -4,6 +4,7 @@ import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { expectError, startApp, type TestApp } from './support/app.js';
+import { adminToken } from './support/fixtures.js';
 
 /** Every regular file under a directory (recursively). */
 function filesUnder(dir: string): string[] {
@@ -97,7 +98,7 @@ describe('assets', () => {
   beforeAll(async () => {
     app = await startApp();
     storageDir = app.env.STORAGE_DIR;
-    auth = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
+    auth = await adminToken(app);
     const [cat] = await app.sql<{ id: number }>(
       `INSERT INTO categories (title, alias, description, color, bundle, created_by_user) VALUES ('Brochures', 'brochures', 'Sales brochures', '#4e5e9e', 'asset', 'Admin') RETURNING id`,
     );
@@ -535,7 +536,7 @@ describe('assets with a small upload limit', () => {
 
   beforeAll(async () => {
     app = await startApp({ env: { ASSET_MAX_BYTES: '1024' } });
-    auth = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
+    auth = await adminToken(app);
   });
   afterAll(async () => app?.stop());
 

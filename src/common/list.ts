@@ -5,6 +5,7 @@
  */
 import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { AppError, type ErrorDetail } from './errors.js';
+import { parseId } from './id.pipe.js';
 
 export const DEFAULT_LIMIT = 30;
 export const MAX_LIMIT = 200;
@@ -119,8 +120,10 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
       if (b === null) errors.push({ field: name, message: 'must be true, false, 1 or 0' });
       else filters[name] = b;
     } else if (f.type === 'int') {
-      if (!/^\d{1,10}$/.test(raw) || Number(raw) > 2147483647) errors.push({ field: name, message: 'must be a positive whole number' });
-      else filters[name] = Number(raw);
+      // Integer filters name records (ids): the same 1..2147483647 rule as path ids.
+      const id = parseId(raw);
+      if (id === null) errors.push({ field: name, message: 'must be a positive whole number (an id from 1 to 2147483647)' });
+      else filters[name] = id;
     } else {
       if (f.values && !f.values.includes(raw)) errors.push({ field: name, message: `must be one of: ${f.values.join(', ')}` });
       else if (raw.length > (f.maxLength ?? 200) || raw.includes('\u0000')) errors.push({ field: name, message: 'is too long or malformed' });
