@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import express from 'express';
 import { createHash } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
 import { translateConstraintError } from '../common/constraints.js';
@@ -7,6 +9,7 @@ import { AppError } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
 import { AssetStorage, StoredObjectMissingError } from './asset-storage.js';
 import type { UploadedAssetFile } from './asset-upload.engine.js';
+import { AssetDownloadsService } from './asset-downloads.service.js';
 import { AssetsRepository } from './assets.repository.js';
 import { AssetsService } from './assets.service.js';
 
@@ -19,7 +22,7 @@ describe('AssetsService (service layer, real PostgreSQL)', () => {
   beforeAll(async () => {
     ctx = await startServiceContext();
     assets = ctx.get(AssetsService);
-    storage = ctx.get(AssetStorage);
+    storage = ctx.get(AssetStorage as unknown as new () => AssetStorage);
     who = await ctx.principal();
   });
   afterAll(async () => {
@@ -193,5 +196,63 @@ describe('AssetsService (service layer, real PostgreSQL)', () => {
     await assets.remove(a.id);
     const e = await clientError(repo.countDownload(a.id, one));
     expect(e.status).toBe(404);
+  });
+
+  describe('public download (AssetDownloadsService behind a bare Express app)', () => {
+    let server: ReturnType<ReturnType<typeof express>['listen']>;
+    let base: string;
+
+    beforeAll(async () => {
+      const downloads = ctx.get(AssetDownloadsService);
+      const app = express();
+      app.get('/dl/:id/:alias', (req, res, next) => {
+        downloads.serve(Number(req.params.id), req.params.alias, req, res).catch(next);
+      });
+      app.use((e: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+        const err = e instanceof AppError ? e : null;
+        if (err?.headers) for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+        res.status(err?.status ?? 500).json({ error: { code: err?.code ?? 'internal', message: (e as Error).message } });
+      });
+      await new Promise<void>((resolve) => {
+        server = app.listen(0, '127.0.0.1', () => resolve());
+      });
+      base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+    afterAll(async () => {
+      await new Promise((r) => server.close(r));
+    });
+
+    it('serves the file with validators, ranges, 304 and 416, and counts full downloads', async () => {
+      const a = await assets.create({ body: { title: 'Served file' }, multipart: false, file: await stored('0123456789', 'été.txt') }, who);
+      const url = `${base}/dl/${a.id}/${a.alias}`;
+      const full = await fetch(url);
+      expect(full.status).toBe(200);
+      expect(await full.text()).toBe('0123456789');
+      expect(full.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+      expect(full.headers.get('content-disposition')).toBe(`inline; filename=ete.txt; filename*=UTF-8''%C3%A9t%C3%A9.txt`);
+      const etag = full.headers.get('etag')!;
+      const part = await fetch(url, { headers: { Range: 'bytes=2-4' } });
+      expect(part.status).toBe(206);
+      expect(part.headers.get('content-range')).toBe('bytes 2-4/10');
+      expect(await part.text()).toBe('234');
+      const outside = await fetch(url, { headers: { Range: 'bytes=20-30' } });
+      expect(outside.status).toBe(416);
+      expect(outside.headers.get('content-range')).toBe('bytes */10');
+      expect((await fetch(url, { headers: { 'If-None-Match': etag } })).status).toBe(304);
+      expect((await fetch(url, { headers: { Range: 'bytes=2-4', 'If-Range': '"stale"' } })).status).toBe(200);
+      expect((await fetch(url, { method: 'HEAD' })).status).toBe(200);
+      // Counted: the two 200 GETs; not the later range, the 304, the 416 or the HEAD.
+      expect(await assets.get(a.id)).toMatchObject({ downloadCount: 2, uniqueDownloadCount: 1 });
+    });
+
+    it('answers 404 for a wrong alias, an alias outside the alias rule (NUL included) and an unpublished asset', async () => {
+      const a = await create({ title: 'Hidden file', isPublished: false });
+      const b = await create({ title: 'Shown file' });
+      for (const path of [`/dl/${a.id}/${a.alias}`, `/dl/${b.id}/wrong`, `/dl/${b.id}/${b.alias}%00`, `/dl/${b.id}/%00`, `/dl/${b.id}/Upper`]) {
+        const res = await fetch(base + path);
+        expect(res.status).toBe(404);
+        expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_found');
+      }
+    });
   });
 });

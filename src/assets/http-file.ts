@@ -67,11 +67,14 @@ export function parseRange(header: string | undefined, size: number): RangeResul
 
 /**
  * Whether a request is answered 304 (`fresh`): `If-None-Match` (weak comparison, lists, `*`)
- * decides when present, else `If-Modified-Since` against `lastModified`; a request with
- * `Cache-Control: no-cache` is never answered from the client's cache.
+ * decides when present, else `If-Modified-Since` against `lastModified`. Only the two conditional
+ * headers are handed over: `fresh` treats a request's `Cache-Control: no-cache` as "never 304",
+ * which fits a cache, but this is the origin server validating (and fetch() adds that header to
+ * every conditional request).
  */
 export function isNotModified(requestHeaders: Record<string, string | string[] | undefined>, etag: string, lastModified: Date): boolean {
-  return fresh(requestHeaders, { etag, 'last-modified': lastModified.toUTCString() });
+  const conditional = { 'if-none-match': requestHeaders['if-none-match'], 'if-modified-since': requestHeaders['if-modified-since'] };
+  return fresh(conditional, { etag, 'last-modified': lastModified.toUTCString() });
 }
 
 /**
