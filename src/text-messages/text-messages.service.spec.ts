@@ -4,6 +4,7 @@ import { translateConstraintError } from '../common/constraints.js';
 import { AppError } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
 import { signBody } from '../sms/signature.js';
+import { RetryableJobError } from '../jobs/job-queue.js';
 import { SmsProviderError } from '../sms/sms-provider.js';
 import type { CreateTextMessageDto, UpdateTextMessageDto } from './text-message.dto.js';
 import { TextMessageRepository } from './text-message.repository.js';
@@ -140,6 +141,45 @@ describe('TextMessagesService (service layer, real PostgreSQL, fake SMS provider
     await processor.send({ messageId: row.id, generation: 1, queuedAt: Date.now() }, { jobId: 'x', attempt: 1, maxAttempts: 6 });
     expect(await messages.get(row.id)).toMatchObject({ status: 'failed', failureCode: 'outcome_unknown' });
     expect(ctx.sms.sent.some((s) => s.messageId === row.id)).toBe(false);
+  });
+
+  it('the worker retries a retryable refusal (claim given back), fails when attempts run out, and never retries an unknown outcome', async () => {
+    const processor = ctx.get(TextMessagesProcessor);
+    const queued = async () =>
+      (
+        await ctx.query<{ id: number }>(
+          `INSERT INTO text_messages (content, recipient, status, send_count, queued_at, created_by) VALUES ('Retry', '+14155550100', 'queued', 1, now(), $1) RETURNING id`,
+          [who.userId],
+        )
+      )[0].id;
+    const normal = ctx.sms.next;
+    try {
+      ctx.sms.next = async () => {
+        throw new SmsProviderError('gateway busy', 'retryable', 1500);
+      };
+      const a = await queued();
+      const retry = await processor.send({ messageId: a, generation: 1, queuedAt: Date.now() }, { jobId: 'r', attempt: 1, maxAttempts: 6 }).catch((e: unknown) => e);
+      expect(retry).toBeInstanceOf(RetryableJobError);
+      expect((retry as RetryableJobError).retryAfterMs).toBe(1500);
+      expect(await messages.get(a)).toMatchObject({ status: 'queued' });
+      const [{ claim_token }] = await ctx.query<{ claim_token: string | null }>(`SELECT claim_token FROM text_messages WHERE id = $1`, [a]);
+      expect(claim_token).toBeNull();
+      await processor.send({ messageId: a, generation: 1, queuedAt: Date.now() }, { jobId: 'r', attempt: 6, maxAttempts: 6 });
+      expect(await messages.get(a)).toMatchObject({ status: 'failed', failureCode: 'retries_exhausted' });
+
+      ctx.sms.next = async () => {
+        throw new Error('socket hang up');
+      };
+      const b = await queued();
+      await processor.send({ messageId: b, generation: 1, queuedAt: Date.now() }, { jobId: 'u', attempt: 1, maxAttempts: 6 });
+      expect(await messages.get(b)).toMatchObject({ status: 'failed', failureCode: 'outcome_unknown' });
+      // A job for a send that is over does nothing.
+      const calls = ctx.sms.sent.length;
+      await processor.send({ messageId: b, generation: 1, queuedAt: Date.now() }, { jobId: 'u', attempt: 2, maxAttempts: 6 });
+      expect(ctx.sms.sent.length).toBe(calls);
+    } finally {
+      ctx.sms.next = normal;
+    }
   });
 
   it('recovery re-queues messages left queued', async () => {
