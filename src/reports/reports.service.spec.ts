@@ -112,7 +112,10 @@ describe('ReportsService (service layer, real PostgreSQL)', () => {
         [`${product} deal`, value, contact.id, product, quantity, seller.id, closed],
       );
     }
-    const r = await create({ name: 'Widgets', columns: ['product', 'revenue', 'quantity'], filters: { dateRange: 'today', salesTeam: 'north' } });
+    // A custom range around now (yesterday..tomorrow, UTC) holds the deals whatever the hour.
+    const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+    const dateRange = `${day(-1)}..${day(1)}`;
+    const r = await create({ name: 'Widgets', columns: ['product', 'revenue', 'quantity'], filters: { dateRange, salesTeam: 'north' } });
     await expect(reports.latestResult(r.id)).rejects.toMatchObject({ status: 404 });
     await processor.run({ reportId: r.id, trigger: 'manual' }, ctxJob());
     const { results } = await reports.latestResult(r.id);
