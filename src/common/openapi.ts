@@ -304,4 +304,35 @@ export function completeOpenApi(document: OpenAPIObject, routes: RouteInfo[]): v
         : errorResponse(e.status, e.description, codes);
     }
   }
+  mergeSameTemplates(document);
+}
+
+/**
+ * Paths that differ only in the names of their parameters (`/api/fields/{segment}` and
+ * `/api/fields/{id}`) are one path to OpenAPI: the operations join the path with the most of them,
+ * their parameters renamed by position.
+ */
+function mergeSameTemplates(document: OpenAPIObject): void {
+  const names = (path: string) => [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+  const shapes = new Map<string, string[]>();
+  for (const path of Object.keys(document.paths)) {
+    const shape = path.replace(/\{[^}]+\}/g, '{}');
+    shapes.set(shape, [...(shapes.get(shape) ?? []), path]);
+  }
+  for (const group of shapes.values()) {
+    if (group.length < 2) continue;
+    const count = (p: string) => Object.keys(document.paths[p]).length;
+    const target = group.reduce((a, b) => (count(b) > count(a) ? b : a));
+    const into = document.paths[target] as Record<string, Operation>;
+    for (const path of group.filter((p) => p !== target)) {
+      const from = document.paths[path] as Record<string, Operation>;
+      if (Object.keys(from).some((m) => m in into)) continue;
+      const rename = new Map(names(path).map((n, i) => [n, names(target)[i]]));
+      for (const [method, op] of Object.entries(from)) {
+        for (const p of op.parameters ?? []) if (p.in === 'path' && rename.has(p.name)) p.name = rename.get(p.name)!;
+        into[method] = op;
+      }
+      delete document.paths[path];
+    }
+  }
 }

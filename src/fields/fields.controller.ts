@@ -46,7 +46,11 @@ export class FieldsController {
 
   @Get(':segment')
   @RequirePermission('fields:read')
-  @ApiParam({ name: 'segment', description: '`contact` or `company` (the list of that object), or a field id (that field)' })
+  @ApiParam({
+    name: 'segment',
+    description: '`contact` or `company` (the list of that object), or a field id (that field); anything else is a 404',
+    schema: { oneOf: [{ type: 'string', enum: ['contact', 'company'] }, { type: 'integer', format: 'int32', minimum: 1, maximum: 2147483647 }] },
+  })
   @ApiOperation({
     summary: 'List the fields of an object (/api/fields/contact, /api/fields/company), or get one field by id (/api/fields/{id})',
     description: `For an object: ${LIST_DOC} Answers { total, fields }. For an id: answers { field }. Anything else is a 404.`,
