@@ -4,10 +4,10 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { CreateOrReplace, putOutcome } from '../common/put-status.js';
-import { ApiEnvelope } from '../common/openapi.js';
+import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { ActivityRecordDto, CreateActivityDto, UpdateActivityDto } from './activity.dto.js';
-import { ActivitiesService } from './activities.service.js';
+import { ActivitiesService, ACTIVITY_LIST_SPEC } from './activities.service.js';
 
 @ApiTags('activities')
 @Controller('api/activities')
@@ -21,6 +21,7 @@ export class ActivitiesController {
     description: 'List parameters: search (subject, notes, outcome), page, limit, orderBy, orderByDir; filters type (call, email, meeting), contact_id.',
   })
   @ApiEnvelope('activities', ActivityRecordDto, { list: true })
+  @ApiListQuery(ACTIVITY_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.activities.list(query);
   }

@@ -6,6 +6,9 @@ import { parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { ACTIVITY_LIST_SPEC, ActivitiesRepository } from './activities.repository.js';
+
+/** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
+export { ACTIVITY_LIST_SPEC };
 import { Activity } from './activity.entity.js';
 import { CreateActivityDto, UpdateActivityDto } from './activity.dto.js';
 

@@ -4,11 +4,12 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { CreateOrReplace, putOutcome } from '../common/put-status.js';
-import { ApiEnvelope } from '../common/openapi.js';
+import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { ContactRecordDto } from '../contacts/contact.dto.js';
 import { CampaignRecordDto, CreateCampaignDto, ReplaceCampaignDto, SuccessDto, UpdateCampaignDto } from './campaign.dto.js';
-import { CampaignsService } from './campaigns.service.js';
+import { CampaignsService, CAMPAIGN_LIST_SPEC } from './campaigns.service.js';
+import { CONTACT_LIST_SPEC } from '../contacts/contacts.service.js';
 
 @ApiTags('campaigns')
 @Controller('api/campaigns')
@@ -22,6 +23,7 @@ export class CampaignsController {
     description: 'List parameters: search (name, description, type), page, limit, orderBy, orderByDir; filter status (active, inactive, completed).',
   })
   @ApiEnvelope('campaigns', CampaignRecordDto, { list: true })
+  @ApiListQuery(CAMPAIGN_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.campaigns.list(query);
   }
@@ -111,6 +113,7 @@ export class CampaignsController {
     description: 'Same parameters and envelope as GET /api/contacts: search, page, limit, orderBy, orderByDir. 404 when the campaign does not exist.',
   })
   @ApiEnvelope('contacts', ContactRecordDto, { list: true })
+  @ApiListQuery(CONTACT_LIST_SPEC)
   listContacts(@Param('id', IdPipe) id: number, @Query() query: Record<string, unknown>) {
     return this.campaigns.listContacts(id, query);
   }

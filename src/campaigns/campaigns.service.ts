@@ -10,6 +10,9 @@ import { Campaign } from './campaign.entity.js';
 import { CreateCampaignDto, ReplaceCampaignDto, UpdateCampaignDto } from './campaign.dto.js';
 import { CampaignMembersRepository } from './campaign-members.repository.js';
 import { CAMPAIGN_LIST_SPEC, CampaignsRepository } from './campaigns.repository.js';
+
+/** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
+export { CAMPAIGN_LIST_SPEC };
 import { checkCreateStatus, checkDateOrder, DEFAULT_CAMPAIGN_STATUS, rejectNulls } from './campaign.rules.js';
 
 

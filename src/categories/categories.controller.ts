@@ -4,10 +4,10 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { CreateOrReplace, putOutcome } from '../common/put-status.js';
-import { ApiEnvelope } from '../common/openapi.js';
+import { ApiEnvelope, ApiListQuery, ApiErrors } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { CategoryRecordDto, CreateCategoryDto, UpdateCategoryDto } from './category.dto.js';
-import { CategoriesService } from './categories.service.js';
+import { CategoriesService, CATEGORY_LIST_SPEC } from './categories.service.js';
 
 @ApiTags('categories')
 @Controller('api/categories')
@@ -21,10 +21,12 @@ export class CategoriesController {
     description: 'List parameters: search (title, alias, description), page, limit, orderBy, orderByDir; filter bundle.',
   })
   @ApiEnvelope('categories', CategoryRecordDto, { list: true })
+  @ApiListQuery(CATEGORY_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.categories.list(query);
   }
 
+  @ApiErrors({ status: 409, description: 'The alias is taken in the bundle (`details[0].existingId`)' })
   @Post(['new', '/'])
   @HttpCode(201)
   @RequirePermission('categories:write')
@@ -42,6 +44,7 @@ export class CategoriesController {
     return { category: await this.categories.get(id) };
   }
 
+  @ApiErrors({ status: 409, description: 'The alias is taken in the bundle (`details[0].existingId`)' })
   @Patch([':id/edit', ':id'])
   @RequirePermission('categories:write')
   @ApiOperation({ summary: 'Edit a category: changes only the supplied properties; 404 when the id does not exist' })
@@ -50,6 +53,7 @@ export class CategoriesController {
     return { category: await this.categories.patch(id, dto, who) };
   }
 
+  @ApiErrors({ status: 409, description: 'The alias is taken in the bundle (`details[0].existingId`)' })
   @Put([':id/edit', ':id'])
   @CreateOrReplace()
   @RequirePermission('categories:write')

@@ -7,6 +7,9 @@ import { parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { CATEGORY_LIST_SPEC, CategoriesRepository } from './categories.repository.js';
+
+/** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
+export { CATEGORY_LIST_SPEC };
 import { Category } from './category.entity.js';
 import { CreateCategoryDto, UpdateCategoryDto } from './category.dto.js';
 

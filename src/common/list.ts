@@ -137,6 +137,43 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
   return { page, limit, offset: (page - 1) * limit, orderBy, orderByDir, search, filters };
 }
 
+/** Route metadata key of a list route's ListSpec (set by ApiListQuery in openapi.ts). */
+export const LIST_SPEC_KEY = 'sf:list-spec';
+
+export interface QueryParameterDoc {
+  name: string;
+  in: 'query';
+  required: false;
+  description: string;
+  schema: Record<string, unknown>;
+}
+
+/**
+ * The OpenAPI query parameters of a list, from the spec parseListQuery() validates with: the same
+ * names, ranges and allowed values, so the document cannot promise what the server refuses.
+ */
+export function listQueryParameters(spec: ListSpec): QueryParameterDoc[] {
+  const q = (name: string, description: string, schema: Record<string, unknown>): QueryParameterDoc => ({ name, in: 'query', required: false, description, schema });
+  const sortable = Object.keys(spec.sortable);
+  const params: QueryParameterDoc[] = [];
+  if (spec.searchExpression) {
+    params.push(q('search', 'Case-insensitive substring match; blank means no search.', { type: 'string', maxLength: MAX_SEARCH }));
+  }
+  params.push(
+    q('page', '1-based page number.', { type: 'integer', minimum: 1, maximum: MAX_PAGE, default: 1 }),
+    q('limit', 'Records per page.', { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }),
+    q('orderBy', 'Property to order by (ties are broken by id).', { type: 'string', enum: sortable, ...(sortable.includes('id') ? { default: 'id' } : {}) }),
+    q('orderByDir', 'Order direction (case-insensitive).', { type: 'string', enum: ['asc', 'desc'], default: 'asc' }),
+  );
+  for (const [name, f] of Object.entries(spec.filters ?? {})) {
+    if (f.type === 'boolean') params.push(q(name, `Exact-match filter on ${name}: true, false, 1 or 0.`, { type: 'boolean' }));
+    else if (f.type === 'int') params.push(q(name, `Exact-match filter on ${name}.`, { type: 'integer', minimum: 1, maximum: 2147483647 }));
+    else if (f.values) params.push(q(name, `Exact-match filter on ${name}.`, { type: 'string', enum: [...f.values] }));
+    else params.push(q(name, `Exact-match filter on ${name}.`, { type: 'string', maxLength: f.maxLength ?? 200 }));
+  }
+  return params;
+}
+
 /** Escapes LIKE wildcards so a search is always a literal substring. */
 export function likePattern(term: string): string {
   return '%' + term.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c) + '%';

@@ -4,10 +4,10 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { CreateOrReplace, putOutcome } from '../common/put-status.js';
-import { ApiEnvelope } from '../common/openapi.js';
+import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { CreateDealDto, DealRecordDto, UpdateDealDto } from './deal.dto.js';
-import { DealsService } from './deals.service.js';
+import { DealsService, DEAL_LIST_SPEC } from './deals.service.js';
 
 const CLOSED_AT_RULE =
   'Moving a deal to won or lost without closed_at stamps closed_at with the current time; a deal already won or lost keeps its ' +
@@ -26,6 +26,7 @@ export class DealsController {
       'List parameters: search (title, stage, product), page, limit, orderBy, orderByDir; filters status (open, won, lost), contact_id, owner_id.',
   })
   @ApiEnvelope('deals', DealRecordDto, { list: true })
+  @ApiListQuery(DEAL_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.deals.list(query);
   }

@@ -4,10 +4,10 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { CreateOrReplace, putOutcome } from '../common/put-status.js';
-import { ApiEnvelope } from '../common/openapi.js';
+import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { CreatePointGroupDto, PointGroupRecordDto, UpdatePointGroupDto } from './point-group.dto.js';
-import { PointGroupsService } from './point-groups.service.js';
+import { PointGroupsService, POINT_GROUP_LIST_SPEC } from './point-groups.service.js';
 
 /** Served under both spellings, /api/point-groups and /api/point_groups, by the same handlers. */
 @ApiTags('point groups')
@@ -22,6 +22,7 @@ export class PointGroupsController {
     description: 'List parameters: search (name, description), page, limit, orderBy, orderByDir; filter isPublished (true/false/1/0).',
   })
   @ApiEnvelope('pointGroups', PointGroupRecordDto, { list: true })
+  @ApiListQuery(POINT_GROUP_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.groups.list(query);
   }
