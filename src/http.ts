@@ -3,12 +3,15 @@ import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swag
 import helmet from 'helmet';
 import type { NextFunction, Request, Response } from 'express';
 import type { AppConfig } from './config/config.js';
+import type { Credential } from './common/route-access.js';
 import { RouteTable } from './common/route-table.js';
 import { API_VERSION } from './system/system.controller.js';
 
 /** Express-level settings of the API process: parsers and limits, security headers, CORS, the OpenAPI document. */
 export function configureHttp(app: NestExpressApplication, config: AppConfig): void {
-  app.set('trust proxy', 'loopback, linklocal, uniquelocal');
+  // X-Forwarded-For decides the client address (rate limits per address, unique downloads): believed
+  // only from the proxies TRUST_PROXY names, never by default (any client could choose its address).
+  app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'simple');
   // No automatic ETag on API JSON (it hashes every response body); asset downloads set their own.
   app.set('etag', false);
@@ -41,6 +44,15 @@ export function configureHttp(app: NestExpressApplication, config: AppConfig): v
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json', customSiteTitle: 'SalesFlow API reference' });
 }
 
+/** The OpenAPI security requirement of each credential kind (common/route-access.ts). */
+const SECURITY_BY_CREDENTIAL: Record<Credential, Record<string, string[]>[]> = {
+  none: [],
+  token: [{ bearer: [] }],
+  'token-or-basic': [{ bearer: [] }, { basic: [] }],
+  'metrics-token': [{ bearer: [] }],
+  'sms-signature': [{ smsSignature: [] }],
+};
+
 function buildOpenApi(app: NestExpressApplication, config: AppConfig): OpenAPIObject {
   const builder = new DocumentBuilder()
     .setTitle('SalesFlow API')
@@ -54,7 +66,9 @@ function buildOpenApi(app: NestExpressApplication, config: AppConfig): OpenAPIOb
     )
     .setVersion(API_VERSION)
     .addServer(config.baseUrl)
-    .addBearerAuth();
+    .addBearerAuth()
+    .addBasicAuth({ type: 'http', scheme: 'basic', description: 'An API token as the password (any user name); browser pages only' }, 'basic')
+    .addApiKey({ type: 'apiKey', in: 'header', name: 'X-Signature', description: 'sha256=<hex HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>' }, 'smsSignature');
   const document = SwaggerModule.createDocument(app, builder.build());
   // Each operation states the permission it needs, from the same route table as GET /api/endpoints.
   const routes = app.get(RouteTable).all();
@@ -66,7 +80,7 @@ function buildOpenApi(app: NestExpressApplication, config: AppConfig): OpenAPIOb
     if (!op) continue;
     op['x-permission'] = r.permission;
     op.description = `${op.description ? op.description + '\n\n' : ''}Permission: \`${r.permission}\``;
-    op.security = r.permission === 'public' ? [] : [{ bearer: [] }];
+    op.security = SECURITY_BY_CREDENTIAL[r.credential];
   }
   return document;
 }

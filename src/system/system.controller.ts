@@ -43,7 +43,7 @@ export class SystemController {
   @ApiOperation({ summary: 'Every route the server has, with the permission it needs (generated from the live route table)' })
   @ApiOkResponse({ type: EndpointsDto })
   endpoints() {
-    return { endpoints: this.routes.all().map(({ method, path, permission }) => ({ method, path, permission })) };
+    return { endpoints: this.routes.all().map(({ method, path, permission, credential }) => ({ method, path, permission, credential })) };
   }
 
   @Get('health')
