@@ -4,6 +4,7 @@
  * in account-tokens.e2e-spec.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createHmac } from 'node:crypto';
 import { expectError, startApp, type TestApp } from './support/app.js';
 
 const TOKEN = '/api/oauth/v2/token';
@@ -68,7 +69,7 @@ describe('security: the queue dashboard behind the guard chain, and unmatched ro
   const basic = (password: string) => `Basic ${Buffer.from(`admin:${password}`).toString('base64')}`;
 
   beforeAll(async () => {
-    app = await startApp({ env: { RATE_LIMIT_ENTERPRISE: '500' } });
+    app = await startApp({ env: { RATE_LIMIT_ENTERPRISE: '500', SMS_WEBHOOK_SECRET: 'hook-secret', METRICS_TOKEN: 'scrape-secret' } });
     secret = await app.token('*', { plan: 'enterprise' });
     admin = `Bearer ${secret}`;
   });
@@ -94,6 +95,30 @@ describe('security: the queue dashboard behind the guard chain, and unmatched ro
     const post = await app.http.post('/api/nope').set('Content-Type', 'text/plain').send('x');
     expectError(post, 404, 'not_found');
     expect(post.headers['x-ratelimit-remaining']).toBe('58');
+  });
+
+  it('checks SMS delivery-report signatures and the metrics token in the guard chain: refused ones count per address, valid ones are not limited', async () => {
+    const body = JSON.stringify({ reference: 'textmessage-999999-1', status: 'delivered' });
+    const report = (secret: string) =>
+      app.http
+        .post('/api/text-messages/delivery-reports')
+        .set('Content-Type', 'application/json')
+        .set('X-Signature', 'sha256=' + createHmac('sha256', secret).update(body).digest('hex'))
+        .send(body);
+    const forged = await report('wrong');
+    expectError(forged, 401, 'unauthorized');
+    expect(forged.headers['x-ratelimit-limit']).toBe('60');
+    const signed = await report('hook-secret');
+    expect(signed.status).toBe(200);
+    expect(signed.body).toEqual({ accepted: false, status: null });
+    expect(signed.headers['x-ratelimit-limit']).toBeUndefined();
+
+    const wrongScraper = await app.http.get('/metrics').set('Authorization', 'Bearer scrape-wrong');
+    expectError(wrongScraper, 401, 'unauthorized');
+    expect(wrongScraper.headers['x-ratelimit-limit']).toBe('60');
+    const scraper = await app.http.get('/metrics').set('Authorization', 'Bearer scrape-secret');
+    expect(scraper.status).toBe(200);
+    expect(scraper.headers['x-ratelimit-limit']).toBeUndefined();
   });
 
   it('serves the dashboard to a * token as Bearer or Basic; 401 with a Basic challenge otherwise', async () => {
