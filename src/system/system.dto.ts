@@ -17,12 +17,12 @@ export class EndpointDto {
   /** The permission a token needs, `*`, `authenticated` (any valid token), `public`, or `signature` (a signed callback). */
   permission: string;
   /**
-   * How the caller proves who it is: `none`, `token` (Bearer API or OAuth access token),
-   * `token-or-basic` (also a token as the HTTP Basic password), `metrics-token` (also Bearer METRICS_TOKEN),
-   * `sms-signature` (X-Signature HMAC of the body with SMS_WEBHOOK_SECRET).
+   * Present when the route takes a credential other than `Authorization: Bearer <token>` (or none, on
+   * public routes): `token-or-basic` (also a token as the HTTP Basic password), `metrics-token`
+   * (also Bearer METRICS_TOKEN), `sms-signature` (X-Signature HMAC of the body with SMS_WEBHOOK_SECRET).
    */
-  @ApiProperty({ enum: CREDENTIALS })
-  credential: string;
+  @ApiProperty({ enum: CREDENTIALS.filter((c) => c !== 'token' && c !== 'none'), required: false })
+  credential?: string;
 }
 
 /** GET /api/endpoints: every route the server has, generated from its live route table. */
