@@ -11,5 +11,6 @@ import { OAuthService } from './oauth.service.js';
 @Module({
   controllers: [OAuthController, AccountTokensController],
   providers: [OAuthService, AccountTokensService],
+  exports: [AccountTokensService],
 })
 export class AuthApiModule {}
