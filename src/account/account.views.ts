@@ -252,7 +252,7 @@ ${
         (n) => h`<li class="card${n.isRead ? ' read' : ''}">
   <div><span class="badge badge-type">${n.type}</span> ${n.isRead ? raw('<span class="muted">read</span>') : raw('<strong>new</strong>')} · ${when(n.createdAt)}</div>
   <p>${n.message}</p>
-  ${n.isRead ? '' : h`<form method="post" action="/account/notifications/${n.id}/read"><input type="hidden" name="_csrf" value="${chrome.csrf}"><button class="btn btn-ghost" type="submit">Mark read<span class="sr-only">: ${n.message}</span></button></form>`}
+  ${n.isRead ? '' : h`<form method="post" action="/account/notifications/${n.id}/read"><input type="hidden" name="_csrf" value="${chrome.csrf}"><button class="btn btn-ghost" type="submit">Mark read<span class="sr-only"> “${n.message}”</span></button></form>`}
 </li>`,
       )}</ul>${opts.total > opts.notifications.length ? h`<p class="muted">Showing the latest ${opts.notifications.length} of ${opts.total}.</p>` : ''}`
     : h`<p class="card muted">No notifications.</p>`

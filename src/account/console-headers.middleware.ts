@@ -24,7 +24,8 @@ export class ConsoleHeadersMiddleware implements NestMiddleware {
     res.setHeader('Content-Security-Policy', CONSOLE_CSP);
     res.setHeader('X-Frame-Options', 'DENY');
     res.setHeader('Cache-Control', 'no-store');
-    res.setHeader('Referrer-Policy', 'no-referrer');
+    // same-origin, not no-referrer: with no-referrer browsers send `Origin: null` on form posts, which the origin check refuses.
+    res.setHeader('Referrer-Policy', 'same-origin');
     res.setHeader('X-Content-Type-Options', 'nosniff');
     next();
   }
