@@ -35,7 +35,7 @@ describe('platform: system routes, errors, authentication', () => {
       expect(res.status).toBe(200);
       const endpoints = res.body.endpoints as { method: string; path: string; permission: string }[];
       expect(endpoints).toEqual(expect.arrayContaining([{ method: 'POST', path: '/api/contacts/new', permission: 'contacts:write' }]));
-      for (const e of endpoints) expect(e.permission).toMatch(/^(public|authenticated|\*|\* or METRICS_TOKEN|[a-zA-Z]+:(read|write|delete))$/);
+      for (const e of endpoints) expect(e.permission).toMatch(/^(public|session|authenticated|\*|\* or METRICS_TOKEN|[a-zA-Z]+:(read|write|delete))$/);
       // A change in who can reach a route shows up as a diff here (UPDATE_SNAPSHOTS=1 rewrites it).
       const file = join(ROOT, 'test', 'endpoints.snapshot.json');
       if (process.env.UPDATE_SNAPSHOTS === '1' || !existsSync(file)) writeFileSync(file, JSON.stringify(endpoints, null, 2) + '\n');

@@ -28,7 +28,8 @@ a { color:var(--blue); }
 :focus-visible { outline:3px solid #f5a623; outline-offset:2px; }
 code { font-family: monospace; background:#f0f0f0; padding:0 .25rem; border-radius:3px; font-size:.9em; }
 .muted { color:var(--muted); }
-.lead { display:flex; flex-wrap:wrap; gap:.75rem; align-items:center; justify-content:space-between; }
+.lead { display:flex; flex-wrap:wrap; gap:.75rem; align-items:center; justify-content:space-between; margin-bottom:1rem; }
+.lead p { margin:0; }
 .card { background:var(--card); border:1px solid var(--line); border-radius:4px; padding:1rem 1.25rem; margin:0 0 1rem; box-shadow:0 1px 2px rgba(0,0,0,.05); }
 .grid { display:grid; gap:1rem; grid-template-columns: repeat(auto-fit, minmax(16rem, 1fr)); }
 .grid .card { margin:0; }
@@ -52,7 +53,8 @@ label.star { display:flex; font-weight:bold; }
 .btn-ghost { background:transparent; color:var(--text); border-color:#8c95a3; }
 .btn-danger { background:var(--red); color:#fff; border-color:var(--red); }
 .btn-danger-ghost { background:transparent; color:var(--red); border-color:var(--red); padding:.25rem .6rem; }
-.form .btn-primary { margin-top:1.25rem; }
+.form > .btn-primary { margin-top:1.25rem; }
+.form .actions { margin-top:1.25rem; }
 .alert { border-left:4px solid; padding:.75rem 1rem; border-radius:4px; margin:0 0 1rem; }
 .alert-error { background:var(--red-soft); border-color:var(--red); }
 .alert-ok { background:var(--green-soft); border-color:var(--green); }

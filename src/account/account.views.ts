@@ -156,7 +156,7 @@ export function tokensPage(chrome: Chrome, opts: { tokens: AccountTokenRecord[];
   return layout(
     'API tokens',
     h`${opts.notice ? h`<div class="alert alert-ok" role="status">${opts.notice}</div>` : ''}
-<p class="lead">Tokens let programs call the API as you: send <code>Authorization: Bearer &lt;token&gt;</code>. <a class="btn btn-primary" href="/account/tokens/new">Generate a new token</a></p>
+<div class="lead"><p>Tokens let programs call the API as you: send <code>Authorization: Bearer &lt;token&gt;</code>.</p><a class="btn btn-primary" href="/account/tokens/new">Generate a new token</a></div>
 ${
   opts.tokens.length
     ? h`<div class="table-wrap"><table class="tokens">
