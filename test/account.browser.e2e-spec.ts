@@ -100,7 +100,8 @@ describe('account console in Chromium', () => {
     expect(page.url()).not.toContain(field);
     await page.getByRole('button', { name: 'Copy' }).click();
     await expect(page.locator('#copy-status').textContent()).resolves.toBe('Copied to the clipboard.');
-    secret = await page.evaluate(() => navigator.clipboard.readText());
+    // The page's own clipboard, as the user would paste it (the suite's tsconfig has no DOM types).
+    secret = await page.evaluate(() => (globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }).navigator.clipboard.readText());
     expect(secret).toBe(field);
     await shot('token-secret');
 
@@ -159,7 +160,7 @@ describe('account console in Chromium', () => {
     await page.goto(`${app.url}/account/tokens/new`);
     await page.getByLabel('Name').fill('forged');
     await page.getByRole('group', { name: 'Contacts' }).getByLabel('read').check();
-    await page.locator('form.card input[name=_csrf]').evaluate((el) => ((el as HTMLInputElement).value = 'forged-token'));
+    await page.locator('form.card input[name=_csrf]').evaluate((el) => ((el as unknown as { value: string }).value = 'forged-token'));
     await page.getByRole('button', { name: 'Generate token' }).click();
     await page.waitForLoadState();
     await expect(page.getByRole('alert').textContent()).resolves.toMatch(/did not come from this site/);

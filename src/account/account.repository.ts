@@ -19,6 +19,11 @@ export interface InvitationRow {
   usedAt: Date | null;
 }
 
+/** Rows of an UPDATE or DELETE ... RETURNING, which TypeORM's query() answers as [rows, rowCount]. */
+function returned<T>(raw: unknown): T[] {
+  return (Array.isArray(raw) && raw.length === 2 && Array.isArray(raw[0]) && typeof raw[1] === 'number' ? raw[0] : raw) as T[];
+}
+
 /** Every statement on the account console's tables: passwords, invitations, sessions, sign-in failures. */
 @Injectable()
 export class AccountRepository {
@@ -47,11 +52,13 @@ export class AccountRepository {
 
   /** Marks an unused, unexpired invitation used, in one statement: exactly one caller gets it. */
   async claimInvitation(tokenHash: string, tx?: Tx): Promise<InvitationRow | null> {
-    const rows: InvitationRow[] = await this.db(tx).query(
-      `UPDATE account_invitations SET used_at = now()
-        WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
-        RETURNING id, user_id AS "userId", expires_at AS "expiresAt", used_at AS "usedAt"`,
-      [tokenHash],
+    const rows = returned<InvitationRow>(
+      await this.db(tx).query(
+        `UPDATE account_invitations SET used_at = now()
+          WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
+          RETURNING id, user_id AS "userId", expires_at AS "expiresAt", used_at AS "usedAt"`,
+        [tokenHash],
+      ),
     );
     return rows[0] ?? null;
   }
@@ -93,27 +100,24 @@ export class AccountRepository {
   }
 
   async revokeSession(tokenHash: string, tx?: Tx): Promise<boolean> {
-    const rows: unknown[] = await this.db(tx).query(
-      `UPDATE account_sessions SET revoked_at = now() WHERE token_hash = $1 AND revoked_at IS NULL RETURNING id`,
-      [tokenHash],
+    const rows = returned(
+      await this.db(tx).query(`UPDATE account_sessions SET revoked_at = now() WHERE token_hash = $1 AND revoked_at IS NULL RETURNING id`, [tokenHash]),
     );
     return rows.length > 0;
   }
 
   /** Ends every open session of a user (password change, "sign out everywhere"); answers how many. */
   async revokeUserSessions(userId: number, tx?: Tx): Promise<number> {
-    const rows: unknown[] = await this.db(tx).query(
-      `UPDATE account_sessions SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL RETURNING id`,
-      [userId],
+    const rows = returned(
+      await this.db(tx).query(`UPDATE account_sessions SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL RETURNING id`, [userId]),
     );
     return rows.length;
   }
 
-  /** Sessions past their absolute expiry (or revoked) a day ago are of no further use. */
-  async deleteStaleSessions(): Promise<void> {
-    await this.db().query(
-      `DELETE FROM account_sessions WHERE COALESCE(revoked_at, expires_at) < now() - interval '1 day'`,
-    );
+  /** Sessions ended a day ago, and failure counts a day old (the window is 15 minutes), are of no further use. */
+  async deleteStale(): Promise<void> {
+    await this.db().query(`DELETE FROM account_sessions WHERE COALESCE(revoked_at, expires_at) < now() - interval '1 day'`);
+    await this.db().query(`DELETE FROM account_sign_in_failures WHERE last_at < now() - interval '1 day'`);
   }
 
   async failureCounts(keys: string[]): Promise<Map<string, FailureCount>> {

@@ -97,7 +97,7 @@ export class AccountService {
       ip: meta.ip,
       userAgent: meta.userAgent?.slice(0, 300) ?? null,
     });
-    void this.repo.deleteStaleSessions().catch(() => undefined);
+    void this.repo.deleteStale().catch((e: Error) => this.logger.warn({ msg: 'could not delete stale sessions', err: e.message }));
     return { token };
   }
 
