@@ -120,17 +120,27 @@ export class AccountRepository {
     await this.db().query(`DELETE FROM account_sign_in_failures WHERE last_at < now() - interval '1 day'`);
   }
 
-  async failureCounts(keys: string[]): Promise<Map<string, FailureCount>> {
-    const rows: (FailureCount & { key: string })[] = await this.db().query(
-      `SELECT key, failures, first_at AS "firstAt", last_at AS "lastAt" FROM account_sign_in_failures WHERE key = ANY($1)`,
+  /**
+   * The failure counts of these keys, locked until the transaction ends (rows are created when
+   * missing, and locked in key order), so concurrent sign-ins of one account or address are
+   * checked and counted one after the other.
+   */
+  async lockFailureCounts(keys: string[], tx: Tx): Promise<Map<string, FailureCount>> {
+    await tx.query(
+      `INSERT INTO account_sign_in_failures (key, failures, first_at, last_at)
+       SELECT k, 0, now(), now() FROM unnest($1::text[]) AS k ON CONFLICT (key) DO NOTHING`,
+      [keys],
+    );
+    const rows: (FailureCount & { key: string })[] = await tx.query(
+      `SELECT key, failures, first_at AS "firstAt", last_at AS "lastAt" FROM account_sign_in_failures WHERE key = ANY($1) ORDER BY key FOR UPDATE`,
       [keys],
     );
     return new Map(rows.map((r) => [r.key, { failures: r.failures, firstAt: r.firstAt, lastAt: r.lastAt }]));
   }
 
   /** Counts one failed sign-in for each key, in one statement; a count older than the window starts over. */
-  async recordFailure(keys: string[], windowMs: number): Promise<void> {
-    await this.db().query(
+  async recordFailure(keys: string[], windowMs: number, tx?: Tx): Promise<void> {
+    await this.db(tx).query(
       `INSERT INTO account_sign_in_failures AS f (key, failures, first_at, last_at)
        SELECT k, 1, now(), now() FROM unnest($1::text[]) AS k
        ON CONFLICT (key) DO UPDATE SET
@@ -143,5 +153,10 @@ export class AccountRepository {
 
   async clearFailures(keys: string[]): Promise<void> {
     await this.db().query(`DELETE FROM account_sign_in_failures WHERE key = ANY($1)`, [keys]);
+  }
+
+  /** Takes back one provisionally counted failure of each key (the attempt succeeded). */
+  async forgiveFailure(keys: string[]): Promise<void> {
+    await this.db().query(`UPDATE account_sign_in_failures SET failures = greatest(failures - 1, 0) WHERE key = ANY($1)`, [keys]);
   }
 }

@@ -14,7 +14,7 @@ describe('AccountService (service layer, real PostgreSQL)', () => {
   let users: UsersService;
 
   beforeAll(async () => {
-    ctx = await startServiceContext({ ACCOUNT_SESSION_IDLE_SECONDS: '600', ACCOUNT_SESSION_ABSOLUTE_SECONDS: '3600' });
+    ctx = await startServiceContext({ ACCOUNT_SESSION_IDLE_SECONDS: '600', ACCOUNT_SESSION_ABSOLUTE_SECONDS: '3600', ACCOUNT_SIGN_IN_FREE_ATTEMPTS: '3' });
     account = ctx.get(AccountService);
     users = ctx.get(UsersService);
   });
@@ -69,6 +69,15 @@ describe('AccountService (service layer, real PostgreSQL)', () => {
     expect((await account.resolve(s.token))!.principal.permissions.has('*')).toBe(true);
     await ctx.get(TokensService).revokeApiToken(star.id);
     expect((await account.resolve(s.token))!.principal.permissions.has('*')).toBe(false);
+  });
+
+  it('parallel wrong attempts cannot all pass the throttle: only the free ones are checked, the rest wait (429)', async () => {
+    await userWithPassword('s4@example.com');
+    const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => account.signIn('s4@example.com', `wrong password ${i}`, { ...meta, ip: '192.0.2.44' })));
+    const statuses = results.map((r) => (r.status === 'rejected' ? (r.reason as { status: number }).status : 200)).sort();
+    expect(statuses).toEqual([401, 401, 401, 429, 429, 429, 429, 429]);
+    const [row] = await ctx.query<{ failures: number }>(`SELECT failures FROM account_sign_in_failures WHERE key = 'email:s4@example.com'`);
+    expect(row.failures).toBe(3);
   });
 
   it('an invitation sets the password once, even when accepted twice at the same moment, and not after 72 hours', async () => {

@@ -62,13 +62,19 @@ export class AccountService {
    * and beyond the free attempts each try must wait (429 with Retry-After).
    */
   async signIn(email: string, password: string, meta: { ip: string | null; userAgent: string | null; previousToken?: string | null }): Promise<NewSession> {
-    const keys = [`email:${email.trim().toLowerCase()}`, `ip:${meta.ip ?? 'unknown'}`];
-    const counts = await this.repo.failureCounts(keys);
-    const now = Date.now();
-    const wait = Math.max(
-      signInWait(counts.get(keys[0]) ?? null, this.config.account.signInFreeAttemptsPerAccount, now),
-      signInWait(counts.get(keys[1]) ?? null, this.config.account.signInFreeAttemptsPerAddress, now),
-    );
+    const keys = [`email:${email.trim().toLowerCase().slice(0, 320)}`, `ip:${meta.ip ?? 'unknown'}`];
+    // Checked and provisionally counted as a failure under the rows' locks, so parallel attempts
+    // cannot all pass the check before any of them is counted; a success takes it back.
+    const wait = await this.transactions.run(async (tx) => {
+      const counts = await this.repo.lockFailureCounts(keys, tx);
+      const now = Date.now();
+      const w = Math.max(
+        signInWait(counts.get(keys[0]) ?? null, this.config.account.signInFreeAttemptsPerAccount, now),
+        signInWait(counts.get(keys[1]) ?? null, this.config.account.signInFreeAttemptsPerAddress, now),
+      );
+      if (w === 0) await this.repo.recordFailure(keys, SIGN_IN_WINDOW_MS, tx);
+      return w;
+    });
     if (wait > 0) {
       const seconds = Math.ceil(wait / 1000);
       throw new AppError('rate_limited', `Too many failed sign-ins; try again in ${seconds} s`, undefined, { 'Retry-After': String(seconds) });
@@ -77,11 +83,11 @@ export class AccountService {
     const stored = user ? await this.repo.passwordHash(user.id) : null;
     const ok = await verifyPassword(password, stored ?? (await decoyHash()));
     if (!user || !stored || !ok) {
-      await this.repo.recordFailure(keys, SIGN_IN_WINDOW_MS);
       this.logger.warn({ msg: 'failed sign-in', ip: meta.ip });
       throw new AppError('unauthorized', WRONG);
     }
     await this.repo.clearFailures([keys[0]]);
+    await this.repo.forgiveFailure([keys[1]]);
     // Rotation: a session cookie the browser already had is ended, and a new one is issued.
     if (meta.previousToken) await this.repo.revokeSession(hashToken(meta.previousToken));
     return this.openSession(user.id, meta);
