@@ -1,5 +1,6 @@
 import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
 import { AuthApiModule } from '../auth/auth-api.module.js';
+import { NotificationsModule } from '../notifications/notifications.module.js';
 import { AccountPagesController } from './account-pages.controller.js';
 import { AccountSignInController } from './account-sign-in.controller.js';
 import { AccountRepository } from './account.repository.js';
@@ -14,7 +15,7 @@ import { ConsoleGuard } from './console.guard.js';
  * API token, and its cookie is never sent to /api (Path=/account) nor accepted there.
  */
 @Module({
-  imports: [AuthApiModule],
+  imports: [AuthApiModule, NotificationsModule],
   controllers: [AccountSignInController, AccountPagesController],
   providers: [AccountRepository, AccountService, AccountUsageService, ConsoleGuard],
   exports: [AccountService],
