@@ -38,8 +38,8 @@ describe('platform: system routes, errors, authentication', () => {
       const endpoints = res.body.endpoints as { method: string; path: string; permission: string; credential?: string }[];
       expect(endpoints).toEqual(expect.arrayContaining([{ method: 'POST', path: '/api/contacts/new', permission: 'contacts:write' }]));
       for (const e of endpoints) {
-        expect(e.permission).toMatch(/^(public|authenticated|signature|\*|[a-zA-Z]+:(read|write|delete))$/);
-        if ('credential' in e) expect(e.credential).toMatch(/^(token-or-basic|metrics-token|sms-signature)$/);
+        expect(e.permission).toMatch(/^(public|session|authenticated|signature|\*|[a-zA-Z]+:(read|write|delete))$/);
+        if ('credential' in e) expect(e.credential).toMatch(/^(token-or-basic|metrics-token|sms-signature|session)$/);
       }
       // Every credential is in the table: the metrics token, the signed SMS callbacks, the queue dashboard's login.
       expect(endpoints).toEqual(
