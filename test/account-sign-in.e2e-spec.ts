@@ -185,9 +185,9 @@ describe('account console: sign-in and sessions', () => {
       expect.arrayContaining([
         { method: 'GET', path: '/account/login', permission: 'public' },
         { method: 'POST', path: '/account/login', permission: 'public' },
-        { method: 'GET', path: '/account/tokens', permission: 'session' },
-        { method: 'POST', path: '/account/tokens/:id/revoke', permission: 'session' },
-        { method: 'POST', path: '/account/logout', permission: 'session' },
+        { method: 'GET', path: '/account/tokens', permission: 'session', credential: 'session' },
+        { method: 'POST', path: '/account/tokens/:id/revoke', permission: 'session', credential: 'session' },
+        { method: 'POST', path: '/account/logout', permission: 'session', credential: 'session' },
       ]),
     );
     expect(console.every((e) => e.permission === 'session' || e.permission === 'public')).toBe(true);

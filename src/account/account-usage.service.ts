@@ -1,8 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { getStorageToken } from '@nestjs/throttler';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { accountCounterKey } from '../rate-limit/rate-limit.guard.js';
-import type { RateLimitStorage } from '../rate-limit/rate-limit.storage.js';
+import { RateLimitService } from '../rate-limit/rate-limit.service.js';
 import type { ConsoleSession } from './account.service.js';
 
 export interface UsageRecord {
@@ -19,12 +17,12 @@ export interface UsageRecord {
 export class AccountUsageService {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @Inject(getStorageToken()) private readonly rateLimits: RateLimitStorage,
+    private readonly rateLimits: RateLimitService,
   ) {}
 
   async usage(session: ConsoleSession): Promise<UsageRecord> {
     const limit = this.config.rateLimits[session.user.plan];
-    const { hits, resetMs } = await this.rateLimits.peek(accountCounterKey(session.user.id));
+    const { hits, resetMs } = await this.rateLimits.accountUsage(session.user.id);
     return {
       plan: session.user.plan,
       limit,

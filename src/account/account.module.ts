@@ -1,6 +1,8 @@
 import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
 import { AuthApiModule } from '../auth/auth-api.module.js';
+import { AuthModule } from '../auth/auth.module.js';
 import { NotificationsModule } from '../notifications/notifications.module.js';
+import { RateLimitModule } from '../rate-limit/rate-limit.module.js';
 import { AccountPagesController } from './account-pages.controller.js';
 import { AccountSignInController } from './account-sign-in.controller.js';
 import { AccountRepository } from './account.repository.js';
@@ -15,7 +17,7 @@ import { ConsoleGuard } from './console.guard.js';
  * API token, and its cookie is never sent to /api (Path=/account) nor accepted there.
  */
 @Module({
-  imports: [AuthApiModule, NotificationsModule],
+  imports: [AuthModule, AuthApiModule, NotificationsModule, RateLimitModule],
   controllers: [AccountSignInController, AccountPagesController],
   providers: [AccountRepository, AccountService, AccountUsageService, ConsoleGuard],
   exports: [AccountService],

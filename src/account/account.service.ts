@@ -5,8 +5,7 @@ import type { Principal } from '../common/request.js';
 import { Transactions } from '../database/transactions.js';
 import { PERMISSIONS } from '../auth/permissions.js';
 import { TokensService } from '../auth/tokens.service.js';
-import type { User } from '../auth/user.entity.js';
-import { UsersService } from '../auth/users.service.js';
+import { type UserAccount as User, UsersService } from '../auth/users.service.js';
 import { AccountRepository } from './account.repository.js';
 import { decoyHash, hashPassword, passwordProblem, verifyPassword } from './passwords.js';
 import {
