@@ -3,7 +3,9 @@ import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swag
 import helmet from 'helmet';
 import type { NextFunction, Request, Response } from 'express';
 import type { AppConfig } from './config/config.js';
+import { completeOpenApi } from './common/openapi.js';
 import { RouteTable } from './common/route-table.js';
+import { requestTextMiddleware } from './common/request-text.middleware.js';
 import { API_VERSION } from './system/system.controller.js';
 
 /** Express-level settings of the API process: parsers and limits, security headers, CORS, the OpenAPI document. */
@@ -28,6 +30,8 @@ export function configureHttp(app: NestExpressApplication, config: AppConfig): v
   }
   app.useBodyParser('json', { limit: config.bodyLimitBytes, type: ['application/json', 'application/*+json'] });
   app.useBodyParser('urlencoded', { limit: config.bodyLimitBytes, extended: false, parameterLimit: 100 });
+  // Before the router: NUL / invalid UTF-8 in the path, query or body, and reserved keys, are a 400 everywhere.
+  app.use(requestTextMiddleware);
 
   const document = buildOpenApi(app, config);
   // The reference (HTML) at /api/docs; the document itself at /api/docs-json, or at /api/docs when JSON is asked for.
@@ -47,26 +51,18 @@ function buildOpenApi(app: NestExpressApplication, config: AppConfig): OpenAPIOb
     .setDescription(
       [
         'Sales and marketing automation API. Every /api route needs `Authorization: Bearer <token>` except those marked public.',
-        'Errors always have the shape `{ "error": { "code", "message", "status", "details"? } }`.',
+        'Errors always have the shape `{ "error": { "code", "message", "status", "details"? } }`; each operation lists the statuses it can answer. A path that exists answers other methods with 405 and an `Allow` header.',
         'Lists take `search`, `page` (1-based), `limit` (1..200, default 30), `orderBy`, `orderByDir` (asc|desc) and answer `{ total, <plural>: [...] }`.',
         'Rate limits per account and hour: basic 1000, professional 5000, enterprise 10000; see the X-RateLimit-* headers.',
       ].join('\n\n'),
     )
     .setVersion(API_VERSION)
     .addServer(config.baseUrl)
-    .addBearerAuth();
+    .addBearerAuth()
+    // OAuth client authentication (RFC 6749 §2.3.1): the token endpoints take it, optionally.
+    .addBasicAuth({ type: 'http', scheme: 'basic' }, 'basic');
   const document = SwaggerModule.createDocument(app, builder.build());
-  // Each operation states the permission it needs, from the same route table as GET /api/endpoints.
-  const routes = app.get(RouteTable).all();
-  for (const r of routes) {
-    const openApiPath = r.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
-    const op = (document.paths[openApiPath] as Record<string, { description?: string; security?: unknown[]; 'x-permission'?: string }> | undefined)?.[
-      r.method.toLowerCase()
-    ];
-    if (!op) continue;
-    op['x-permission'] = r.permission;
-    op.description = `${op.description ? op.description + '\n\n' : ''}Permission: \`${r.permission}\``;
-    op.security = r.permission === 'public' ? [] : [{ bearer: [] }];
-  }
+  // Error answers, path ids, list parameters and body rules, from the same route table as GET /api/endpoints.
+  completeOpenApi(document, app.get(RouteTable).all());
   return document;
 }

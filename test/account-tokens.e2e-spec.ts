@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
+import { tokenFor } from './support/fixtures.js';
 
 const BASE = '/api/account/tokens';
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
@@ -11,8 +12,8 @@ describe('account tokens', () => {
 
   beforeAll(async () => {
     app = await startApp();
-    alice = `Bearer ${await app.token('*', { user: 'alice@example.com', plan: 'enterprise' })}`;
-    bob = `Bearer ${await app.token('*', { user: 'bob@example.com', plan: 'enterprise' })}`;
+    alice = await tokenFor(app, '*', { user: 'alice@example.com', plan: 'enterprise' });
+    bob = await tokenFor(app, '*', { user: 'bob@example.com', plan: 'enterprise' });
   });
   afterAll(async () => app?.stop());
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
+import { adminToken, createActivity, createContact, tokenFor, uniqueEmail, userId } from './support/fixtures.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
 
@@ -14,30 +15,18 @@ describe('activities', () => {
 
   beforeAll(async () => {
     app = await startApp();
-    auth = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
-    readOnly = `Bearer ${await app.token('activities:read', { user: 'reader@example.com', plan: 'enterprise' })}`;
-    noActivities = `Bearer ${await app.token('contacts:read,deals:read,deals:write', { user: 'other@example.com', plan: 'enterprise' })}`;
-    readWrite = `Bearer ${await app.token('activities:read,activities:write', { user: 'writer@example.com', plan: 'enterprise' })}`;
-    adminId = (await app.sql<{ id: number }>(`SELECT id FROM users WHERE email = 'admin@example.com'`))[0].id;
+    auth = await adminToken(app);
+    readOnly = await tokenFor(app, 'activities:read', { user: 'reader@example.com', plan: 'enterprise' });
+    noActivities = await tokenFor(app, 'contacts:read,deals:read,deals:write', { user: 'other@example.com', plan: 'enterprise' });
+    readWrite = await tokenFor(app, 'activities:read,activities:write', { user: 'writer@example.com', plan: 'enterprise' });
+    adminId = await userId(app);
     contactId = await newContact('Activity Contact');
   });
   afterAll(async () => app?.stop());
 
-  let seq = 0;
-  async function newContact(name: string): Promise<number> {
-    const res = await app.http
-      .post('/api/contacts')
-      .set('Authorization', auth)
-      .send({ name, email: `act${++seq}-${Date.now()}@activities.test` });
-    expect(res.status).toBe(201);
-    return res.body.contact.id;
-  }
+  const newContact = (name: string) => createContact(app, auth, { name, email: uniqueEmail('activities.test', 'act') }, '/api/contacts');
   const create = (body: object, path = '/api/activities') => app.http.post(path).set('Authorization', auth).send(body);
-  const newActivity = async (body: object = {}) => {
-    const res = await create({ type: 'call', subject: 'Activity', contact_id: contactId, ...body });
-    expect(res.status).toBe(201);
-    return res.body.activity as { id: number; [k: string]: unknown };
-  };
+  const newActivity = (body: object = {}) => createActivity(app, auth, contactId, body as Record<string, unknown>);
 
   describe('create', () => {
     it('creates through POST /api/activities with 201 and a snake_case record', async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
+import { adminToken, createCampaign, createContact, tokenFor, uniqueEmail } from './support/fixtures.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
 
@@ -13,28 +14,16 @@ describe('campaigns', () => {
   beforeAll(async () => {
     // A short period so that the completion job can be observed.
     app = await startApp({ env: { CAMPAIGN_COMPLETION_INTERVAL_MS: '300' } });
-    auth = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
-    readOnly = `Bearer ${await app.token('campaigns:read', { user: 'reader@example.com', plan: 'enterprise' })}`;
-    noCampaigns = `Bearer ${await app.token('contacts:read,contacts:write,contacts:delete', { user: 'other@example.com', plan: 'enterprise' })}`;
-    readWrite = `Bearer ${await app.token('campaigns:read,campaigns:write', { user: 'writer@example.com', plan: 'enterprise' })}`;
+    auth = await adminToken(app);
+    readOnly = await tokenFor(app, 'campaigns:read', { user: 'reader@example.com', plan: 'enterprise' });
+    noCampaigns = await tokenFor(app, 'contacts:read,contacts:write,contacts:delete', { user: 'other@example.com', plan: 'enterprise' });
+    readWrite = await tokenFor(app, 'campaigns:read,campaigns:write', { user: 'writer@example.com', plan: 'enterprise' });
   });
   afterAll(async () => app?.stop());
 
   const create = (body: object, path = '/api/campaigns/new') => app.http.post(path).set('Authorization', auth).send(body);
-  const newCampaign = async (body: object = {}) => {
-    const res = await create({ name: 'Campaign', ...body });
-    expect(res.status).toBe(201);
-    return res.body.campaign as { id: number; [k: string]: unknown };
-  };
-  let contactSeq = 0;
-  const newContact = async (name = 'Member') => {
-    const res = await app.http
-      .post('/api/contacts')
-      .set('Authorization', auth)
-      .send({ name, email: `member${++contactSeq}-${Date.now()}@campaigns.test` });
-    expect(res.status).toBe(201);
-    return res.body.contact.id as number;
-  };
+  const newCampaign = (body: object = {}) => createCampaign(app, auth, body as Record<string, unknown>);
+  const newContact = (name = 'Member') => createContact(app, auth, { name, email: uniqueEmail('campaigns.test', 'member') }, '/api/contacts');
   const add = (campaignId: number | string, contactId: number | string, token = auth) =>
     app.http.post(`/api/campaigns/${campaignId}/contact/${contactId}/add`).set('Authorization', token);
   const remove = (campaignId: number | string, contactId: number | string, token = auth) =>

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
+import { adminToken, tokenFor } from './support/fixtures.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
 
@@ -11,9 +12,9 @@ describe('categories', () => {
 
   beforeAll(async () => {
     app = await startApp();
-    auth = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
-    readOnly = `Bearer ${await app.token('categories:read', { user: 'reader@example.com', plan: 'enterprise' })}`;
-    none = `Bearer ${await app.token('fields:read', { user: 'other@example.com', plan: 'enterprise' })}`;
+    auth = await adminToken(app);
+    readOnly = await tokenFor(app, 'categories:read', { user: 'reader@example.com', plan: 'enterprise' });
+    none = await tokenFor(app, 'fields:read', { user: 'other@example.com', plan: 'enterprise' });
   });
   afterAll(async () => app?.stop());
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
+import { adminToken } from './support/fixtures.js';
 
 describe('contact custom field values', () => {
   let app: TestApp;
@@ -19,7 +20,7 @@ describe('contact custom field values', () => {
 
   beforeAll(async () => {
     app = await startApp();
-    auth = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
+    auth = await adminToken(app);
     await field({ label: 'City', type: 'text' });
     await field({ label: 'Score', type: 'number' });
     await field({ label: 'Vip', type: 'boolean' });

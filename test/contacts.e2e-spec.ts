@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
+import { adminToken, tokenFor } from './support/fixtures.js';
 
 describe('contacts', () => {
   let app: TestApp;
@@ -8,8 +9,8 @@ describe('contacts', () => {
 
   beforeAll(async () => {
     app = await startApp();
-    auth = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
-    readOnly = `Bearer ${await app.token('contacts:read', { user: 'reader@example.com' })}`;
+    auth = await adminToken(app);
+    readOnly = await tokenFor(app, 'contacts:read', { user: 'reader@example.com' });
   });
   afterAll(async () => app?.stop());
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
+import { adminToken, createContact, createDeal, tokenFor, uniqueEmail, userId } from './support/fixtures.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
 
@@ -15,31 +16,19 @@ describe('deals', () => {
 
   beforeAll(async () => {
     app = await startApp();
-    auth = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
-    readOnly = `Bearer ${await app.token('deals:read', { user: 'reader@example.com', plan: 'enterprise' })}`;
-    noDeals = `Bearer ${await app.token('contacts:read,activities:read,activities:write', { user: 'other@example.com', plan: 'enterprise' })}`;
-    readWrite = `Bearer ${await app.token('deals:read,deals:write', { user: 'writer@example.com', plan: 'enterprise' })}`;
-    adminId = (await app.sql<{ id: number }>(`SELECT id FROM users WHERE email = 'admin@example.com'`))[0].id;
-    otherUserId = (await app.sql<{ id: number }>(`SELECT id FROM users WHERE email = 'reader@example.com'`))[0].id;
+    auth = await adminToken(app);
+    readOnly = await tokenFor(app, 'deals:read', { user: 'reader@example.com', plan: 'enterprise' });
+    noDeals = await tokenFor(app, 'contacts:read,activities:read,activities:write', { user: 'other@example.com', plan: 'enterprise' });
+    readWrite = await tokenFor(app, 'deals:read,deals:write', { user: 'writer@example.com', plan: 'enterprise' });
+    adminId = await userId(app);
+    otherUserId = await userId(app, 'reader@example.com');
     contactId = await newContact('Deal Contact');
   });
   afterAll(async () => app?.stop());
 
-  let seq = 0;
-  async function newContact(name: string): Promise<number> {
-    const res = await app.http
-      .post('/api/contacts/new')
-      .set('Authorization', auth)
-      .send({ name, email: `deal${++seq}-${Date.now()}@deals.test` });
-    expect(res.status).toBe(201);
-    return res.body.contact.id;
-  }
+  const newContact = (name: string) => createContact(app, auth, { name, email: uniqueEmail('deals.test', 'deal') });
   const create = (body: object, path = '/api/deals') => app.http.post(path).set('Authorization', auth).send(body);
-  const newDeal = async (body: object = {}) => {
-    const res = await create({ title: 'Deal', value: 100, contact_id: contactId, ...body });
-    expect(res.status).toBe(201);
-    return res.body.deal as { id: number; [k: string]: unknown };
-  };
+  const newDeal = (body: object = {}) => createDeal(app, auth, contactId, body as Record<string, unknown>);
   const secondsAgo = (iso: string) => (Date.now() - Date.parse(iso)) / 1000;
 
   describe('create', () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { expectError, startApp, type TestApp } from './support/app.js';
+import { tokenFor } from './support/fixtures.js';
 
 /** The README's zero-dependency mode: no DATABASE_URL (embedded PGlite), no REDIS_URL. */
 describe('embedded mode', () => {
@@ -11,7 +12,7 @@ describe('embedded mode', () => {
   beforeAll(async () => {
     app = await startApp({ embedded: true });
     // The CLI runs while the server owns the data directory: it goes through the server's socket.
-    auth = `Bearer ${await app.token('*', { plan: 'basic' })}`;
+    auth = await tokenFor(app, '*', { plan: 'basic' });
   });
   afterAll(async () => app?.stop());
 

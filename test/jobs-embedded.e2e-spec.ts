@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { expectError, freePort, ROOT, startApp, type TestApp, awayFromMidnight } from './support/app.js';
+import { adminToken, tokenFor } from './support/fixtures.js';
 import { FakeGateway, sign, waitFor } from './support/sms-gateway.js';
 
 const SECRET = 'embedded-secret';
@@ -21,7 +22,7 @@ describe('jobs without Redis: embedded PostgreSQL, everything in one process', (
       embedded: true,
       env: { SMS_PROVIDER: 'http', SMS_HTTP_URL: gateway.url, SMS_WEBHOOK_SECRET: SECRET, REPORT_SCHEDULE_DAILY: '*/2 * * * * *' },
     });
-    auth = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
+    auth = await adminToken(app);
   }, 120000);
   afterAll(async () => {
     await app?.stop();
@@ -104,7 +105,7 @@ describe('jobs on PostgreSQL without Redis, default log provider', () => {
   let auth: string;
   beforeAll(async () => {
     app = await startApp({ noRedis: true });
-    auth = `Bearer ${await app.token('*')}`;
+    auth = await tokenFor(app, '*');
   }, 120000);
   afterAll(async () => app?.stop());
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
+import { adminToken, tokenFor } from './support/fixtures.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
 
@@ -29,10 +30,10 @@ describe('notifications', () => {
 
   beforeAll(async () => {
     app = await startApp();
-    admin = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
-    userA = `Bearer ${await app.token('*', { user: 'a@example.com', plan: 'enterprise' })}`;
-    userB = `Bearer ${await app.token('*', { user: 'b@example.com', plan: 'enterprise' })}`;
-    readOnlyA = `Bearer ${await app.token('notifications:read', { user: 'a@example.com', plan: 'enterprise' })}`;
+    admin = await adminToken(app);
+    userA = await tokenFor(app, '*', { user: 'a@example.com', plan: 'enterprise' });
+    userB = await tokenFor(app, '*', { user: 'b@example.com', plan: 'enterprise' });
+    readOnlyA = await tokenFor(app, 'notifications:read', { user: 'a@example.com', plan: 'enterprise' });
     idA = await userId('a@example.com');
     idB = await userId('b@example.com');
     await assign('Lead One', idA);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as oidc from 'openid-client';
 import { expectError, startApp, type TestApp } from './support/app.js';
+import { adminToken, tokenFor } from './support/fixtures.js';
 
 const TOKEN = '/api/oauth/v2/token';
 const REVOKE = '/api/oauth/v2/revoke';
@@ -37,7 +38,7 @@ describe('OAuth2 endpoints', () => {
   beforeAll(async () => {
     // A generous OAuth limit here: the limit itself is tested on its own instance below.
     app = await startApp({ env: { OAUTH_RATE_LIMIT_PER_MINUTE: '1000' } });
-    admin = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
+    admin = await adminToken(app);
     client = await newClient(app, admin, ['contacts:read']);
   });
   afterAll(async () => app?.stop());
@@ -325,7 +326,7 @@ describe('OAuth2 with short lifetimes and a strict rate limit', () => {
 
   beforeAll(async () => {
     app = await startApp({ env: { OAUTH_ACCESS_TOKEN_TTL_SECONDS: '2', OAUTH_RATE_LIMIT_PER_MINUTE: '4' } });
-    admin = `Bearer ${await app.token('*')}`;
+    admin = await tokenFor(app, '*');
     client = await newClient(app, admin, ['contacts:read']);
   });
   afterAll(async () => app?.stop());

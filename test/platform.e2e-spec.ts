@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createDatabase, expectError, ROOT, startApp, type TestApp } from './support/app.js';
+import { adminToken } from './support/fixtures.js';
 
 describe('platform: system routes, errors, authentication', () => {
   let app: TestApp;
@@ -10,7 +11,7 @@ describe('platform: system routes, errors, authentication', () => {
 
   beforeAll(async () => {
     app = await startApp({ env: { BODY_LIMIT_BYTES: '65536', METRICS_TOKEN: 'scrape-secret-123' } });
-    admin = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
+    admin = await adminToken(app);
   });
   afterAll(async () => app?.stop());
 

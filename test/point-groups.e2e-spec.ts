@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
+import { adminToken, tokenFor } from './support/fixtures.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
 
@@ -10,8 +11,8 @@ describe('point groups', () => {
 
   beforeAll(async () => {
     app = await startApp();
-    auth = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
-    readOnly = `Bearer ${await app.token('pointGroups:read', { user: 'reader@example.com', plan: 'enterprise' })}`;
+    auth = await adminToken(app);
+    readOnly = await tokenFor(app, 'pointGroups:read', { user: 'reader@example.com', plan: 'enterprise' });
   });
   afterAll(async () => app?.stop());
 

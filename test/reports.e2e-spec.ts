@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { expectError, startApp, TEST_REDIS_URL, type TestApp, awayFromMidnight } from './support/app.js';
+import { adminToken } from './support/fixtures.js';
 
 /** Polls until `fn` returns a value other than undefined, or fails after `ms`. */
 async function waitFor<T>(fn: () => Promise<T | undefined>, ms = 20000, what = 'condition'): Promise<T> {
@@ -55,7 +56,7 @@ describe('reports (API and worker in separate processes, BullMQ on Redis)', () =
   beforeAll(async () => {
     api = await startApp({ role: 'api', env });
     worker = await startApp({ shareWith: api, role: 'worker', env });
-    auth = `Bearer ${await api.token('*', { plan: 'enterprise' })}`;
+    auth = await adminToken(api);
     adminId = (await api.sql<{ id: number }>(`SELECT id FROM users WHERE email = 'admin@example.com'`))[0].id;
     const users = await api.sql<{ id: number; email: string }>(
       `INSERT INTO users (name, email, team) VALUES ($1, 'alice@example.com', 'east'), ($2, 'bob@example.com', 'west'), ($3, 'carol@example.com', 'east') RETURNING id, email`,

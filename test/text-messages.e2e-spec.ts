@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { expectError, startApp, TEST_REDIS_URL, type TestApp } from './support/app.js';
+import { adminToken } from './support/fixtures.js';
 import { FakeGateway, sign, waitFor } from './support/sms-gateway.js';
 
 const SECRET = 'whsec-test-secret';
@@ -25,7 +26,7 @@ describe('text messages (API and worker in separate processes, HTTP provider aga
     };
     api = await startApp({ role: 'api', env });
     worker = await startApp({ shareWith: api, role: 'worker', env });
-    auth = `Bearer ${await api.token('*', { plan: 'enterprise' })}`;
+    auth = await adminToken(api);
     adminId = (await api.sql<{ id: number }>(`SELECT id FROM users WHERE email = 'admin@example.com'`))[0].id;
   }, 120000);
   afterAll(async () => {

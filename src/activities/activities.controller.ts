@@ -1,13 +1,13 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi.js';
+import { CreateOrReplace, putOutcome } from '../common/put-status.js';
+import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { ActivityRecordDto, CreateActivityDto, UpdateActivityDto } from './activity.dto.js';
-import { ActivitiesService } from './activities.service.js';
+import { ActivitiesService, ACTIVITY_LIST_SPEC } from './activities.service.js';
 
 @ApiTags('activities')
 @Controller('api/activities')
@@ -21,6 +21,7 @@ export class ActivitiesController {
     description: 'List parameters: search (subject, notes, outcome), page, limit, orderBy, orderByDir; filters type (call, email, meeting), contact_id.',
   })
   @ApiEnvelope('activities', ActivityRecordDto, { list: true })
+  @ApiListQuery(ACTIVITY_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.activities.list(query);
   }
@@ -50,6 +51,7 @@ export class ActivitiesController {
   }
 
   @Put([':id/edit', ':id'])
+  @CreateOrReplace()
   @RequirePermission('activities:write')
   @ApiOperation({
     summary: 'Replace an activity (200), or create one with a new id when the id does not exist (201)',
@@ -57,15 +59,9 @@ export class ActivitiesController {
   })
   @ApiEnvelope('activity', ActivityRecordDto)
   @ApiEnvelope('activity', ActivityRecordDto, { status: 201 })
-  async put(
-    @Param('id', IdPipe) id: number,
-    @Body() dto: CreateActivityDto,
-    @CurrentPrincipal() who: Principal,
-    @Res({ passthrough: true }) res: Response,
-  ) {
+  async put(@Param('id', IdPipe) id: number, @Body() dto: CreateActivityDto, @CurrentPrincipal() who: Principal) {
     const { created, activity } = await this.activities.put(id, dto, who);
-    res.status(created ? 201 : 200);
-    return { activity };
+    return putOutcome(created, { activity });
   }
 
   @Delete([':id/delete', ':id'])

@@ -1,105 +1,92 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, QueryFailedError, Repository } from 'typeorm';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
-import { fieldError, notFound } from '../common/errors.js';
-import { type ListSpec, paginate, parseListQuery } from '../common/list.js';
+import { fieldError, notFound, rejectNulls } from '../common/errors.js';
+import { parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
-import { rejectNulls } from '../deals/deal.rules.js';
+import { Transactions, type Tx } from '../database/transactions.js';
+import { ACTIVITY_LIST_SPEC, ActivitiesRepository } from './activities.repository.js';
+
+/** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
+export { ACTIVITY_LIST_SPEC };
 import { Activity } from './activity.entity.js';
 import { CreateActivityDto, UpdateActivityDto } from './activity.dto.js';
-import { ACTIVITY_TYPES } from './activity.rules.js';
 
-export const ACTIVITY_LIST_SPEC: ListSpec = {
-  sortable: {
-    id: 'a.id',
-    type: 'a.type',
-    subject: 'a.subject',
-    contact_id: 'a.contact_id',
-    due_date: 'a.due_date',
-    notes: 'a.notes',
-    outcome: 'a.outcome',
-    createdAt: 'a.created_at',
-    modifiedAt: 'a.modified_at',
-  },
-  // Same expression as the activities_search_trgm index.
-  searchExpression: 'sf_text(a.subject, a.notes, a.outcome)',
-  filters: {
-    type: { type: 'string', column: 'a.type', values: ACTIVITY_TYPES },
-    contact_id: { type: 'int', column: 'a.contact_id' },
-  },
-};
+/** An activity as the API returns it (the one mapper from row to record). */
+export function toActivityRecord(a: Activity) {
+  return {
+    id: a.id,
+    type: a.type,
+    subject: a.subject,
+    contact_id: a.contactId,
+    due_date: iso(a.dueDate),
+    notes: a.notes,
+    outcome: a.outcome,
+    ...auditOut(a),
+  };
+}
 
-export type ActivityRecord = ReturnType<ActivitiesService['toRecord']>;
+export type ActivityRecord = ReturnType<typeof toActivityRecord>;
 
+/**
+ * Activities. contact_id is checked by its foreign key when written (a missing contact is a 400
+ * naming contact_id, translated by the constraint registry), not by a SELECT that could race.
+ */
 @Injectable()
 export class ActivitiesService {
   constructor(
-    @InjectRepository(Activity) private readonly activities: Repository<Activity>,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly activities: ActivitiesRepository,
+    private readonly transactions: Transactions,
   ) {}
 
-  toRecord(a: Activity) {
-    return {
-      id: a.id,
-      type: a.type,
-      subject: a.subject,
-      contact_id: a.contactId,
-      due_date: iso(a.dueDate),
-      notes: a.notes,
-      outcome: a.outcome,
-      ...auditOut(a),
-    };
-  }
-
   async list(query: Record<string, unknown>) {
-    const q = parseListQuery(query, ACTIVITY_LIST_SPEC);
-    const { total, items } = await paginate(this.activities.createQueryBuilder('a'), q, ACTIVITY_LIST_SPEC);
-    return { total, activities: items.map((a) => this.toRecord(a)) };
+    const { total, items } = await this.activities.list(parseListQuery(query, ACTIVITY_LIST_SPEC));
+    return { total, activities: items.map(toActivityRecord) };
   }
 
-  private async findEntity(id: number): Promise<Activity> {
-    const a = await this.activities.findOne({ where: { id } });
+  async get(id: number, tx?: Tx): Promise<ActivityRecord> {
+    const a = await this.activities.findRecord(id, tx);
     if (!a) throw notFound('Activity', id);
-    return a;
+    return toActivityRecord(a);
   }
 
-  async get(id: number): Promise<ActivityRecord> {
-    return this.toRecord(await this.findEntity(id));
-  }
-
-  async create(dto: CreateActivityDto, who: Principal): Promise<ActivityRecord> {
+  async create(dto: CreateActivityDto, who: Principal, tx?: Tx): Promise<ActivityRecord> {
     const a = this.activities.create();
     this.assign(a, dto, true);
     stampCreated(a, who);
-    return this.persist(a, null);
+    return this.transactions.run(async (t) => this.get(await this.activities.save(a, t), t), tx);
   }
 
+  /** Changes the given properties of the row, locked while it is read and written (parallel edits all land). */
   async patch(id: number, dto: UpdateActivityDto, who: Principal): Promise<ActivityRecord> {
     rejectNulls(dto, ['type', 'subject', 'contact_id']);
-    const a = await this.findEntity(id);
-    const previousContact = a.contactId;
-    this.assign(a, dto, false);
-    stampModified(a, who);
-    return this.persist(a, previousContact);
+    return this.transactions.run(async (tx) => {
+      const a = await this.activities.findForUpdate(id, tx);
+      if (!a) throw notFound('Activity', id);
+      this.assign(a, dto, false);
+      stampModified(a, who);
+      return this.get(await this.activities.save(a, tx), tx);
+    });
   }
 
   /** PUT: full replace when the id exists (omitted optional properties reset to null), else a new activity. */
   async put(id: number, dto: CreateActivityDto, who: Principal): Promise<{ created: boolean; activity: ActivityRecord }> {
-    const existing = await this.activities.findOne({ where: { id } });
-    if (!existing) return { created: true, activity: await this.create(dto, who) };
-    const previousContact = existing.contactId;
-    this.assign(existing, dto, true);
-    stampModified(existing, who);
-    return { created: false, activity: await this.persist(existing, previousContact) };
+    return this.transactions.run(async (tx) => {
+      const a = await this.activities.findForUpdate(id, tx);
+      if (!a) return { created: true, activity: await this.create(dto, who, tx) };
+      this.assign(a, dto, true);
+      stampModified(a, who);
+      return { created: false, activity: await this.get(await this.activities.save(a, tx), tx) };
+    });
   }
 
+  /** Deletes the activity; one of parallel deletes succeeds, the others are 404s. */
   async remove(id: number): Promise<ActivityRecord> {
-    const a = await this.findEntity(id);
-    const record = this.toRecord(a);
-    await this.activities.delete({ id });
-    return record;
+    return this.transactions.run(async (tx) => {
+      const a = await this.activities.findForUpdate(id, tx);
+      if (!a || !(await this.activities.delete(id, tx))) throw notFound('Activity', id);
+      return toActivityRecord(a);
+    });
   }
 
   /** Copies DTO values onto the entity; with `replace`, omitted optional properties are reset to null. */
@@ -114,23 +101,5 @@ export class ActivitiesService {
     if (given('due_date')) a.dueDate = dto.due_date ? parseIsoWithOffset(dto.due_date) : null;
     if (given('notes')) a.notes = dto.notes ?? null;
     if (given('outcome')) a.outcome = dto.outcome ?? null;
-  }
-
-  private async persist(a: Activity, previousContact: number | null): Promise<ActivityRecord> {
-    if (previousContact !== a.contactId) {
-      const rows: unknown[] = await this.db.query(`SELECT 1 FROM contacts WHERE id = $1`, [a.contactId]);
-      if (!rows.length) throw fieldError('contact_id', `contact ${a.contactId} does not exist`);
-    }
-    try {
-      const saved = await this.activities.save(a);
-      return this.get(saved.id);
-    } catch (e) {
-      // The contact was deleted between the check and the write.
-      const pg = (e as QueryFailedError & { driverError?: { code?: string; constraint?: string } }).driverError;
-      if (e instanceof QueryFailedError && pg?.code === '23503' && pg.constraint === 'activities_contact_id_fkey') {
-        throw fieldError('contact_id', `contact ${a.contactId} does not exist`);
-      }
-      throw e;
-    }
   }
 }

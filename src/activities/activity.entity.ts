@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { registerConstraints } from '../common/constraints.js';
 import { AuditedEntity } from '../common/audit.js';
 import type { ActivityType } from './activity.rules.js';
 
@@ -25,3 +26,8 @@ export class Activity extends AuditedEntity {
   @Column({ type: 'text', nullable: true })
   outcome: string | null;
 }
+
+registerConstraints({
+  activities_contact_id_fkey: { kind: 'reference', field: 'contact_id', target: 'contact' },
+  activities_type_check: { kind: 'check', field: 'type', message: 'must be call, email or meeting' },
+});

@@ -1,24 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
-import { DataSource, QueryFailedError } from 'typeorm';
 import { AppError } from '../common/errors.js';
 import { AssetStorage, StoredObjectMissingError } from './asset-storage.js';
-import { dispositionType } from './asset-file.js';
+import { ALIAS_MAX, ALIAS_PATTERN, dispositionType } from './asset-file.js';
+import { AssetsRepository } from './assets.repository.js';
 import { contentDisposition, ifRangeAllows, isNotModified, parseRange } from './http-file.js';
-
-interface DownloadRow {
-  id: number;
-  storage_key: string;
-  original_filename: string;
-  mime: string;
-  size: string;
-  checksum: string;
-  file_modified_at: Date;
-}
 
 /** Unknown, unpublished, outside its window, a wrong alias or a missing file: all the same 404. */
 const gone = () => new AppError('not_found', 'No published asset at this address');
@@ -35,21 +24,16 @@ export class AssetDownloadsService {
   private readonly log = new Logger('AssetDownloads');
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly assets: AssetsRepository,
     private readonly storage: AssetStorage,
   ) {}
 
   async serve(id: number, alias: string | undefined, req: Request, res: Response, attempt = 1): Promise<void> {
-    const rows: DownloadRow[] = await this.db.query(
-      `SELECT id, storage_key, original_filename, mime, size, checksum, file_modified_at
-         FROM assets
-        WHERE id = $1 AND alias = $2 AND is_published
-          AND (publish_up IS NULL OR publish_up <= now())
-          AND (publish_down IS NULL OR publish_down > now())`,
-      [id, alias ?? ''],
-    );
-    if (!rows.length) throw gone();
-    const row = rows[0];
+    // No asset has an alias outside the alias rule (the DTO and the generator keep to it): such an
+    // address, NUL bytes and other text PostgreSQL cannot compare included, is a 404 unasked.
+    if (alias === undefined || alias.length > ALIAS_MAX || !ALIAS_PATTERN.test(alias)) throw gone();
+    const row = await this.assets.findPublished(id, alias);
+    if (!row) throw gone();
     const size = Number(row.size);
     const etag = `"${row.checksum}"`;
     const lastModified = new Date(row.file_modified_at);
@@ -65,7 +49,7 @@ export class AssetDownloadsService {
       const v = req.headers[name];
       return Array.isArray(v) ? v.join(', ') : v;
     };
-    if (isNotModified({ ifNoneMatch: header('if-none-match'), ifModifiedSince: header('if-modified-since') }, etag, lastModified)) {
+    if (isNotModified(req.headers, etag, lastModified)) {
       res.status(304).end();
       return;
     }
@@ -117,30 +101,13 @@ export class AssetDownloadsService {
   }
 
   /**
-   * Counts a download in one statement: the total always, the unique count only when this client
-   * (address + user agent) is new for the asset. No read-modify-write, so concurrent downloads
-   * never lose a count.
+   * Counts a download: the total always, the unique count once per client (address + user agent,
+   * hashed; no raw address is kept). An asset deleted meanwhile answers 404 (its foreign key).
    */
   private async count(assetId: number, req: Request): Promise<void> {
     const client = createHash('sha256')
       .update(`${req.ip ?? req.socket.remoteAddress ?? ''}\n${req.headers['user-agent'] ?? ''}`)
       .digest();
-    try {
-      await this.db.query(
-        `WITH seen AS (
-           INSERT INTO asset_download_clients (asset_id, client_hash) VALUES ($1, $2)
-           ON CONFLICT DO NOTHING RETURNING 1)
-         UPDATE assets
-            SET download_count = download_count + 1,
-                unique_download_count = unique_download_count + (SELECT count(*) FROM seen)
-          WHERE id = $1`,
-        [assetId, client],
-      );
-    } catch (e) {
-      // Deleted while this request was on its way.
-      const pg = e instanceof QueryFailedError ? (e as QueryFailedError & { driverError?: { code?: string } }).driverError : undefined;
-      if (pg?.code === '23503') throw gone();
-      throw e;
-    }
+    await this.assets.countDownload(assetId, client);
   }
 }

@@ -4,6 +4,7 @@
  * fields into typed values. No Nest, no I/O: unit-tested beside this file.
  */
 import { fileTypeFromBuffer } from 'file-type';
+import { ALIAS_MAX_LENGTH } from '../common/alias.js';
 import { parseBoolean } from '../common/list.js';
 import type { ErrorDetail } from '../common/errors.js';
 
@@ -103,7 +104,11 @@ export function dispositionType(mime: string): 'inline' | 'attachment' {
 export const ALIAS_PATTERN = /^[a-z0-9]+(?:[-_][a-z0-9]+)*$/;
 export const ALIAS_MAX = 100;
 
-/** URL alias from a title: accents dropped (ß → ss, æ → ae, ...), lower case, runs of other characters → `-`; `asset` when nothing is left. */
+/**
+ * URL alias from a title: accents dropped (ß → ss, æ → ae, ...), lower case, runs of other
+ * characters → `-`, at most ALIAS_MAX_LENGTH (64) characters, the length of every generated alias
+ * (common/alias.ts adds `-2`, `-3`... within it); `asset` when nothing is left.
+ */
 const LATIN_LETTERS: Record<string, string> = { ß: 'ss', æ: 'ae', œ: 'oe', ø: 'o', đ: 'd', ð: 'd', ł: 'l', þ: 'th', ı: 'i' };
 
 export function slugify(title: string): string {
@@ -114,26 +119,17 @@ export function slugify(title: string): string {
     .replace(/[ßæœøđðłþı]/g, (c) => LATIN_LETTERS[c])
     .replace(/[^a-z0-9]+/g, '-')
     .replace(/^-+|-+$/g, '')
-    .slice(0, ALIAS_MAX - 8)
+    .slice(0, ALIAS_MAX_LENGTH)
     .replace(/-+$/, '');
   return slug || 'asset';
-}
-
-/** The first alias `base`, `base-2`, `base-3`, ... not in `taken`. */
-export function nextFreeAlias(base: string, taken: Iterable<string>): string {
-  const set = new Set(taken);
-  if (!set.has(base)) return base;
-  for (let n = 2; ; n++) {
-    const candidate = `${base}-${n}`;
-    if (!set.has(candidate)) return candidate;
-  }
 }
 
 /**
  * Multipart form fields → the values the JSON body would carry: `isPublished` from
  * true/false/1/0, `category` from a whole number, an empty `description`, `category`,
  * `publishUp` or `publishDown` as null (clear), an empty `alias` as omitted. Other fields pass
- * through as strings (unknown ones are refused later by the validation). Problems are returned,
+ * through as strings (unknown ones are refused later by the validation); a value holding NUL is
+ * refused. Problems are returned,
  * not thrown.
  */
 export function formFieldsToBody(fields: Record<string, unknown>): { body: Record<string, unknown>; errors: ErrorDetail[] } {
@@ -142,6 +138,11 @@ export function formFieldsToBody(fields: Record<string, unknown>): { body: Recor
   for (const [key, value] of Object.entries(fields)) {
     if (typeof value !== 'string') {
       errors.push({ field: key, message: 'must be given once, as a plain form field' });
+      continue;
+    }
+    if (value.includes('\u0000')) {
+      // PostgreSQL text cannot hold NUL: refused here rather than failing in the database.
+      errors.push({ field: key, message: 'must not contain NUL characters' });
       continue;
     }
     switch (key) {

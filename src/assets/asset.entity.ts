@@ -1,5 +1,6 @@
 import { Column, Entity, PrimaryGeneratedColumn, type ValueTransformer } from 'typeorm';
 import { AuditedEntity } from '../common/audit.js';
+import { registerConstraints } from '../common/constraints.js';
 
 /** bigint columns come back from pg as strings; the values here stay far below 2^53. */
 const bigintNumber: ValueTransformer = {
@@ -71,3 +72,11 @@ export class Asset extends AuditedEntity {
   @Column({ name: 'file_modified_at', type: 'timestamptz' })
   fileModifiedAt: Date;
 }
+
+// Constraints of the assets tables, translated by the global exception filter (common/constraints.ts).
+registerConstraints({
+  assets_alias_uq: { kind: 'unique', field: 'alias', resource: 'asset', existing: { table: 'assets', where: 'alias = $1' } },
+  assets_category_id_fkey: { kind: 'reference', field: 'category', target: 'category' },
+  // A download counted while the asset was being deleted: the asset is gone.
+  asset_download_clients_asset_id_fkey: { kind: 'reference', field: 'id', target: 'asset', status: 404 },
+});

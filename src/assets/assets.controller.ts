@@ -22,12 +22,12 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { Public, RequirePermission } from '../auth/permissions.js';
 import { Consumes } from '../common/content-type.guard.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope, ApiErrorBody } from '../common/openapi.js';
+import { ApiEnvelope, ApiErrorBody, ApiListQuery, ApiErrors } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { AssetEditFormDto, AssetRecordDto, AssetUploadFormDto } from './asset.dto.js';
 import { AssetDownloadsService } from './asset-downloads.service.js';
 import type { UploadedAssetFile } from './asset-upload.engine.js';
-import { type AssetInput, AssetsService } from './assets.service.js';
+import { type AssetInput, AssetsService, ASSET_LIST_SPEC } from './assets.service.js';
 
 /** The body of a create/edit request: JSON or multipart form fields, and the upload multer stored (if any). */
 const AssetRequest = createParamDecorator((_: unknown, ctx: ExecutionContext): AssetInput => {
@@ -85,10 +85,12 @@ export class AssetsController {
       '`unpublished` (the isPublished flag; the publishUp/publishDown window is not applied here).',
   })
   @ApiEnvelope('assets', AssetRecordDto, { list: true })
+  @ApiListQuery(ASSET_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.assets.list(query);
   }
 
+  @ApiErrors({ status: 409, description: 'The alias is taken by another asset' })
   @Post(['new', '/'])
   @HttpCode(201)
   @RequirePermission('assets:write')
@@ -117,6 +119,7 @@ export class AssetsController {
     return { asset: await this.assets.get(id) };
   }
 
+  @ApiErrors({ status: 409, description: 'The alias is taken by another asset' })
   @Patch([':id/edit', ':id'])
   @RequirePermission('assets:write')
   @Consumes('application/json', 'multipart/form-data')
@@ -129,6 +132,7 @@ export class AssetsController {
     return { asset: await this.assets.patch(id, input, who) };
   }
 
+  @ApiErrors({ status: 409, description: 'The alias is taken by another asset' })
   @Put([':id/edit', ':id'])
   @RequirePermission('assets:write')
   @Consumes('application/json', 'multipart/form-data')

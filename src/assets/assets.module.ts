@@ -7,6 +7,7 @@ import { AssetStorage, LocalDiskStorage } from './asset-storage.js';
 import { AssetUploadEngine } from './asset-upload.engine.js';
 import { AssetDownloadsService } from './asset-downloads.service.js';
 import { AssetsController } from './assets.controller.js';
+import { AssetsRepository } from './assets.repository.js';
 import { AssetsService } from './assets.service.js';
 
 /** The asset storage (local disk under STORAGE_DIR), shared by the upload engine and the services. */
@@ -33,7 +34,7 @@ export class AssetStorageModule {}
     }),
   ],
   controllers: [AssetsController],
-  providers: [AssetsService, AssetDownloadsService],
-  exports: [AssetsService],
+  providers: [AssetsRepository, AssetsService, AssetDownloadsService],
+  exports: [AssetsService, AssetsRepository],
 })
 export class AssetsModule {}

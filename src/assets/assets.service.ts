@@ -1,18 +1,20 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, EntityManager, QueryFailedError, Repository } from 'typeorm';
+import { withGeneratedAlias } from '../common/alias.js';
 import { stampCreated, stampModified } from '../common/audit.js';
+import { isUniqueViolation } from '../common/constraints.js';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
-import { AppError, conflict, fieldError, notFound, validationError } from '../common/errors.js';
-import { type ListSpec, paginate, parseListQuery } from '../common/list.js';
+import { fieldError, notFound, validationError } from '../common/errors.js';
+import { type ListSpec, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { AppValidationPipe } from '../common/validation.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { Transactions, type Tx } from '../database/transactions.js';
 import { Asset } from './asset.entity.js';
 import { CreateAssetDto, UpdateAssetDto } from './asset.dto.js';
-import { formFieldsToBody, nextFreeAlias, slugify } from './asset-file.js';
+import { formFieldsToBody, slugify } from './asset-file.js';
 import { AssetStorage } from './asset-storage.js';
 import type { UploadedAssetFile } from './asset-upload.engine.js';
+import { type AssetCategoryRow, AssetsRepository } from './assets.repository.js';
 
 export const ASSET_LIST_SPEC: ListSpec = {
   sortable: {
@@ -44,19 +46,7 @@ export interface AssetInput {
   file?: UploadedAssetFile;
 }
 
-interface CategoryRow {
-  id: number;
-  title: string;
-  alias: string;
-  description: string | null;
-  color: string | null;
-  bundle: string;
-  created_by_user: string | null;
-  modified_by_user: string | null;
-}
-
-type PgError = QueryFailedError & { driverError?: { code?: string; constraint?: string } };
-const pgError = (e: unknown) => (e instanceof QueryFailedError ? (e as PgError).driverError : undefined);
+const ALIAS_CONSTRAINT = 'assets_alias_uq';
 
 export type AssetRecord = ReturnType<AssetsService['toRecord']>;
 
@@ -66,8 +56,8 @@ export class AssetsService {
   private readonly validator = new AppValidationPipe();
 
   constructor(
-    @InjectRepository(Asset) private readonly assets: Repository<Asset>,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly assets: AssetsRepository,
+    private readonly transactions: Transactions,
     private readonly storage: AssetStorage,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
@@ -76,7 +66,8 @@ export class AssetsService {
     return `${this.config.baseUrl}/api/assets/${a.id}:${a.alias}`;
   }
 
-  toRecord(a: Asset, categories: Map<number, CategoryRow>) {
+  /** The one mapper from a stored asset (and its category) to the API record. */
+  toRecord(a: Asset, categories: Map<number, AssetCategoryRow>) {
     const c = a.categoryId !== null ? categories.get(a.categoryId) : undefined;
     return {
       id: a.id,
@@ -119,31 +110,20 @@ export class AssetsService {
   /** Records for a batch of assets, with their categories in one query. */
   async toRecords(list: Asset[]): Promise<AssetRecord[]> {
     const ids = [...new Set(list.map((a) => a.categoryId).filter((id): id is number => id !== null))];
-    const categories = new Map<number, CategoryRow>();
-    if (ids.length) {
-      const rows: CategoryRow[] = await this.db.query(
-        `SELECT id, title, alias, description, color, bundle, created_by_user, modified_by_user FROM categories WHERE id = ANY($1)`,
-        [ids],
-      );
-      for (const r of rows) categories.set(r.id, r);
-    }
+    const categories = await this.assets.categoriesByIds(ids);
     return list.map((a) => this.toRecord(a, categories));
   }
 
   async list(query: Record<string, unknown>) {
     const q = parseListQuery(query, ASSET_LIST_SPEC);
-    const qb = this.assets.createQueryBuilder('a');
     const status = q.filters.status;
-    if (status !== undefined) {
-      delete q.filters.status;
-      qb.andWhere('a.is_published = :published', { published: status === 'published' });
-    }
-    const { total, items } = await paginate(qb, q, ASSET_LIST_SPEC);
+    if (status !== undefined) delete q.filters.status;
+    const { total, items } = await this.assets.list(q, ASSET_LIST_SPEC, status === undefined ? undefined : status === 'published');
     return { total, assets: await this.toRecords(items) };
   }
 
   async findEntity(id: number): Promise<Asset> {
-    const a = await this.assets.findOne({ where: { id } });
+    const a = await this.assets.findById(id);
     if (!a) throw notFound('Asset', id);
     return a;
   }
@@ -162,19 +142,26 @@ export class AssetsService {
     try {
       if (!file) throw fieldError('file', 'is required: send the file as multipart/form-data in the form field "file"');
       const dto = await this.readBody(input, CreateAssetDto);
-      const saved = await this.withGeneratedAliasRetry(dto, async () => {
-        const asset = this.assets.create();
-        await this.assign(asset, dto, true, this.db.manager);
-        this.setFile(asset, file);
-        asset.revision = 1;
-        stampCreated(asset, who);
-        return this.assets.save(asset);
-      });
+      const asset = new Asset();
+      this.assign(asset, dto, true);
+      this.setFile(asset, file);
+      asset.revision = 1;
+      stampCreated(asset, who);
+      const id =
+        dto.alias !== undefined
+          ? await this.assets.insert(asset)
+          : await withGeneratedAlias(
+              slugify(asset.title),
+              await this.assets.aliasesLike(slugify(asset.title), undefined),
+              (alias) => this.assets.insert({ ...asset, alias }),
+              (e) => isUniqueViolation(e, ALIAS_CONSTRAINT),
+              '-',
+            );
       committed = true;
-      return await this.get(saved.id);
+      return await this.get(id);
     } catch (e) {
       if (file && !committed) await this.discard(file.storageKey);
-      throw this.translate(e);
+      throw e;
     }
   }
 
@@ -189,51 +176,68 @@ export class AssetsService {
    * needs a file.
    */
   async put(id: number, input: AssetInput, who: Principal): Promise<{ created: boolean; asset: AssetRecord }> {
-    const exists = await this.assets.exists({ where: { id } });
-    if (!exists) return { created: true, asset: await this.create(input, who) };
+    if (!(await this.assets.exists(id))) return { created: true, asset: await this.create(input, who) };
     return { created: false, asset: await this.edit(id, input, who, true) };
   }
 
-  /** Deletes the row, then its file; answers the record as it was. */
+  /** Deletes the row, then its file; answers the record as it was (404 to all but one of concurrent deletes). */
   async remove(id: number): Promise<AssetRecord> {
-    const asset = await this.findEntity(id);
-    const record = (await this.toRecords([asset]))[0];
-    const [rows] = (await this.db.query(`DELETE FROM assets WHERE id = $1 RETURNING storage_key`, [id])) as [{ storage_key: string }[], number];
-    if (!rows.length) throw notFound('Asset', id);
-    await this.discard(rows[0].storage_key);
-    return record;
+    const asset = await this.assets.remove(id);
+    if (!asset) throw notFound('Asset', id);
+    await this.discard(asset.storageKey);
+    return (await this.toRecords([asset]))[0];
   }
 
+  /**
+   * An edit runs on the row locked (FOR UPDATE): concurrent edits of one asset apply one after the
+   * other, each on the other's result, so no change is lost and a replaced file is always known.
+   */
   private async edit(id: number, input: AssetInput, who: Principal, replace: boolean): Promise<AssetRecord> {
     const file = input.file;
     let committed = false;
     try {
       const dto = await this.readBody(input, replace ? CreateAssetDto : UpdateAssetDto);
-      let replacedKey: string | null = null;
-      const saved = await this.withGeneratedAliasRetry(dto, () =>
-        this.db.transaction(async (m) => {
-          const repo = m.getRepository(Asset);
-          // Row lock: concurrent edits of one asset apply one after the other, so a replaced file is always known.
-          const asset = await repo.findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
-          if (!asset) throw notFound('Asset', id);
-          await this.assign(asset, dto, replace, m);
-          replacedKey = null;
-          if (file) {
-            replacedKey = asset.storageKey;
-            this.setFile(asset, file);
-            asset.revision += 1;
-          }
-          stampModified(asset, who);
-          return repo.save(asset);
-        }),
-      );
+      const replacedKey = await this.transactions.run(async (tx) => {
+        const asset = await this.assets.findForUpdate(id, tx);
+        if (!asset) throw notFound('Asset', id);
+        this.assign(asset, dto, replace);
+        let replaced: string | null = null;
+        if (file) {
+          replaced = asset.storageKey;
+          this.setFile(asset, file);
+          asset.revision += 1;
+        }
+        stampModified(asset, who);
+        await this.writeEdit(asset, dto.alias === undefined && replace, tx);
+        return replaced;
+      });
       committed = true;
       if (replacedKey) await this.discard(replacedKey);
-      return await this.get(saved.id);
+      return await this.get(id);
     } catch (e) {
       if (file && !committed) await this.discard(file.storageKey);
-      throw this.translate(e);
+      throw e;
     }
+  }
+
+  /**
+   * Writes an edited asset. Without an alias on a replace, the alias is generated from the title
+   * again (an existing alias derived from the same title is kept); a candidate taken meanwhile by
+   * another request moves on to the next one (each try in a savepoint).
+   */
+  private async writeEdit(asset: Asset, generateAlias: boolean, tx: Tx): Promise<void> {
+    const base = slugify(asset.title);
+    if (!generateAlias || asset.alias === base || new RegExp(`^${base}-\\d+$`).test(asset.alias)) {
+      await this.assets.update(asset.id, asset, tx);
+      return;
+    }
+    await withGeneratedAlias(
+      base,
+      await this.assets.aliasesLike(base, asset.id, tx),
+      (alias) => this.transactions.run((sp) => this.assets.update(asset.id, { ...asset, alias }, sp), tx),
+      (e) => isUniqueViolation(e, ALIAS_CONSTRAINT),
+      '-',
+    );
   }
 
   /** The body as the DTO: multipart form fields are read into typed values first; then the global validation rules. */
@@ -247,8 +251,11 @@ export class AssetsService {
     return (await this.validator.transform(raw, { type: 'body', metatype: dto, data: '' })) as T;
   }
 
-  /** Copies DTO values onto the entity; with `replace`, omitted optional properties are reset to defaults. */
-  private async assign(a: Asset, dto: UpdateAssetDto, replace: boolean, m: EntityManager): Promise<void> {
+  /**
+   * Copies DTO values onto the entity; with `replace`, omitted optional properties are reset to
+   * defaults. A category that does not exist is refused by its foreign key (assets_category_id_fkey → 400).
+   */
+  private assign(a: Asset, dto: UpdateAssetDto, replace: boolean): void {
     const isNew = a.id === undefined;
     if (dto.title !== undefined) {
       a.title = dto.title.trim();
@@ -260,31 +267,8 @@ export class AssetsService {
     if (dto.publishUp !== undefined || replace) a.publishUp = dto.publishUp ? parseIsoWithOffset(dto.publishUp) : null;
     if (dto.publishDown !== undefined || replace) a.publishDown = dto.publishDown ? parseIsoWithOffset(dto.publishDown) : null;
     if (a.publishUp && a.publishDown && a.publishDown <= a.publishUp) throw fieldError('publishDown', 'must be later than publishUp');
-    if (dto.category !== undefined || replace || isNew) {
-      const category = dto.category ?? null;
-      if (category !== null) {
-        const found: unknown[] = await m.query(`SELECT 1 FROM categories WHERE id = $1`, [category]);
-        if (!found.length) throw fieldError('category', `category ${category} does not exist`);
-      }
-      a.categoryId = category;
-    }
+    if (dto.category !== undefined || replace || isNew) a.categoryId = dto.category ?? null;
     if (dto.alias !== undefined) a.alias = dto.alias;
-    else if (isNew || replace) a.alias = await this.generatedAlias(a, m);
-  }
-
-  /** An alias from the title, free among the other assets; an existing alias derived from the same title is kept. */
-  private async generatedAlias(a: Asset, m: EntityManager): Promise<string> {
-    const base = slugify(a.title);
-    if (a.alias && (a.alias === base || new RegExp(`^${base}-\\d+$`).test(a.alias))) return a.alias;
-    const rows: { alias: string }[] = await m.query(`SELECT alias FROM assets WHERE (alias = $1 OR alias LIKE $2) AND id <> $3`, [
-      base,
-      `${base}-%`,
-      a.id ?? 0,
-    ]);
-    return nextFreeAlias(
-      base,
-      rows.map((r) => r.alias),
-    );
   }
 
   private setFile(a: Asset, file: UploadedAssetFile): void {
@@ -295,34 +279,6 @@ export class AssetsService {
     a.size = file.size;
     a.checksum = file.checksum;
     a.fileModifiedAt = new Date();
-  }
-
-  /**
-   * Runs a write; when the alias was generated (not given) and a concurrent request took it
-   * between the check and the insert, runs it again with the next free alias.
-   */
-  private async withGeneratedAliasRetry<T>(dto: UpdateAssetDto, write: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await write();
-      } catch (e) {
-        const pg = pgError(e);
-        if (dto.alias === undefined && pg?.code === '23505' && pg.constraint === 'assets_alias_uq' && attempt < 5) continue;
-        throw e;
-      }
-    }
-  }
-
-  private translate(e: unknown): unknown {
-    const pg = pgError(e);
-    if (pg?.code === '23505' && pg.constraint === 'assets_alias_uq') {
-      return conflict('Another asset already has this alias', [{ field: 'alias', message: 'is already taken' }]);
-    }
-    if (pg?.code === '23503' && pg.constraint === 'assets_category_id_fkey') {
-      return fieldError('category', 'the category does not exist');
-    }
-    if (e instanceof AppError) return e;
-    return e;
   }
 
   /** Removes a stored file; a failure is logged (an orphan file, never a broken row). */

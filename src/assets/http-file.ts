@@ -1,21 +1,13 @@
 /**
- * Pure HTTP helpers for serving stored files: Content-Disposition (RFC 6266 / RFC 5987), byte
- * ranges (RFC 9110 §14) and conditional requests. No Nest, no I/O: unit-tested beside this file.
+ * HTTP helpers for serving stored files, on the maintained packages Express itself uses:
+ * `content-disposition` (RFC 6266 / RFC 8187 `filename*`), `range-parser` (byte ranges, RFC 9110
+ * §14) and `fresh` (If-None-Match / If-Modified-Since). What is ours is only the policy around
+ * them: the readable ASCII fallback name, one range or the whole file, and If-Range.
+ * No Nest, no I/O: unit-tested beside this file.
  */
-
-/** Characters RFC 5987 `attr-char` allows unencoded (besides ALPHA and DIGIT). */
-const ATTR_CHAR_EXTRA = new Set([...'!#$&+-.^_`|~']);
-
-/** RFC 5987 `value-chars` of a UTF-8 string: every byte outside `attr-char` percent-encoded. */
-export function encodeRfc5987(value: string): string {
-  let out = '';
-  for (const byte of Buffer.from(value, 'utf8')) {
-    const c = String.fromCharCode(byte);
-    if ((byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || ATTR_CHAR_EXTRA.has(c)) out += c;
-    else out += '%' + byte.toString(16).toUpperCase().padStart(2, '0');
-  }
-  return out;
-}
+import { create as createContentDisposition } from 'content-disposition';
+import fresh from 'fresh';
+import rangeParser from 'range-parser';
 
 /**
  * An ASCII stand-in for a file name, for clients that do not read `filename*`: accents are
@@ -37,14 +29,12 @@ export function asciiFallbackFilename(name: string): string {
 }
 
 /**
- * `Content-Disposition` for a stored file: `<type>; filename="<ascii>"`, plus
- * `filename*=UTF-8''<encoded>` whenever the ASCII form is not the exact name (RFC 6266 §4.3).
+ * `Content-Disposition` for a stored file: `<type>; filename=<ascii>` (a token, or a quoted string
+ * when it needs one), plus `filename*=UTF-8''<encoded>` whenever the ASCII form is not the exact
+ * name (RFC 6266 §4.3). Stored names never hold control characters (sanitizeFilename).
  */
 export function contentDisposition(filename: string, type: 'inline' | 'attachment' = 'attachment'): string {
-  const fallback = asciiFallbackFilename(filename);
-  let header = `${type}; filename="${fallback}"`;
-  if (fallback !== filename) header += `; filename*=UTF-8''${encodeRfc5987(filename)}`;
-  return header;
+  return createContentDisposition(filename, { type, fallback: asciiFallbackFilename(filename) });
 }
 
 export type RangeResult =
@@ -52,62 +42,39 @@ export type RangeResult =
   | { kind: 'full' }
   /** One satisfiable range, inclusive bounds (206). */
   | { kind: 'partial'; start: number; end: number }
-  /** A syntactically valid range that selects nothing (416). */
+  /** A range that selects nothing of the representation (416). */
   | { kind: 'unsatisfiable' };
 
 /**
- * Reads a `Range` header for a representation of `size` bytes. Only a single `bytes` range is
- * served as 206; a header in another unit, malformed, or asking for several ranges is ignored
- * (RFC 9110 §14.2 lets a server do that), so the client gets the whole file.
+ * Reads a `Range` header for a representation of `size` bytes with `range-parser`. Only a single
+ * `bytes` range (after merging adjacent ones) is served as 206; a header in another unit,
+ * malformed, or asking for several ranges is ignored (RFC 9110 §14.2 lets a server do that), so
+ * the client gets the whole file. A suffix range longer than the file selects the whole file
+ * (RFC 9110 §14.1.3), which range-parser would call unsatisfiable.
  */
 export function parseRange(header: string | undefined, size: number): RangeResult {
-  if (header === undefined) return { kind: 'full' };
-  const m = /^\s*bytes\s*=\s*(.*)$/i.exec(header);
-  if (!m) return { kind: 'full' };
-  const specs = m[1].split(',').map((s) => s.trim()).filter(Boolean);
-  if (specs.length !== 1) return { kind: 'full' };
-  const r = /^(\d*)\s*-\s*(\d*)$/.exec(specs[0]);
-  if (!r || (r[1] === '' && r[2] === '')) return { kind: 'full' };
-  if (r[1] === '') {
-    // Suffix range: the last N bytes.
-    const n = Number(r[2]);
-    if (n === 0 || size === 0) return { kind: 'unsatisfiable' };
-    return { kind: 'partial', start: Math.max(0, size - n), end: size - 1 };
+  if (!header) return { kind: 'full' };
+  const parsed = rangeParser(size, header, { combine: true });
+  if (parsed === -2) return { kind: 'full' };
+  if (parsed === -1) {
+    const suffix = /^\s*bytes\s*=\s*-\s*(\d+)\s*$/i.exec(header);
+    if (suffix && Number(suffix[1]) > 0 && size > 0) return { kind: 'partial', start: 0, end: size - 1 };
+    return { kind: 'unsatisfiable' };
   }
-  const start = Number(r[1]);
-  const end = r[2] === '' ? Infinity : Number(r[2]);
-  if (end < start) return { kind: 'full' };
-  if (start >= size) return { kind: 'unsatisfiable' };
-  return { kind: 'partial', start, end: Math.min(end, size - 1) };
-}
-
-/** Entity tags listed in an `If-None-Match` / `If-Match` header (`*` stays `*`). */
-function etagList(header: string): string[] {
-  return header
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-}
-
-/** Weak comparison (RFC 9110 §8.8.3.2), as `If-None-Match` uses. */
-export function etagMatches(ifNoneMatch: string | undefined, etag: string): boolean {
-  if (!ifNoneMatch) return false;
-  const bare = (t: string) => t.replace(/^W\//, '');
-  return etagList(ifNoneMatch).some((t) => t === '*' || bare(t) === bare(etag));
+  if (parsed.type.trim().toLowerCase() !== 'bytes' || parsed.length !== 1) return { kind: 'full' };
+  return { kind: 'partial', start: parsed[0].start, end: parsed[0].end };
 }
 
 /**
- * Whether a request is answered 304: `If-None-Match` decides when present, else
- * `If-Modified-Since` (second precision) against `lastModified`.
+ * Whether a request is answered 304 (`fresh`): `If-None-Match` (weak comparison, lists, `*`)
+ * decides when present, else `If-Modified-Since` against `lastModified`. Only the two conditional
+ * headers are handed over: `fresh` treats a request's `Cache-Control: no-cache` as "never 304",
+ * which fits a cache, but this is the origin server validating (and fetch() adds that header to
+ * every conditional request).
  */
-export function isNotModified(headers: { ifNoneMatch?: string; ifModifiedSince?: string }, etag: string, lastModified: Date): boolean {
-  if (headers.ifNoneMatch) return etagMatches(headers.ifNoneMatch, etag);
-  if (headers.ifModifiedSince) {
-    const since = Date.parse(headers.ifModifiedSince);
-    if (Number.isNaN(since)) return false;
-    return Math.floor(lastModified.getTime() / 1000) <= Math.floor(since / 1000);
-  }
-  return false;
+export function isNotModified(requestHeaders: Record<string, string | string[] | undefined>, etag: string, lastModified: Date): boolean {
+  const conditional = { 'if-none-match': requestHeaders['if-none-match'], 'if-modified-since': requestHeaders['if-modified-since'] };
+  return fresh(conditional, { etag, 'last-modified': lastModified.toUTCString() });
 }
 
 /**

@@ -1,10 +1,10 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi.js';
+import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { AccountTokenRecordDto, CreateAccountTokenDto, CreatedAccountTokenRecordDto } from './account-token.dto.js';
-import { AccountTokensService } from './account-tokens.service.js';
+import { AccountTokensService, ACCOUNT_TOKEN_LIST_SPEC } from './account-tokens.service.js';
 import { CurrentPrincipal } from './current-principal.decorator.js';
 import { RequirePermission } from './permissions.js';
 
@@ -22,6 +22,7 @@ export class AccountTokensController {
       'Only the tokens of the user behind the calling token. List parameters: page, limit, orderBy (id, name, createdAt, expiresAt, lastUsedAt, revokedAt), orderByDir. Revoked and expired tokens stay listed with their `state`.',
   })
   @ApiEnvelope('tokens', AccountTokenRecordDto, { list: true })
+  @ApiListQuery(ACCOUNT_TOKEN_LIST_SPEC)
   list(@Query() query: Record<string, unknown>, @CurrentPrincipal() who: Principal) {
     return this.tokens.list(query, who);
   }

@@ -5,6 +5,7 @@ import { RateLimitBucket } from '../rate-limit/rate-limit.bucket.js';
 import { Public } from './permissions.js';
 import { RevokeRequestDto, TokenRequestDto, TokenResponseDto } from './oauth.dto.js';
 import { OAuthService } from './oauth.service.js';
+import { type ApiErrorDoc, ApiErrors } from '../common/openapi.js';
 
 const FORM = 'application/x-www-form-urlencoded';
 const JSON_TYPE = 'application/json';
@@ -18,12 +19,23 @@ const COMMON = [
   'Rate limited per client address (OAUTH_RATE_LIMIT_PER_MINUTE, default 20 per minute, shared by both OAuth endpoints); 429 carries Retry-After.',
 ].join(' ');
 
+/** The RFC 6749 / RFC 7009 error codes these endpoints answer, in the API error shape. */
+const OAUTH_ERRORS = [
+  {
+    status: 400,
+    description: 'invalid_request (missing, repeated or malformed parameter, malformed body), invalid_grant, unauthorized_client or unsupported_grant_type',
+    codes: ['invalid_request', 'invalid_grant', 'unauthorized_client', 'unsupported_grant_type'],
+  },
+  { status: 401, description: 'invalid_client: client authentication failed (WWW-Authenticate: Basic)', codes: ['invalid_client'] },
+] satisfies ApiErrorDoc[];
+
 /** OAuth2 endpoints (decisions §5): RFC 6749 client credentials grant and RFC 7009 revocation, on API tokens. */
 @ApiTags('oauth')
 @Controller('api/oauth/v2')
 export class OAuthController {
   constructor(private readonly oauth: OAuthService) {}
 
+  @ApiErrors(...OAUTH_ERRORS)
   @Post('token')
   @Public()
   @RateLimitBucket('oauth')
@@ -50,6 +62,7 @@ export class OAuthController {
     return this.oauth.token(body, authorization);
   }
 
+  @ApiErrors(...OAUTH_ERRORS)
   @Post('revoke')
   @Public()
   @RateLimitBucket('oauth')

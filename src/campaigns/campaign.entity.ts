@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { registerConstraints } from '../common/constraints.js';
 import { AuditedEntity } from '../common/audit.js';
 import type { CampaignStatus } from './campaign.rules.js';
 
@@ -25,3 +26,7 @@ export class Campaign extends AuditedEntity {
   @Column({ name: 'end_date', type: 'timestamptz', nullable: true })
   endDate: Date | null;
 }
+
+registerConstraints({
+  campaigns_status_check: { kind: 'check', field: 'status', message: 'must be active, inactive or completed' },
+});

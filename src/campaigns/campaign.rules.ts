@@ -1,8 +1,8 @@
 /**
- * Campaign rules that need no database: statuses, date order, and the completion job's statement.
+ * Campaign rules that need no database: statuses and date order (the completion job's statement is in campaigns.repository.ts).
  * Kept free of Nest and TypeORM so that the unit spec can import them.
  */
-import { AppError, type ErrorDetail, fieldError } from '../common/errors.js';
+import { fieldError } from '../common/errors.js';
 
 export const CAMPAIGN_STATUSES = ['active', 'inactive', 'completed'] as const;
 export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number];
@@ -26,22 +26,5 @@ export function checkCreateStatus(status: CampaignStatus | null | undefined): Ca
   return status;
 }
 
-/** Properties that may be omitted from an edit but never set to null. */
-export function rejectNulls(dto: object, fields: readonly string[]): void {
-  const details: ErrorDetail[] = fields
-    .filter((f) => (dto as Record<string, unknown>)[f] === null)
-    .map((field) => ({ field, message: 'must not be null' }));
-  if (details.length) {
-    throw new AppError('validation_failed', `Validation failed: ${details.map((d) => `${d.field}: ${d.message}`).join('; ')}`, details);
-  }
-}
-
-/**
- * The completion job: one idempotent statement. Campaigns whose endDate has passed and that are
- * not completed yet become completed; running it twice changes nothing the second time.
- * The change is recorded as made by the service (modifiedBy null, modifiedByUser "system").
- */
-export const COMPLETE_EXPIRED_SQL = `
-  UPDATE campaigns
-     SET status = 'completed', modified_at = now(), modified_by = NULL, modified_by_user = 'system'
-   WHERE status <> 'completed' AND end_date IS NOT NULL AND end_date <= now()`;
+/** Properties that may be omitted from an edit but never set to null (shared by every resource). */
+export { rejectNulls } from '../common/errors.js';

@@ -1,14 +1,15 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi.js';
+import { CreateOrReplace, putOutcome } from '../common/put-status.js';
+import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { ContactRecordDto } from '../contacts/contact.dto.js';
 import { CampaignRecordDto, CreateCampaignDto, ReplaceCampaignDto, SuccessDto, UpdateCampaignDto } from './campaign.dto.js';
-import { CampaignsService } from './campaigns.service.js';
+import { CampaignsService, CAMPAIGN_LIST_SPEC } from './campaigns.service.js';
+import { CONTACT_LIST_SPEC } from '../contacts/contacts.service.js';
 
 @ApiTags('campaigns')
 @Controller('api/campaigns')
@@ -22,6 +23,7 @@ export class CampaignsController {
     description: 'List parameters: search (name, description, type), page, limit, orderBy, orderByDir; filter status (active, inactive, completed).',
   })
   @ApiEnvelope('campaigns', CampaignRecordDto, { list: true })
+  @ApiListQuery(CAMPAIGN_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.campaigns.list(query);
   }
@@ -56,6 +58,7 @@ export class CampaignsController {
   }
 
   @Put([':id/edit', ':id'])
+  @CreateOrReplace()
   @RequirePermission('campaigns:write')
   @ApiOperation({
     summary: 'Replace a campaign (200), or create one with a new id when the id does not exist (201)',
@@ -63,15 +66,9 @@ export class CampaignsController {
   })
   @ApiEnvelope('campaign', CampaignRecordDto)
   @ApiEnvelope('campaign', CampaignRecordDto, { status: 201 })
-  async put(
-    @Param('id', IdPipe) id: number,
-    @Body() dto: ReplaceCampaignDto,
-    @CurrentPrincipal() who: Principal,
-    @Res({ passthrough: true }) res: Response,
-  ) {
+  async put(@Param('id', IdPipe) id: number, @Body() dto: ReplaceCampaignDto, @CurrentPrincipal() who: Principal) {
     const { created, campaign } = await this.campaigns.put(id, dto, who);
-    res.status(created ? 201 : 200);
-    return { campaign };
+    return putOutcome(created, { campaign });
   }
 
   @Delete([':id/delete', ':id'])
@@ -116,6 +113,7 @@ export class CampaignsController {
     description: 'Same parameters and envelope as GET /api/contacts: search, page, limit, orderBy, orderByDir. 404 when the campaign does not exist.',
   })
   @ApiEnvelope('contacts', ContactRecordDto, { list: true })
+  @ApiListQuery(CONTACT_LIST_SPEC)
   listContacts(@Param('id', IdPipe) id: number, @Query() query: Record<string, unknown>) {
     return this.campaigns.listContacts(id, query);
   }

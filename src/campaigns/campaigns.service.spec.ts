@@ -1,57 +1,158 @@
-import { describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
+import { translateConstraintError } from '../common/constraints.js';
 import { AppError } from '../common/errors.js';
-import { checkCreateStatus, checkDateOrder, COMPLETE_EXPIRED_SQL, rejectNulls } from './campaign.rules.js';
+import type { Principal } from '../common/request.js';
+import { CampaignsRepository } from './campaigns.repository.js';
+import { CampaignsService } from './campaigns.service.js';
 
-function errorOf(fn: () => unknown): AppError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof AppError) return e;
-    throw e;
+describe('CampaignsService (service layer, real PostgreSQL)', () => {
+  let ctx: ServiceContext;
+  let campaigns: CampaignsService;
+  let who: Principal;
+
+  beforeAll(async () => {
+    ctx = await startServiceContext();
+    campaigns = ctx.get(CampaignsService);
+    who = await ctx.principal();
+  });
+  afterAll(async () => {
+    await ctx.close();
+  });
+
+  /** The AppError a call fails with: thrown by the service, or translated by the constraint registry as the filter would. */
+  async function failure(p: Promise<unknown>): Promise<AppError> {
+    try {
+      await p;
+    } catch (e) {
+      if (e instanceof AppError) return e;
+      const translated = await translateConstraintError(e, (sql, params) => ctx.query(sql, params));
+      if (translated) return translated;
+      throw e;
+    }
+    throw new Error('expected the call to fail');
   }
-  throw new Error('expected an AppError');
-}
 
-describe('campaign rules', () => {
-  const d = (s: string) => new Date(s);
+  let seq = 0;
+  async function contact(): Promise<number> {
+    const rows = await ctx.query<{ id: number }>(`INSERT INTO contacts (name, email) VALUES ('Member', $1) RETURNING id`, [`m${++seq}-${Date.now()}@svc.test`]);
+    return rows[0].id;
+  }
 
-  it('accepts dates in order, equal dates and open ends', () => {
-    expect(() => checkDateOrder(d('2026-01-01T00:00:00Z'), d('2026-02-01T00:00:00Z'))).not.toThrow();
-    expect(() => checkDateOrder(d('2026-01-01T00:00:00Z'), d('2026-01-01T00:00:00Z'))).not.toThrow();
-    expect(() => checkDateOrder(null, d('2026-01-01T00:00:00Z'))).not.toThrow();
-    expect(() => checkDateOrder(d('2026-01-01T00:00:00Z'), null)).not.toThrow();
-    expect(() => checkDateOrder(null, null)).not.toThrow();
+  it('creates with defaults, stamps the creator, and reads it back', async () => {
+    const c = await campaigns.create({ name: '  Spring  ' }, who);
+    expect(c).toMatchObject({ name: 'Spring', status: 'active', description: null, type: null, startDate: null, endDate: null, createdBy: who.userId });
+    expect(await campaigns.get(c.id)).toEqual(c);
+    await expect(campaigns.get(987654)).rejects.toMatchObject({ status: 404 });
   });
 
-  it('refuses an endDate before the startDate, naming endDate', () => {
-    const e = errorOf(() => checkDateOrder(d('2026-01-02T00:00:00Z'), d('2026-01-01T23:59:59Z')));
-    expect(e.status).toBe(400);
-    expect(e.code).toBe('validation_failed');
+  it('refuses completed on create, an end before the start, and an empty name', async () => {
+    expect((await failure(campaigns.create({ name: 'x', status: 'completed' }, who))).details?.[0].field).toBe('status');
+    const e = await failure(campaigns.create({ name: 'x', startDate: '2026-02-01T00:00:00Z', endDate: '2026-01-01T00:00:00Z' }, who));
     expect(e.details?.[0].field).toBe('endDate');
+    expect((await failure(campaigns.create({ name: '   ' }, who))).details?.[0].field).toBe('name');
   });
 
-  it('compares instants, not the written offsets', () => {
-    // 10:00+02:00 is 08:00Z: an end at 09:00Z is after it.
-    expect(() => checkDateOrder(d('2026-01-01T10:00:00+02:00'), d('2026-01-01T09:00:00Z'))).not.toThrow();
-    expect(() => checkDateOrder(d('2026-01-01T10:00:00Z'), d('2026-01-01T11:00:00+02:00'))).toThrow(AppError);
+  it('PATCH changes only the given properties and checks one date against the stored other', async () => {
+    const c = await campaigns.create({ name: 'P', description: 'keep', startDate: '2026-03-01T00:00:00+02:00' }, who);
+    const p = await campaigns.patch(c.id, { type: 'email' }, who);
+    expect(p).toMatchObject({ name: 'P', description: 'keep', type: 'email', startDate: '2026-02-28T22:00:00+00:00', modifiedBy: who.userId });
+    expect((await failure(campaigns.patch(c.id, { endDate: '2026-02-01T00:00:00Z' }, who))).details?.[0].field).toBe('endDate');
+    expect((await failure(campaigns.patch(c.id, { name: null } as never, who))).details?.[0].field).toBe('name');
+    expect((await campaigns.patch(c.id, { status: 'completed' }, who)).status).toBe('completed');
+    await expect(campaigns.patch(987654, { name: 'x' }, who)).rejects.toMatchObject({ status: 404 });
   });
 
-  it('defaults a new campaign to active and refuses completed on create', () => {
-    expect(checkCreateStatus(undefined)).toBe('active');
-    expect(checkCreateStatus(null)).toBe('active');
-    expect(checkCreateStatus('inactive')).toBe('inactive');
-    expect(errorOf(() => checkCreateStatus('completed')).details?.[0].field).toBe('status');
+  it('PUT replaces (optional properties reset) or creates with a new id, refusing completed on create', async () => {
+    const c = await campaigns.create({ name: 'R', description: 'gone', type: 'sms', status: 'inactive' }, who);
+    const replaced = await campaigns.put(c.id, { name: 'R2' }, who);
+    expect(replaced).toMatchObject({ created: false, campaign: { id: c.id, name: 'R2', description: null, type: null, status: 'active' } });
+    expect((await campaigns.put(c.id, { name: 'R3', status: 'completed' }, who)).campaign.status).toBe('completed');
+    const created = await campaigns.put(987654, { name: 'New' }, who);
+    expect(created.created).toBe(true);
+    expect(created.campaign.id).not.toBe(987654);
+    expect((await failure(campaigns.put(987655, { name: 'New', status: 'completed' }, who))).details?.[0].field).toBe('status');
   });
 
-  it('refuses null for properties that cannot be cleared, listing each', () => {
-    expect(() => rejectNulls({ name: 'x', description: null }, ['name'])).not.toThrow();
-    const e = errorOf(() => rejectNulls({ name: null, status: null }, ['name', 'status']));
-    expect(e.details?.map((x) => x.field)).toEqual(['name', 'status']);
+  it('memberships: add is idempotent, missing campaign or contact is a 404, remove says why it removed nothing', async () => {
+    const c = await campaigns.create({ name: 'Members' }, who);
+    const [a, b] = [await contact(), await contact()];
+    expect(await campaigns.addContact(c.id, a)).toEqual({ success: true });
+    expect(await campaigns.addContact(c.id, a)).toEqual({ success: true });
+    await campaigns.addContact(c.id, b);
+    expect((await campaigns.listContacts(c.id, {})).total).toBe(2);
+    expect((await campaigns.listContacts(c.id, { limit: '1' })).contacts).toHaveLength(1);
+
+    const noCampaign = await failure(campaigns.addContact(987654, a));
+    expect([noCampaign.status, noCampaign.message]).toEqual([404, 'Campaign 987654 not found']);
+    const noContact = await failure(campaigns.addContact(c.id, 987654));
+    expect([noContact.status, noContact.message]).toEqual([404, 'Contact 987654 not found']);
+
+    expect(await campaigns.removeContact(c.id, a)).toEqual({ success: true });
+    expect((await failure(campaigns.removeContact(c.id, a))).message).toBe(`Contact ${a} is not a member of campaign ${c.id}`);
+    expect((await failure(campaigns.removeContact(987654, b))).message).toBe('Campaign 987654 not found');
+    expect((await failure(campaigns.removeContact(c.id, 987654))).message).toBe('Contact 987654 not found');
+    await expect(campaigns.listContacts(987654, {})).rejects.toMatchObject({ status: 404 });
+    expect((await campaigns.listContacts(c.id, {})).total).toBe(1);
   });
 
-  it('the completion statement only touches campaigns that are not completed and whose end has passed', () => {
-    const sql = COMPLETE_EXPIRED_SQL.replace(/\s+/g, ' ');
-    expect(sql).toMatch(/^ ?UPDATE campaigns SET status = 'completed'/);
-    expect(sql).toContain("WHERE status <> 'completed' AND end_date IS NOT NULL AND end_date <= now()");
+  it('lists with search, filter and paging', async () => {
+    const tag = `lst${Date.now()}`;
+    for (const [name, status] of [
+      [`${tag} a`, 'active'],
+      [`${tag} b`, 'inactive'],
+      [`${tag} c`, 'inactive'],
+    ] as const) {
+      await campaigns.create({ name, status }, who);
+    }
+    expect((await campaigns.list({ search: tag })).total).toBe(3);
+    const inactive = await campaigns.list({ search: tag, status: 'inactive', orderBy: 'name', orderByDir: 'desc' });
+    expect(inactive.campaigns.map((c) => c.name)).toEqual([`${tag} c`, `${tag} b`]);
+    await expect(campaigns.list({ status: 'done' })).rejects.toMatchObject({ status: 400 });
+  });
+
+  it('DELETE answers the campaign as it was, drops its memberships (not the contacts), and only once under parallel calls', async () => {
+    const c = await campaigns.create({ name: 'Doomed' }, who);
+    const member = await contact();
+    await campaigns.addContact(c.id, member);
+    const results = await Promise.allSettled(Array.from({ length: 8 }, () => campaigns.remove(c.id)));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    for (const r of results) if (r.status === 'rejected') expect(r.reason).toMatchObject({ status: 404 });
+    expect((results.find((r) => r.status === 'fulfilled') as PromiseFulfilledResult<{ name: string }>).value.name).toBe('Doomed');
+    expect(await ctx.query(`SELECT 1 FROM campaign_members WHERE campaign_id = $1`, [c.id])).toHaveLength(0);
+    expect(await ctx.query(`SELECT 1 FROM contacts WHERE id = $1`, [member])).toHaveLength(1);
+  });
+
+  it('parallel PATCHes of different properties all land', async () => {
+    const c = await campaigns.create({ name: 'Busy' }, who);
+    await Promise.all([
+      campaigns.patch(c.id, { name: 'Busy 2' }, who),
+      campaigns.patch(c.id, { description: 'd' }, who),
+      campaigns.patch(c.id, { type: 't' }, who),
+      campaigns.patch(c.id, { status: 'inactive' }, who),
+    ]);
+    expect(await campaigns.get(c.id)).toMatchObject({ name: 'Busy 2', description: 'd', type: 't', status: 'inactive' });
+  });
+
+  it('the completion job completes only campaigns whose end has passed, once, as the system', async () => {
+    const past = await campaigns.create({ name: 'Past', startDate: '2020-01-01T00:00:00Z', endDate: '2020-02-01T00:00:00Z' }, who);
+    const future = await campaigns.create({ name: 'Future', endDate: '2999-01-01T00:00:00Z' }, who);
+    const open = await campaigns.create({ name: 'Open' }, who);
+    expect(await campaigns.completeExpired()).toBeGreaterThanOrEqual(1);
+    expect(await campaigns.get(past.id)).toMatchObject({ status: 'completed', modifiedBy: null, modifiedByUser: 'system' });
+    expect((await campaigns.get(future.id)).status).toBe('active');
+    expect((await campaigns.get(open.id)).status).toBe('active');
+    expect(await campaigns.completeExpired()).toBe(0);
+  });
+
+  it('the repository names campaigns by id for other features (unknown ids left out)', async () => {
+    const a = await campaigns.create({ name: 'Named A' }, who);
+    const b = await campaigns.create({ name: 'Named B' }, who);
+    const names = await ctx.get(CampaignsRepository).namesByIds([a.id, b.id, a.id, 987654]);
+    expect([...names.entries()].sort((x, y) => x[0] - y[0])).toEqual([
+      [a.id, 'Named A'],
+      [b.id, 'Named B'],
+    ]);
+    expect((await ctx.get(CampaignsRepository).namesByIds([])).size).toBe(0);
   });
 });

@@ -1,13 +1,13 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi.js';
+import { CreateOrReplace, putOutcome } from '../common/put-status.js';
+import { ApiEnvelope, ApiListQuery, ApiErrors } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { CategoryRecordDto, CreateCategoryDto, UpdateCategoryDto } from './category.dto.js';
-import { CategoriesService } from './categories.service.js';
+import { CategoriesService, CATEGORY_LIST_SPEC } from './categories.service.js';
 
 @ApiTags('categories')
 @Controller('api/categories')
@@ -21,10 +21,12 @@ export class CategoriesController {
     description: 'List parameters: search (title, alias, description), page, limit, orderBy, orderByDir; filter bundle.',
   })
   @ApiEnvelope('categories', CategoryRecordDto, { list: true })
+  @ApiListQuery(CATEGORY_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.categories.list(query);
   }
 
+  @ApiErrors({ status: 409, description: 'The alias is taken in the bundle (`details[0].existingId`)' })
   @Post(['new', '/'])
   @HttpCode(201)
   @RequirePermission('categories:write')
@@ -42,6 +44,7 @@ export class CategoriesController {
     return { category: await this.categories.get(id) };
   }
 
+  @ApiErrors({ status: 409, description: 'The alias is taken in the bundle (`details[0].existingId`)' })
   @Patch([':id/edit', ':id'])
   @RequirePermission('categories:write')
   @ApiOperation({ summary: 'Edit a category: changes only the supplied properties; 404 when the id does not exist' })
@@ -50,7 +53,9 @@ export class CategoriesController {
     return { category: await this.categories.patch(id, dto, who) };
   }
 
+  @ApiErrors({ status: 409, description: 'The alias is taken in the bundle (`details[0].existingId`)' })
   @Put([':id/edit', ':id'])
+  @CreateOrReplace()
   @RequirePermission('categories:write')
   @ApiOperation({
     summary: 'Replace a category (200), or create one with a new id when the id does not exist (201)',
@@ -58,10 +63,9 @@ export class CategoriesController {
   })
   @ApiEnvelope('category', CategoryRecordDto)
   @ApiEnvelope('category', CategoryRecordDto, { status: 201 })
-  async put(@Param('id', IdPipe) id: number, @Body() dto: CreateCategoryDto, @CurrentPrincipal() who: Principal, @Res({ passthrough: true }) res: Response) {
+  async put(@Param('id', IdPipe) id: number, @Body() dto: CreateCategoryDto, @CurrentPrincipal() who: Principal) {
     const { created, category } = await this.categories.put(id, dto, who);
-    res.status(created ? 201 : 200);
-    return { category };
+    return putOutcome(created, { category });
   }
 
   @Delete([':id/delete', ':id'])

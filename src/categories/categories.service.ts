@@ -1,88 +1,96 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, EntityManager, QueryFailedError, Repository } from 'typeorm';
-import { aliasFrom, firstFreeAlias } from '../common/alias.js';
+import { aliasFrom, withGeneratedAlias } from '../common/alias.js';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { COLOR_MESSAGE, normalizeColor } from '../common/color.js';
-import { conflict, type ErrorDetail, notFound, validationError } from '../common/errors.js';
-import { type ListSpec, paginate, parseListQuery } from '../common/list.js';
+import { type ErrorDetail, notFound, validationError } from '../common/errors.js';
+import { parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
+import { Transactions, type Tx } from '../database/transactions.js';
+import { CATEGORY_LIST_SPEC, CategoriesRepository } from './categories.repository.js';
+
+/** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
+export { CATEGORY_LIST_SPEC };
 import { Category } from './category.entity.js';
-import { CATEGORY_BUNDLES, CreateCategoryDto, UpdateCategoryDto } from './category.dto.js';
+import { CreateCategoryDto, UpdateCategoryDto } from './category.dto.js';
 
-export const CATEGORY_LIST_SPEC: ListSpec = {
-  sortable: {
-    id: 'c.id',
-    title: 'c.title',
-    alias: 'c.alias',
-    bundle: 'c.bundle',
-    color: 'c.color',
-    createdAt: 'c.created_at',
-    modifiedAt: 'c.modified_at',
-  },
-  searchExpression: 'sf_text(c.title, c.alias, c.description)',
-  filters: { bundle: { type: 'string', column: 'c.bundle', values: CATEGORY_BUNDLES } },
-};
+/** A category as the API returns it (the one mapper from row to record). */
+export function toCategoryRecord(c: Category) {
+  return { id: c.id, title: c.title, alias: c.alias, description: c.description, color: c.color, bundle: c.bundle, ...auditOut(c) };
+}
 
-export type CategoryRecord = ReturnType<CategoriesService['toRecord']>;
+export type CategoryRecord = ReturnType<typeof toCategoryRecord>;
 type Mode = 'create' | 'replace' | 'patch';
 
 @Injectable()
 export class CategoriesService {
   constructor(
-    @InjectRepository(Category) private readonly categories: Repository<Category>,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly categories: CategoriesRepository,
+    private readonly transactions: Transactions,
   ) {}
 
-  toRecord(c: Category) {
-    return { id: c.id, title: c.title, alias: c.alias, description: c.description, color: c.color, bundle: c.bundle, ...auditOut(c) };
-  }
-
   async list(query: Record<string, unknown>) {
-    const q = parseListQuery(query, CATEGORY_LIST_SPEC);
-    const { total, items } = await paginate(this.categories.createQueryBuilder('c'), q, CATEGORY_LIST_SPEC);
-    return { total, categories: items.map((c) => this.toRecord(c)) };
+    const { total, items } = await this.categories.list(parseListQuery(query, CATEGORY_LIST_SPEC));
+    return { total, categories: items.map(toCategoryRecord) };
   }
 
-  async findEntity(id: number, manager?: EntityManager): Promise<Category> {
-    const c = await (manager ? manager.getRepository(Category) : this.categories).findOne({ where: { id } });
+  async get(id: number, tx?: Tx): Promise<CategoryRecord> {
+    const c = await this.categories.findRecord(id, tx);
     if (!c) throw notFound('Category', id);
-    return c;
+    return toCategoryRecord(c);
   }
 
-  async get(id: number): Promise<CategoryRecord> {
-    return this.toRecord(await this.findEntity(id));
-  }
-
-  async create(dto: CreateCategoryDto, who: Principal): Promise<CategoryRecord> {
+  /**
+   * Creates a category. A given alias that is taken in the bundle is a 409 (by the unique index);
+   * a generated one moves on to the next free suffix, so it never answers 409.
+   */
+  async create(dto: CreateCategoryDto, who: Principal, tx?: Tx): Promise<CategoryRecord> {
     const c = this.categories.create();
     this.assign(c, dto, 'create');
     stampCreated(c, who);
-    return this.persist(c, !dto.alias);
+    if (dto.alias) return this.transactions.run(async (t) => this.get(await this.categories.save(c, t), t), tx);
+    const base = aliasFrom(c.title, '-', 'category');
+    const id = await withGeneratedAlias(
+      base,
+      await this.categories.aliasesLike(c.bundle, base, tx),
+      (alias) => {
+        c.alias = alias;
+        // A savepoint inside a caller's transaction, so a taken alias does not abort it.
+        return this.transactions.run((t) => this.categories.save(c, t), tx);
+      },
+      (e) => this.categories.isAliasTaken(e),
+      '-',
+    );
+    return this.get(id, tx);
   }
 
+  /** Changes the given properties of the row, locked while it is read and written (parallel edits all land). */
   async patch(id: number, dto: UpdateCategoryDto, who: Principal): Promise<CategoryRecord> {
-    const c = await this.findEntity(id);
-    this.assign(c, dto, 'patch');
-    stampModified(c, who);
-    return this.persist(c, false);
+    return this.transactions.run(async (tx) => {
+      const c = await this.categories.findForUpdate(id, tx);
+      if (!c) throw notFound('Category', id);
+      this.assign(c, dto, 'patch');
+      stampModified(c, who);
+      return this.get(await this.categories.save(c, tx), tx);
+    });
   }
 
   /** PUT: full replace when the id exists (omitted optional properties reset, alias kept), else a new category. */
   async put(id: number, dto: CreateCategoryDto, who: Principal): Promise<{ created: boolean; category: CategoryRecord }> {
-    const existing = await this.categories.findOne({ where: { id } });
-    if (!existing) return { created: true, category: await this.create(dto, who) };
-    this.assign(existing, dto, 'replace');
-    stampModified(existing, who);
-    return { created: false, category: await this.persist(existing, false) };
+    return this.transactions.run(async (tx) => {
+      const c = await this.categories.findForUpdate(id, tx);
+      if (!c) return { created: true, category: await this.create(dto, who, tx) };
+      this.assign(c, dto, 'replace');
+      stampModified(c, who);
+      return { created: false, category: await this.get(await this.categories.save(c, tx), tx) };
+    });
   }
 
-  /** Deletes the category; assets that referenced it keep existing with `category: null`. */
+  /** Deletes the category; assets that referenced it keep existing with `category: null`. One of parallel deletes succeeds. */
   async remove(id: number): Promise<CategoryRecord> {
-    return this.db.transaction(async (m) => {
-      const record = this.toRecord(await this.findEntity(id, m));
-      await m.getRepository(Category).delete({ id });
-      return record;
+    return this.transactions.run(async (tx) => {
+      const c = await this.categories.findForUpdate(id, tx);
+      if (!c || !(await this.categories.delete(id, tx))) throw notFound('Category', id);
+      return toCategoryRecord(c);
     });
   }
 
@@ -107,36 +115,5 @@ export class CategoriesService {
       }
     }
     if (errors.length) throw validationError(`Validation failed: ${errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`, errors);
-  }
-
-  /** Saves; a generated alias is made unique within the bundle (retried on a concurrent insert), a given one that is taken is a 409. */
-  private async persist(c: Category, generate: boolean): Promise<CategoryRecord> {
-    const base = aliasFrom(c.title, '-', 'category');
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const saved = await this.db.transaction(async (m) => {
-          if (generate) {
-            const rows: { alias: string }[] = await m.query(`SELECT alias FROM categories WHERE bundle = $1 AND (alias = $2 OR alias LIKE $3)`, [
-              c.bundle,
-              base,
-              `${base.replace(/[_%\\]/g, '\\$&')}-%`,
-            ]);
-            c.alias = firstFreeAlias(base, new Set(rows.map((r) => r.alias)), '-');
-          }
-          return m.getRepository(Category).save(c);
-        });
-        return this.get(saved.id);
-      } catch (e) {
-        const pg = (e as QueryFailedError & { driverError?: { code?: string; constraint?: string } }).driverError;
-        if (e instanceof QueryFailedError && pg?.code === '23505' && pg.constraint === 'categories_bundle_alias_uq') {
-          if (generate && attempt < 5) continue;
-          const rows: { id: number }[] = await this.db.query(`SELECT id FROM categories WHERE bundle = $1 AND alias = $2`, [c.bundle, c.alias]);
-          throw conflict(`The alias "${c.alias}" is already taken in the ${c.bundle} bundle`, [
-            { field: 'alias', message: 'is already taken', existingId: rows[0]?.id ?? null },
-          ]);
-        }
-        throw e;
-      }
-    }
   }
 }

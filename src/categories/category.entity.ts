@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { registerConstraints } from '../common/constraints.js';
 import { AuditedEntity } from '../common/audit.js';
 
 @Entity('categories')
@@ -22,3 +23,12 @@ export class Category extends AuditedEntity {
   @Column({ type: 'text' })
   bundle: string;
 }
+
+registerConstraints({
+  categories_bundle_alias_uq: {
+    kind: 'unique',
+    field: 'alias',
+    resource: 'category',
+    existing: { table: 'categories', where: 'bundle = $1 AND alias = $2' },
+  },
+});

@@ -66,3 +66,11 @@ export const notFound = (what: string, id?: number | string) =>
 export const conflict = (message: string, details?: ErrorDetail[]) => new AppError('conflict', message, details);
 
 export const unavailable = (message: string) => new AppError('unavailable', message, undefined, { 'Retry-After': '5' });
+
+/** Properties that may be omitted from an edit but never set to null: one 400 listing each. */
+export function rejectNulls(dto: object, fields: readonly string[]): void {
+  const details: ErrorDetail[] = fields.filter((f) => (dto as Record<string, unknown>)[f] === null).map((field) => ({ field, message: 'must not be null' }));
+  if (details.length) {
+    throw new AppError('validation_failed', `Validation failed: ${details.map((d) => `${d.field}: ${d.message}`).join('; ')}`, details);
+  }
+}

@@ -28,6 +28,24 @@ function isDatabaseUnavailable(err: unknown): boolean {
   );
 }
 
+/**
+ * Names the parser a 400 came from: body-parser's JSON parse failures are "Malformed JSON body",
+ * busboy's "Malformed multipart body", multer's limits "Multipart body refused" (decided by the
+ * error's cause and the request's content type, not by words in the message: multer's
+ * "Unexpected file field" is not about JSON).
+ */
+export function labelBodyError(exception: HttpException, req: Pick<Request, 'headers'>, message: string): string {
+  const cause = (exception as { cause?: unknown }).cause as { type?: unknown } | undefined;
+  const contentType = String(req.headers?.['content-type'] ?? '').toLowerCase();
+  if (cause instanceof SyntaxError || cause?.type === 'entity.parse.failed') return `Malformed JSON body: ${message}`;
+  if (cause instanceof Error && contentType.startsWith('multipart/')) {
+    // multer's own errors (a MulterError has a LIMIT_* style code) refuse a well-formed body; busboy's mean it does not parse.
+    const refused = typeof (cause as { code?: unknown }).code === 'string';
+    return `${refused ? 'Multipart body refused' : 'Malformed multipart body'}: ${message.replace(/^Multipart: /, '')}`;
+  }
+  return message;
+}
+
 interface Normalized {
   code: ErrorCode;
   status: number;
@@ -113,7 +131,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
         return { code: 'not_found', status: 404, message: `No route for ${req.method} ${req.path}` };
       }
       const code = CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal_error' : 'validation_failed');
-      if (status === 400 && /JSON|Unexpected|token/i.test(String(message))) message = `Malformed JSON body: ${message}`;
+      if (status === 400) message = labelBodyError(exception, req, String(message));
       if (status === 413) message = 'Request body is larger than the configured limit';
       if (status === 415) message = `Unsupported content type: ${String(message)}`;
       if (status === 429) return { code: 'rate_limited', status, message: 'Rate limit exceeded; see Retry-After' };

@@ -59,6 +59,13 @@ describe('parseListQuery', () => {
   it('parses booleans and ints in filters', () => {
     expect(parseListQuery({ isPublished: '1', campaignId: '42', status: 'active' }, spec).filters).toEqual({ isPublished: true, campaignId: 42, status: 'active' });
     expect(parseListQuery({ isPublished: 'FALSE' }, spec).filters).toEqual({ isPublished: false });
+    expect(parseListQuery({ campaignId: '2147483647' }, spec).filters).toEqual({ campaignId: 2147483647 });
+  });
+
+  // Issue 11.16: the message says "positive", so 0 is refused like any other non-id.
+  it.each(['0', '00', '-1', '2147483648', '1.5', ' 1', '1e3', '0x10', 'abc'])('refuses the integer filter %j', (v) => {
+    const e = fails({ campaignId: v });
+    expect(e.details).toEqual([{ field: 'campaignId', message: expect.stringContaining('positive whole number') }]);
   });
 });
 

@@ -5,6 +5,7 @@
  */
 import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { AppError, type ErrorDetail } from './errors.js';
+import { parseId } from './id.pipe.js';
 
 export const DEFAULT_LIMIT = 30;
 export const MAX_LIMIT = 200;
@@ -119,8 +120,10 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
       if (b === null) errors.push({ field: name, message: 'must be true, false, 1 or 0' });
       else filters[name] = b;
     } else if (f.type === 'int') {
-      if (!/^\d{1,10}$/.test(raw) || Number(raw) > 2147483647) errors.push({ field: name, message: 'must be a positive whole number' });
-      else filters[name] = Number(raw);
+      // Integer filters name records (ids): the same 1..2147483647 rule as path ids.
+      const id = parseId(raw);
+      if (id === null) errors.push({ field: name, message: 'must be a positive whole number (an id from 1 to 2147483647)' });
+      else filters[name] = id;
     } else {
       if (f.values && !f.values.includes(raw)) errors.push({ field: name, message: `must be one of: ${f.values.join(', ')}` });
       else if (raw.length > (f.maxLength ?? 200) || raw.includes('\u0000')) errors.push({ field: name, message: 'is too long or malformed' });
@@ -132,6 +135,43 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
     throw new AppError('validation_failed', `Invalid list parameters: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
   }
   return { page, limit, offset: (page - 1) * limit, orderBy, orderByDir, search, filters };
+}
+
+/** Route metadata key of a list route's ListSpec (set by ApiListQuery in openapi.ts). */
+export const LIST_SPEC_KEY = 'sf:list-spec';
+
+export interface QueryParameterDoc {
+  name: string;
+  in: 'query';
+  required: false;
+  description: string;
+  schema: Record<string, unknown>;
+}
+
+/**
+ * The OpenAPI query parameters of a list, from the spec parseListQuery() validates with: the same
+ * names, ranges and allowed values, so the document cannot promise what the server refuses.
+ */
+export function listQueryParameters(spec: ListSpec): QueryParameterDoc[] {
+  const q = (name: string, description: string, schema: Record<string, unknown>): QueryParameterDoc => ({ name, in: 'query', required: false, description, schema });
+  const sortable = Object.keys(spec.sortable);
+  const params: QueryParameterDoc[] = [];
+  if (spec.searchExpression) {
+    params.push(q('search', 'Case-insensitive substring match; blank means no search.', { type: 'string', maxLength: MAX_SEARCH }));
+  }
+  params.push(
+    q('page', '1-based page number.', { type: 'integer', minimum: 1, maximum: MAX_PAGE, default: 1 }),
+    q('limit', 'Records per page.', { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }),
+    q('orderBy', 'Property to order by (ties are broken by id).', { type: 'string', enum: sortable, ...(sortable.includes('id') ? { default: 'id' } : {}) }),
+    q('orderByDir', 'Order direction (case-insensitive).', { type: 'string', enum: ['asc', 'desc'], default: 'asc' }),
+  );
+  for (const [name, f] of Object.entries(spec.filters ?? {})) {
+    if (f.type === 'boolean') params.push(q(name, `Exact-match filter on ${name}: true, false, 1 or 0.`, { type: 'boolean' }));
+    else if (f.type === 'int') params.push(q(name, `Exact-match filter on ${name}.`, { type: 'integer', minimum: 1, maximum: 2147483647 }));
+    else if (f.values) params.push(q(name, `Exact-match filter on ${name}.`, { type: 'string', enum: [...f.values] }));
+    else params.push(q(name, `Exact-match filter on ${name}.`, { type: 'string', maxLength: f.maxLength ?? 200 }));
+  }
+  return params;
 }
 
 /** Escapes LIKE wildcards so a search is always a literal substring. */
@@ -189,4 +229,15 @@ export async function paginate<T extends ObjectLiteral>(
   if (orderExpr !== idColumn) qb.addOrderBy(idColumn, q.orderByDir);
   const items = await qb.getMany();
   return { total, items };
+}
+
+/**
+ * The `[rows, rowCount]` that TypeORM's `query()` answers for an UPDATE or DELETE (other statements
+ * answer the rows alone), as named parts.
+ */
+export function rowsAndCount<T = Record<string, unknown>>(result: unknown): { rows: T[]; count: number } {
+  if (Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number') {
+    return { rows: result[0] as T[], count: result[1] };
+  }
+  throw new Error('expected the [rows, rowCount] result of an UPDATE or DELETE');
 }

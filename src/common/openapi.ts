@@ -1,5 +1,14 @@
-import { applyDecorators, type Type } from '@nestjs/common';
-import { ApiExtraModels, ApiResponse, getSchemaPath } from '@nestjs/swagger';
+import { applyDecorators, SetMetadata, type Type } from '@nestjs/common';
+import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants.js';
+import { ApiExtraModels, ApiResponse, getSchemaPath, type OpenAPIObject } from '@nestjs/swagger';
+import { getMetadataStorage } from 'class-validator';
+
+type ValidationMetadata = ReturnType<ReturnType<typeof getMetadataStorage>['getTargetValidationMetadatas']>[number];
+import { ISO_WITH_OFFSET } from './dates.js';
+import { ERROR_STATUS, type ErrorCode, GENERIC_ERROR_STATUS } from './errors.js';
+import { IdPipe } from './id.pipe.js';
+import { LIST_SPEC_KEY, listQueryParameters, type ListSpec } from './list.js';
+import type { RouteInfo } from './route-table.js';
 
 /**
  * Documents a response envelope (decisions §2): `{ <key>: Record }`, or with `list`,
@@ -13,7 +22,317 @@ export function ApiEnvelope(key: string, record: Type<unknown>, opts: { list?: b
   return applyDecorators(ApiExtraModels(record), ApiResponse({ status: opts.status ?? 200, description: opts.description ?? '', schema }));
 }
 
-/** The error body every failure has (decisions §4). */
+/** The error body every failure has (decisions §4); its schema is written by completeOpenApi(). */
 export class ApiErrorBody {
   error: { code: string; message: string; status: number; details?: { field: string; message: string }[]; requestId?: string };
+}
+
+export const API_ERRORS_KEY = 'sf:api-errors';
+
+/** An error answer a route gives beyond those the route metadata implies (see completeOpenApi). */
+export interface ApiErrorDoc {
+  status: number;
+  description: string;
+  /** The codes this route answers with that status; default: the generic code of the status. */
+  codes?: ErrorCode[];
+}
+
+/**
+ * Route-specific error answers: 409 on unique properties or state rules, the OAuth error codes,
+ * a signature check's 401. Everything the route metadata tells (body, path ids, permission,
+ * throttling, list parameters) is documented without it.
+ */
+export const ApiErrors = (...errors: ApiErrorDoc[]) => SetMetadata(API_ERRORS_KEY, errors);
+
+/**
+ * Documents a list's query parameters from the list spec the service validates with (the same
+ * object: parseListQuery(query, SPEC)). The contract test checks that the server accepts exactly
+ * the documented parameters.
+ */
+export const ApiListQuery = (spec: ListSpec) => SetMetadata(LIST_SPEC_KEY, spec);
+
+const MAX_ID = 2147483647;
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+const DEFAULT_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid request (malformed body or a value that breaks a rule); `details` names each field',
+  401: 'No valid token: missing, malformed, unknown, expired or revoked (WWW-Authenticate: Bearer)',
+  403: 'The token lacks the permission this route needs',
+  404: 'No record with this id (a path id that is not a whole number from 1 to 2147483647 names no record either)',
+  405: 'The path exists, but not with this method (Allow lists the methods)',
+  409: 'Conflict with the current state of a record',
+  413: 'The request body is larger than the configured limit',
+  415: 'The request body is in a media type this route does not take',
+  416: 'Range not satisfiable',
+  429: 'Rate limit exceeded (Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset)',
+  503: 'The database or the job queue is unavailable; retry after Retry-After seconds',
+};
+
+const RESPONSE_NAMES: Record<number, string> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  405: 'MethodNotAllowed',
+  409: 'Conflict',
+  413: 'PayloadTooLarge',
+  415: 'UnsupportedMediaType',
+  416: 'RangeNotSatisfiable',
+  429: 'TooManyRequests',
+  503: 'ServiceUnavailable',
+};
+
+const HEADERS: Record<number, Record<string, object>> = {
+  401: { 'WWW-Authenticate': { schema: { type: 'string' } } },
+  405: { Allow: { schema: { type: 'string' } } },
+  429: {
+    'Retry-After': { schema: { type: 'integer' } },
+    'X-RateLimit-Limit': { schema: { type: 'integer' } },
+    'X-RateLimit-Remaining': { schema: { type: 'integer' } },
+    'X-RateLimit-Reset': { schema: { type: 'integer' } },
+  },
+  503: { 'Retry-After': { schema: { type: 'integer' } } },
+};
+
+const genericCode = (status: number): ErrorCode[] =>
+  (Object.entries(GENERIC_ERROR_STATUS) as [ErrorCode, number][]).filter(([, s]) => s === status).map(([c]) => c);
+
+/** The error body for one status: ApiErrorBody with `code` narrowed to the codes of that status. */
+function errorSchema(status: number, codes: ErrorCode[]) {
+  return {
+    allOf: [
+      { $ref: '#/components/schemas/ApiErrorBody' },
+      {
+        type: 'object',
+        required: ['error'],
+        properties: { error: { type: 'object', required: ['code', 'status'], properties: { code: { type: 'string', enum: codes }, status: { type: 'integer', enum: [status] } } } },
+      },
+    ],
+  };
+}
+
+function errorResponse(status: number, description: string, codes: ErrorCode[]) {
+  return {
+    description,
+    ...(HEADERS[status] ? { headers: HEADERS[status] } : {}),
+    content: { 'application/json': { schema: errorSchema(status, codes) } },
+  };
+}
+
+const ERROR_SCHEMAS = {
+  ApiErrorDetail: {
+    type: 'object',
+    required: ['field', 'message'],
+    description: 'One problem: the field (dotted path for nested properties, or a query parameter) and what is wrong; some carry more (e.g. existingId on 409).',
+    properties: { field: { type: 'string' }, message: { type: 'string' }, existingId: { type: 'integer' } },
+    additionalProperties: true,
+  },
+  ApiErrorBody: {
+    type: 'object',
+    required: ['error'],
+    additionalProperties: false,
+    description: 'Every error answer (decisions §4).',
+    properties: {
+      error: {
+        type: 'object',
+        required: ['code', 'message', 'status'],
+        additionalProperties: false,
+        properties: {
+          code: { type: 'string', enum: Object.keys(ERROR_STATUS) },
+          message: { type: 'string' },
+          status: { type: 'integer', minimum: 400, maximum: 599 },
+          details: { type: 'array', items: { $ref: '#/components/schemas/ApiErrorDetail' } },
+          requestId: { type: 'string', description: 'Sent with 500 answers: the id to find the failure in the logs.' },
+        },
+      },
+    },
+  },
+};
+
+type Schema = Record<string, unknown> & { type?: string; properties?: Record<string, Schema>; items?: Schema; required?: string[] };
+type Operation = {
+  description?: string;
+  security?: Record<string, string[]>[];
+  parameters?: { name: string; in: string; required?: boolean; schema?: Schema; description?: string }[];
+  requestBody?: unknown;
+  responses: Record<string, { description?: string; content?: Record<string, { schema?: Schema }> }>;
+  'x-permission'?: string;
+};
+
+/** Request bodies, as the global validation pipe checks them (class-validator metadata of the DTO classes). */
+function tightenBodySchemas(schemas: Record<string, Schema>, bodyClasses: Set<Function>): void {
+  const storage = getMetadataStorage();
+  const internal = (storage as unknown as { validationMetadatas?: Map<unknown, unknown> }).validationMetadatas;
+  const classes = new Set<Function>(bodyClasses);
+  for (const key of internal?.keys() ?? []) if (typeof key === 'function') classes.add(key);
+  for (const cls of classes) {
+    const schema = schemas[cls.name];
+    if (!schema?.properties) continue;
+    const metas: ValidationMetadata[] = storage.getTargetValidationMetadatas(cls, '', true, false);
+    if (!metas.length) continue;
+    // whitelist + forbidNonWhitelisted: an unknown property is a 400.
+    schema.additionalProperties = false;
+    for (const m of metas) {
+      const prop = schema.properties[m.propertyName];
+      if (!prop) continue;
+      const target = m.each && prop.items ? prop.items : prop;
+      switch (m.name) {
+        case 'isInt':
+          target.type = 'integer';
+          break;
+        case 'isNotEmpty':
+          if (target.type === 'string' && !((target.minLength as number) >= 1)) target.minLength = 1;
+          break;
+        case 'isIsoDateTime':
+          target.type = 'string';
+          target.format = 'date-time';
+          target.pattern = ISO_WITH_OFFSET.source;
+          break;
+        case 'isCalendarDate':
+          target.type = 'string';
+          target.format = 'date';
+          break;
+        case 'isEmail':
+          target.format = 'email';
+          break;
+      }
+    }
+  }
+}
+
+function readArgs(r: RouteInfo): { data?: string; pipes?: unknown[] }[] {
+  const args = (Reflect.getMetadata(ROUTE_ARGS_METADATA, r.controller, r.handlerName) ?? {}) as Record<string, { data?: string; pipes?: unknown[] }>;
+  return Object.values(args);
+}
+
+/**
+ * Makes the document say what the server does, from the same route metadata the server runs on:
+ * every operation lists each error status it can answer with the real error schema, path ids are
+ * 32-bit positive integers, lists declare their parameters from their ListSpec, request bodies say
+ * what the validation pipe refuses. Runs once over the document SwaggerModule built.
+ */
+export function completeOpenApi(document: OpenAPIObject, routes: RouteInfo[]): void {
+  document.components ??= {};
+  const schemas = (document.components.schemas ??= {}) as Record<string, Schema>;
+  Object.assign(schemas, ERROR_SCHEMAS);
+  const responses = (document.components.responses ??= {}) as Record<string, unknown>;
+  for (const [status, name] of Object.entries(RESPONSE_NAMES)) {
+    responses[name] = errorResponse(Number(status), DEFAULT_DESCRIPTIONS[Number(status)], genericCode(Number(status)));
+  }
+
+  const bodyClasses = new Set<Function>();
+  for (const r of routes) {
+    const types = (Reflect.getMetadata('design:paramtypes', r.controller.prototype, r.handlerName) ?? []) as unknown[];
+    for (const t of types) if (typeof t === 'function') bodyClasses.add(t);
+    const apiParams = (Reflect.getMetadata('swagger/apiParameters', r.controller.prototype[r.handlerName]) ?? []) as { in?: string; type?: unknown }[];
+    for (const p of apiParams) if (p.in === 'body' && typeof p.type === 'function') bodyClasses.add(p.type);
+  }
+  tightenBodySchemas(schemas, bodyClasses);
+
+  for (const r of routes) {
+    const openApiPath = r.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    const op = (document.paths[openApiPath] as Record<string, Operation> | undefined)?.[r.method.toLowerCase()];
+    if (!op) continue;
+    const handler = r.controller.prototype[r.handlerName] as Function;
+
+    // Who may call it, from the same route table as GET /api/endpoints.
+    op['x-permission'] = r.permission;
+    op.description = `${op.description ? op.description + '\n\n' : ''}Permission: \`${r.permission}\``;
+    const readsAuthorization = (op.parameters ?? []).some((p) => p.in === 'header' && p.name.toLowerCase() === 'authorization');
+    if (readsAuthorization) {
+      // The route reads the Authorization header itself (OAuth client authentication): HTTP Basic, optional.
+      // OpenAPI ignores header parameters named Authorization, so it is a security requirement instead.
+      op.parameters = op.parameters!.filter((p) => !(p.in === 'header' && p.name.toLowerCase() === 'authorization'));
+      op.security = [{}, { basic: [] }];
+    } else {
+      op.security = r.permission === 'public' ? [] : [{ bearer: [] }];
+    }
+
+    // Path ids: IdPipe takes 1..2147483647, anything else is a 404.
+    const idParams = new Set(readArgs(r).filter((a) => a.data && (a.pipes ?? []).some((p) => p === IdPipe || p instanceof IdPipe)).map((a) => a.data!));
+    for (const p of op.parameters ?? []) {
+      if (p.in === 'path' && idParams.has(p.name)) p.schema = { type: 'integer', format: 'int32', minimum: 1, maximum: MAX_ID };
+    }
+
+    // List parameters, from the ListSpec the service validates with.
+    const spec = Reflect.getMetadata(LIST_SPEC_KEY, handler) as ListSpec | undefined;
+    if (spec) {
+      const names = new Set((op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name));
+      op.parameters = [...(op.parameters ?? []), ...listQueryParameters(spec).filter((p) => !names.has(p.name))];
+    }
+
+    // The error answers the route metadata implies.
+    const errors = new Map<number, ApiErrorDoc>();
+    const add = (status: number, description = DEFAULT_DESCRIPTIONS[status]) => {
+      if (!errors.has(status)) errors.set(status, { status, description });
+    };
+    const isBodyRoute = BODY_METHODS.has(r.method);
+    if (isBodyRoute) {
+      add(400);
+      add(413);
+      add(415, `${DEFAULT_DESCRIPTIONS[415]} (${Object.keys((op.requestBody as { content?: object } | undefined)?.content ?? { 'application/json': 1 }).join(', ')})`);
+    }
+    if (spec) add(400, 'Invalid list parameters (unknown parameter, value out of range, orderBy not in the list); `details` names each parameter');
+    if ((op.parameters ?? []).some((p) => p.in === 'path')) add(404);
+    if (r.permission !== 'public') {
+      add(401);
+      if (r.permission !== 'authenticated') add(403);
+    }
+    const skipThrottle = [handler, r.controller].some((t) => Reflect.getMetadata('THROTTLER:SKIPdefault', t) === true);
+    if (!skipThrottle) add(429);
+    // Every request may reach the database (the token lookup, the route's own queries).
+    add(503);
+    // Error answers declared on the route with @ApiResponse (e.g. the download's 404 and 416).
+    for (const [status, res] of Object.entries(op.responses)) {
+      const s = Number(status);
+      if (s < 400) continue;
+      const schema = Object.values(res.content ?? {})[0]?.schema;
+      const isOwnBody = schema && !(schema as { $ref?: string }).$ref?.endsWith('/ApiErrorBody');
+      if (isOwnBody) continue; // e.g. /health's 503 answers its status document
+      errors.set(s, { status: s, description: res.description || DEFAULT_DESCRIPTIONS[s] || '' });
+    }
+    for (const e of (Reflect.getMetadata(API_ERRORS_KEY, handler) ?? []) as ApiErrorDoc[]) errors.set(e.status, e);
+
+    for (const e of [...errors.values()].sort((a, b) => a.status - b.status)) {
+      const existing = op.responses[String(e.status)];
+      const ownSchema = Object.values(existing?.content ?? {})[0]?.schema as { $ref?: string } | undefined;
+      if (existing && ownSchema && !ownSchema.$ref?.endsWith('/ApiErrorBody')) continue;
+      const codes = e.codes ?? genericCode(e.status);
+      const standard = !e.codes && e.description === DEFAULT_DESCRIPTIONS[e.status] && RESPONSE_NAMES[e.status];
+      op.responses[String(e.status)] = standard
+        ? ({ $ref: `#/components/responses/${RESPONSE_NAMES[e.status]}` } as never)
+        : errorResponse(e.status, e.description, codes);
+    }
+  }
+  mergeSameTemplates(document);
+}
+
+/**
+ * Paths that differ only in the names of their parameters (`/api/fields/{segment}` and
+ * `/api/fields/{id}`) are one path to OpenAPI: the operations join the path with the most of them,
+ * their parameters renamed by position.
+ */
+function mergeSameTemplates(document: OpenAPIObject): void {
+  const names = (path: string) => [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+  const shapes = new Map<string, string[]>();
+  for (const path of Object.keys(document.paths)) {
+    const shape = path.replace(/\{[^}]+\}/g, '{}');
+    shapes.set(shape, [...(shapes.get(shape) ?? []), path]);
+  }
+  for (const group of shapes.values()) {
+    if (group.length < 2) continue;
+    const count = (p: string) => Object.keys(document.paths[p]).length;
+    const target = group.reduce((a, b) => (count(b) > count(a) ? b : a));
+    const into = document.paths[target] as Record<string, Operation>;
+    for (const path of group.filter((p) => p !== target)) {
+      const from = document.paths[path] as Record<string, Operation>;
+      if (Object.keys(from).some((m) => m in into)) continue;
+      const rename = new Map(names(path).map((n, i) => [n, names(target)[i]]));
+      for (const [method, op] of Object.entries(from)) {
+        for (const p of op.parameters ?? []) if (p.in === 'path' && rename.has(p.name)) p.name = rename.get(p.name)!;
+        into[method] = op;
+      }
+      delete document.paths[path];
+    }
+  }
 }

@@ -9,6 +9,9 @@ export interface RouteInfo {
   permission: string;
   /** Regular expression matching concrete request paths (":id" segments match one segment). */
   pattern: RegExp;
+  /** The controller class and its handler method (for metadata read by the OpenAPI document). */
+  controller: Function;
+  handlerName: string;
 }
 
 function join(...parts: string[]): string {
@@ -74,7 +77,14 @@ export class RouteTable {
           for (const r of ([] as string[]).concat(routePaths)) {
             // Shown without path-to-regexp escapes and optional-group braces (`:id\:{:alias}` → `:id::alias`).
             const path = join(c, r).replace(/\\(.)/g, '$1').replace(/[{}]/g, '');
-            out.push({ method: RequestMethod[method], path, permission: isPublic ? (typeof publicMark === 'string' ? publicMark : 'public') : permission!, pattern: toPattern(path) });
+            out.push({
+              method: RequestMethod[method],
+              path,
+              permission: isPublic ? (typeof publicMark === 'string' ? publicMark : 'public') : permission!,
+              pattern: toPattern(path),
+              controller: metatype,
+              handlerName: name,
+            });
           }
         }
       }

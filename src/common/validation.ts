@@ -1,8 +1,10 @@
 import { type ArgumentMetadata, Injectable, type ValidationError, ValidationPipe } from '@nestjs/common';
 import { registerDecorator, type ValidationOptions } from 'class-validator';
-import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { AppError, type ErrorDetail } from './errors.js';
 import { parseIsoWithOffset } from './dates.js';
+import { toE164 } from './phone.js';
+
+export { toE164 };
 
 const MAX_BODY_DEPTH = 32;
 
@@ -91,15 +93,6 @@ export function IsIsoDateTime(options?: ValidationOptions) {
       options: { message: `${propertyName} must be an ISO 8601 date-time with an offset, e.g. 2026-11-21T10:15:00+00:00`, ...options },
       validator: { validate: (v: unknown) => typeof v === 'string' && parseIsoWithOffset(v) !== null },
     });
-}
-
-/** Normalizes a phone number to E.164 (numbers without a country code are read as US numbers). */
-export function toE164(raw: string): string | null {
-  const trimmed = raw.trim();
-  if (!trimmed || trimmed.length > 40) return null;
-  const parsed = parsePhoneNumberFromString(trimmed, { defaultCountry: 'US' });
-  if (!parsed || !parsed.isPossible()) return null;
-  return parsed.number;
 }
 
 /** A phone number that parses (it is stored in E.164). */

@@ -1,5 +1,6 @@
 import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 import { AuditedEntity } from '../common/audit.js';
+import { registerConstraints } from '../common/constraints.js';
 
 @Entity('contacts')
 export class Contact extends AuditedEntity {
@@ -28,3 +29,8 @@ export class Contact extends AuditedEntity {
   @Column({ type: 'jsonb', default: () => `'{}'::jsonb` })
   fields: Record<string, unknown>;
 }
+
+registerConstraints({
+  contacts_email_lower_uq: { kind: 'unique', field: 'email', resource: 'contact', existing: { table: 'contacts', where: 'lower(email) = $1' } },
+  contacts_owner_id_fkey: { kind: 'reference', field: 'ownerId', target: 'user' },
+});

@@ -6,8 +6,8 @@ import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import type { Principal } from '../common/request.js';
 import { ContactRecordDto, CreateContactDto, UpdateContactDto } from './contact.dto.js';
-import { ApiEnvelope } from '../common/openapi.js';
-import { ContactsService } from './contacts.service.js';
+import { ApiEnvelope, ApiListQuery, ApiErrors } from '../common/openapi.js';
+import { ContactsService, CONTACT_LIST_SPEC } from './contacts.service.js';
 
 @ApiTags('contacts')
 @Controller('api/contacts')
@@ -18,10 +18,12 @@ export class ContactsController {
   @RequirePermission('contacts:read')
   @ApiOperation({ summary: 'List contacts', description: 'List parameters: search, page, limit, orderBy, orderByDir.' })
   @ApiEnvelope('contacts', ContactRecordDto, { list: true })
+  @ApiListQuery(CONTACT_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.contacts.list(query);
   }
 
+  @ApiErrors({ status: 409, description: 'The email, or the value of a unique-identifier custom field, belongs to another contact (`details[0].existingId`)' })
   @Post(['new', '/'])
   @HttpCode(201)
   @RequirePermission('contacts:write')
@@ -38,6 +40,7 @@ export class ContactsController {
     return { contact: await this.contacts.get(id) };
   }
 
+  @ApiErrors({ status: 409, description: 'The email, or the value of a unique-identifier custom field, belongs to another contact (`details[0].existingId`)' })
   @Patch([':id/edit', ':id'])
   @RequirePermission('contacts:write')
   @ApiOperation({ summary: 'Edit a contact: changes only the supplied properties; 404 when the id does not exist' })
@@ -46,6 +49,7 @@ export class ContactsController {
     return { contact: await this.contacts.patch(id, dto, who) };
   }
 
+  @ApiErrors({ status: 409, description: 'The email, or the value of a unique-identifier custom field, belongs to another contact (`details[0].existingId`)' })
   @Put([':id/edit', ':id'])
   @RequirePermission('contacts:write')
   @ApiOperation({ summary: 'Replace a contact (200), or create one with a new id when the id does not exist (201)' })

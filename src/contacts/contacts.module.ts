@@ -2,13 +2,15 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { Contact } from './contact.entity.js';
 import { ContactsController } from './contacts.controller.js';
+import { ContactsRepository } from './contacts.repository.js';
 import { ContactsService } from './contacts.service.js';
 import { FieldsModule } from '../fields/fields.module.js';
+import { NotificationsModule } from '../notifications/notifications.module.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Contact]), FieldsModule],
+  imports: [TypeOrmModule.forFeature([Contact]), FieldsModule, NotificationsModule],
   controllers: [ContactsController],
-  providers: [ContactsService],
-  exports: [ContactsService],
+  providers: [ContactsService, ContactsRepository],
+  exports: [ContactsService, ContactsRepository],
 })
 export class ContactsModule {}

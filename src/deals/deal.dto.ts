@@ -1,5 +1,6 @@
 import { PartialType } from '@nestjs/swagger';
-import { IsIn, IsInt, IsNotEmpty, IsNumber, IsOptional, IsString, Max, MaxLength, Min, registerDecorator, type ValidationOptions } from 'class-validator';
+import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min, registerDecorator, type ValidationOptions } from 'class-validator';
+import { IsDecimal } from '../common/decimal.js';
 import { IsIsoDateTime, NoNul } from '../common/validation.js';
 import { DEAL_STATUSES, isCalendarDate, MAX_DEAL_VALUE } from './deal.rules.js';
 import type { DealStatus } from './deal.rules.js';
@@ -29,8 +30,11 @@ export class CreateDealDto {
   @NoNul()
   title: string;
 
-  /** Deal value, a number >= 0 with at most two decimals. */
-  @IsNumber({ allowNaN: false, allowInfinity: false, maxDecimalPlaces: 2 })
+  /**
+   * Deal value, a JSON number >= 0 with at most two decimals (400 otherwise; values with more
+   * decimals, e.g. 1e-7, are refused, not rounded).
+   */
+  @IsDecimal(2)
   @Min(0)
   @Max(MAX_DEAL_VALUE)
   value: number;

@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { registerConstraints } from '../common/constraints.js';
 import { AuditedEntity } from '../common/audit.js';
 import type { DealStatus } from './deal.rules.js';
 
@@ -42,3 +43,12 @@ export class Deal extends AuditedEntity {
   @Column({ name: 'owner_id', type: 'int', nullable: true })
   ownerId: number | null;
 }
+
+registerConstraints({
+  deals_contact_id_fkey: { kind: 'reference', field: 'contact_id', target: 'contact' },
+  deals_owner_id_fkey: { kind: 'reference', field: 'owner_id', target: 'user' },
+  deals_value_check: { kind: 'check', field: 'value', message: 'must be 0 or more' },
+  deals_probability_check: { kind: 'check', field: 'probability', message: 'must be from 0 to 100' },
+  deals_status_check: { kind: 'check', field: 'status', message: 'must be open, won or lost' },
+  deals_quantity_check: { kind: 'check', field: 'quantity', message: 'must be 0 or more' },
+});

@@ -2,7 +2,7 @@
  * Deal rules that need no database: statuses, calendar dates and the closed_at rule.
  * Kept free of Nest and TypeORM so that the unit spec can import them.
  */
-import { AppError, type ErrorDetail, fieldError } from '../common/errors.js';
+import { fieldError } from '../common/errors.js';
 
 export const DEAL_STATUSES = ['open', 'won', 'lost'] as const;
 export type DealStatus = (typeof DEAL_STATUSES)[number];
@@ -11,19 +11,8 @@ export const DEFAULT_DEAL_QUANTITY = 1;
 /** numeric(14,2): the largest value the column holds. */
 export const MAX_DEAL_VALUE = 999_999_999_999.99;
 
-const CALENDAR_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-
-/** A calendar date written YYYY-MM-DD that exists (2026-02-30 does not). */
-export function isCalendarDate(value: unknown): value is string {
-  if (typeof value !== 'string') return false;
-  const m = CALENDAR_DATE.exec(value);
-  if (!m) return false;
-  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (y < 1 || mo < 1 || mo > 12 || d < 1) return false;
-  const date = new Date(Date.UTC(2000, mo - 1, d));
-  date.setUTCFullYear(y);
-  return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
-}
+/** A calendar date written YYYY-MM-DD that exists: the shared rule (common/dates.ts). */
+export { isCalendarDate } from '../common/dates.js';
 
 export const isClosed = (status: DealStatus | null | undefined): boolean => status === 'won' || status === 'lost';
 
@@ -54,12 +43,5 @@ export function resolveClosedAt({ previous, status, supplied, now }: ClosedAtInp
   return now;
 }
 
-/** Properties that may be omitted from an edit but never set to null. */
-export function rejectNulls(dto: object, fields: readonly string[]): void {
-  const details: ErrorDetail[] = fields
-    .filter((f) => (dto as Record<string, unknown>)[f] === null)
-    .map((field) => ({ field, message: 'must not be null' }));
-  if (details.length) {
-    throw new AppError('validation_failed', `Validation failed: ${details.map((d) => `${d.field}: ${d.message}`).join('; ')}`, details);
-  }
-}
+/** Properties that may be omitted from an edit but never set to null (shared by every resource). */
+export { rejectNulls } from '../common/errors.js';

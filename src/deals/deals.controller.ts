@@ -1,13 +1,13 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi.js';
+import { CreateOrReplace, putOutcome } from '../common/put-status.js';
+import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { CreateDealDto, DealRecordDto, UpdateDealDto } from './deal.dto.js';
-import { DealsService } from './deals.service.js';
+import { DealsService, DEAL_LIST_SPEC } from './deals.service.js';
 
 const CLOSED_AT_RULE =
   'Moving a deal to won or lost without closed_at stamps closed_at with the current time; a deal already won or lost keeps its ' +
@@ -26,6 +26,7 @@ export class DealsController {
       'List parameters: search (title, stage, product), page, limit, orderBy, orderByDir; filters status (open, won, lost), contact_id, owner_id.',
   })
   @ApiEnvelope('deals', DealRecordDto, { list: true })
+  @ApiListQuery(DEAL_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.deals.list(query);
   }
@@ -58,6 +59,7 @@ export class DealsController {
   }
 
   @Put([':id/edit', ':id'])
+  @CreateOrReplace()
   @RequirePermission('deals:write')
   @ApiOperation({
     summary: 'Replace a deal (200), or create one with a new id when the id does not exist (201)',
@@ -65,10 +67,9 @@ export class DealsController {
   })
   @ApiEnvelope('deal', DealRecordDto)
   @ApiEnvelope('deal', DealRecordDto, { status: 201 })
-  async put(@Param('id', IdPipe) id: number, @Body() dto: CreateDealDto, @CurrentPrincipal() who: Principal, @Res({ passthrough: true }) res: Response) {
+  async put(@Param('id', IdPipe) id: number, @Body() dto: CreateDealDto, @CurrentPrincipal() who: Principal) {
     const { created, deal } = await this.deals.put(id, dto, who);
-    res.status(created ? 201 : 200);
-    return { deal };
+    return putOutcome(created, { deal });
   }
 
   @Delete([':id/delete', ':id'])

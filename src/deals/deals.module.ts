@@ -2,12 +2,13 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { Deal } from './deal.entity.js';
 import { DealsController } from './deals.controller.js';
+import { DealsRepository } from './deals.repository.js';
 import { DealsService } from './deals.service.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([Deal])],
   controllers: [DealsController],
-  providers: [DealsService],
-  exports: [DealsService],
+  providers: [DealsService, DealsRepository],
+  exports: [DealsService, DealsRepository],
 })
 export class DealsModule {}

@@ -1,58 +1,124 @@
-import { describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
+import { translateConstraintError } from '../common/constraints.js';
 import { AppError } from '../common/errors.js';
-import { isCalendarDate, rejectNulls, resolveClosedAt } from './deal.rules.js';
+import type { Principal } from '../common/request.js';
+import { DealsService } from './deals.service.js';
 
-describe('deal rules', () => {
-  const now = new Date('2026-11-21T10:15:00Z');
-  const earlier = new Date('2026-10-01T09:00:00Z');
-  const given = new Date('2026-11-01T12:00:00Z');
+describe('DealsService (service layer, real PostgreSQL)', () => {
+  let ctx: ServiceContext;
+  let deals: DealsService;
+  let who: Principal;
+  let contactId: number;
 
-  describe('closed_at', () => {
-    const cases: [string, Parameters<typeof resolveClosedAt>[0], Date | null][] = [
-      ['a new open deal has none', { previous: null, status: 'open', supplied: undefined, now }, null],
-      ['a new won deal without closed_at is stamped now', { previous: null, status: 'won', supplied: undefined, now }, now],
-      ['a new lost deal with closed_at null is stamped now', { previous: null, status: 'lost', supplied: null, now }, now],
-      ['a new won deal keeps the supplied closed_at', { previous: null, status: 'won', supplied: given, now }, given],
-      ['open → won stamps now', { previous: { status: 'open', closedAt: null }, status: 'won', supplied: undefined, now }, now],
-      ['open → lost takes the supplied value', { previous: { status: 'open', closedAt: null }, status: 'lost', supplied: given, now }, given],
-      ['won stays won: keeps its closed_at', { previous: { status: 'won', closedAt: earlier }, status: 'won', supplied: undefined, now }, earlier],
-      ['won → lost keeps the closed_at', { previous: { status: 'won', closedAt: earlier }, status: 'lost', supplied: undefined, now }, earlier],
-      ['won with a new closed_at takes it', { previous: { status: 'won', closedAt: earlier }, status: 'won', supplied: given, now }, given],
-      ['won without a stored closed_at is stamped now', { previous: { status: 'won', closedAt: null }, status: 'won', supplied: undefined, now }, now],
-      ['won → open clears it', { previous: { status: 'won', closedAt: earlier }, status: 'open', supplied: undefined, now }, null],
-      ['won → open with closed_at null clears it', { previous: { status: 'won', closedAt: earlier }, status: 'open', supplied: null, now }, null],
-    ];
-    it.each(cases)('%s', (_name, input, expected) => {
-      expect(resolveClosedAt(input)).toEqual(expected);
-    });
-
-    it('refuses a closed_at on an open deal, naming closed_at', () => {
-      let err: unknown;
-      try {
-        resolveClosedAt({ previous: null, status: 'open', supplied: given, now });
-      } catch (e) {
-        err = e;
-      }
-      expect(err).toBeInstanceOf(AppError);
-      expect((err as AppError).status).toBe(400);
-      expect((err as AppError).details?.[0].field).toBe('closed_at');
-    });
+  beforeAll(async () => {
+    ctx = await startServiceContext();
+    deals = ctx.get(DealsService);
+    who = await ctx.principal();
+    contactId = await contact();
+  });
+  afterAll(async () => {
+    await ctx.close();
   });
 
-  describe('calendar dates', () => {
-    it.each(['2026-11-21', '2024-02-29', '0001-01-01', '9999-12-31'])('accepts %s', (v) => {
-      expect(isCalendarDate(v)).toBe(true);
-    });
-    it.each(['2026-02-30', '2025-02-29', '2026-13-01', '2026-00-10', '2026-1-5', '2026-11-21T00:00:00Z', '21.11.2026', '', '0000-01-01', 20261121, null])(
-      'refuses %p',
-      (v) => {
-        expect(isCalendarDate(v)).toBe(false);
-      },
-    );
+  /** The AppError a call fails with: thrown by the service, or translated by the constraint registry as the filter would. */
+  async function failure(p: Promise<unknown>): Promise<AppError> {
+    try {
+      await p;
+    } catch (e) {
+      if (e instanceof AppError) return e;
+      const translated = await translateConstraintError(e, (sql, params) => ctx.query(sql, params));
+      if (translated) return translated;
+      throw e;
+    }
+    throw new Error('expected the call to fail');
+  }
+
+  let seq = 0;
+  async function contact(): Promise<number> {
+    const rows = await ctx.query<{ id: number }>(`INSERT INTO contacts (name, email) VALUES ('D', $1) RETURNING id`, [`d${++seq}-${Date.now()}@svc.test`]);
+    return rows[0].id;
+  }
+  const base = () => ({ title: 'Deal', value: 100.5, contact_id: contactId });
+
+  it('creates with defaults (open, quantity 1, owner the caller) and reads it back', async () => {
+    const d = await deals.create({ ...base(), title: ' Big ' }, who);
+    expect(d).toMatchObject({ title: 'Big', value: 100.5, status: 'open', quantity: 1, owner_id: who.userId, closed_at: null, probability: null, createdBy: who.userId });
+    expect(await deals.get(d.id)).toEqual(d);
+    await expect(deals.get(987654)).rejects.toMatchObject({ status: 404 });
   });
 
-  it('refuses null on required properties', () => {
-    expect(() => rejectNulls({ title: null }, ['title', 'value'])).toThrow(AppError);
-    expect(() => rejectNulls({ stage: null }, ['title', 'value'])).not.toThrow();
+  it('a contact or owner that does not exist is a 400 naming the field (by the foreign keys)', async () => {
+    const c = await failure(deals.create({ ...base(), contact_id: 987654 }, who));
+    expect([c.status, c.details?.[0].field, c.details?.[0].message]).toEqual([400, 'contact_id', 'contact 987654 does not exist']);
+    const o = await failure(deals.create({ ...base(), owner_id: 987654 }, who));
+    expect([o.status, o.details?.[0].field, o.details?.[0].message]).toEqual([400, 'owner_id', 'user 987654 does not exist']);
+    const d = await deals.create(base(), who);
+    expect((await failure(deals.patch(d.id, { owner_id: 987654 }, who))).details?.[0].field).toBe('owner_id');
+    expect((await failure(deals.put(d.id, { ...base(), contact_id: 987654 }, who))).details?.[0].field).toBe('contact_id');
+    expect(await deals.get(d.id)).toMatchObject({ contact_id: contactId, owner_id: who.userId });
+    expect((await deals.create({ ...base(), owner_id: null }, who)).owner_id).toBeNull();
+  });
+
+  it('closed_at: stamped when closed, kept from won to lost, cleared when reopened, refused on an open deal', async () => {
+    const d = await deals.create(base(), who);
+    const won = await deals.patch(d.id, { status: 'won' }, who);
+    expect(won.closed_at).toEqual(expect.stringMatching(/^\d{4}-/));
+    expect((await deals.patch(d.id, { status: 'lost' }, who)).closed_at).toBe(won.closed_at);
+    expect((await deals.patch(d.id, { status: 'open' }, who)).closed_at).toBeNull();
+    expect((await failure(deals.patch(d.id, { closed_at: '2026-01-01T00:00:00Z' }, who))).details?.[0].field).toBe('closed_at');
+    const given = await deals.create({ ...base(), status: 'won', closed_at: '2026-01-02T03:04:05+01:00' }, who);
+    expect(given.closed_at).toBe('2026-01-02T02:04:05+00:00');
+  });
+
+  it('PATCH keeps what is not given and refuses nulls for title, value and contact_id', async () => {
+    const other = await contact();
+    const d = await deals.create({ ...base(), stage: 'keep', product: 'p', quantity: 3 }, who);
+    expect(await deals.patch(d.id, { value: 7, contact_id: other }, who)).toMatchObject({ value: 7, contact_id: other, stage: 'keep', product: 'p', quantity: 3 });
+    expect((await failure(deals.patch(d.id, { title: null, value: null } as never, who))).details?.map((x) => x.field)).toEqual(['title', 'value']);
+    expect((await failure(deals.patch(d.id, { title: ' ' }, who))).details?.[0].field).toBe('title');
+    expect(await deals.patch(d.id, { quantity: null, stage: null }, who)).toMatchObject({ quantity: 1, stage: null });
+    await expect(deals.patch(987654, { title: 'x' }, who)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('PUT replaces (defaults restored, owner the caller) or creates with a new id', async () => {
+    const otherOwner = await ctx.principal();
+    const d = await deals.create({ ...base(), stage: 'gone', quantity: 9, owner_id: otherOwner.userId, probability: 50 }, who);
+    const r = await deals.put(d.id, { title: 'R', value: 1, contact_id: contactId }, who);
+    expect(r).toMatchObject({ created: false, deal: { id: d.id, title: 'R', stage: null, quantity: 1, owner_id: who.userId, probability: null, status: 'open' } });
+    const n = await deals.put(987654, base(), who);
+    expect(n.created).toBe(true);
+    expect(n.deal.id).not.toBe(987654);
+  });
+
+  it('lists with search, filters and ordering by value', async () => {
+    const c = await contact();
+    await deals.create({ title: 'l1', value: 3, contact_id: c, status: 'won' }, who);
+    await deals.create({ title: 'l2', value: 1, contact_id: c }, who);
+    await deals.create({ title: 'l3', value: 2, contact_id: c, status: 'won' }, who);
+    const won = await deals.list({ contact_id: String(c), status: 'won', orderBy: 'value' });
+    expect(won.deals.map((d) => d.value)).toEqual([2, 3]);
+    expect((await deals.list({ contact_id: String(c), owner_id: String(who.userId) })).total).toBe(3);
+    await expect(deals.list({ orderBy: 'nope' })).rejects.toMatchObject({ status: 400 });
+  });
+
+  it('DELETE answers the deal as it was, exactly once under parallel calls', async () => {
+    const d = await deals.create(base(), who);
+    const results = await Promise.allSettled(Array.from({ length: 8 }, () => deals.remove(d.id)));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    for (const r of results) if (r.status === 'rejected') expect(r.reason).toMatchObject({ status: 404 });
+  });
+
+  it('parallel PATCHes of different properties all land', async () => {
+    const d = await deals.create(base(), who);
+    await Promise.all([
+      deals.patch(d.id, { title: 'Busy' }, who),
+      deals.patch(d.id, { value: 42.42 }, who),
+      deals.patch(d.id, { stage: 's' }, who),
+      deals.patch(d.id, { probability: 70 }, who),
+      deals.patch(d.id, { product: 'p' }, who),
+      deals.patch(d.id, { quantity: 4 }, who),
+    ]);
+    expect(await deals.get(d.id)).toMatchObject({ title: 'Busy', value: 42.42, stage: 's', probability: 70, product: 'p', quantity: 4 });
   });
 });

@@ -4,8 +4,8 @@
  * Pure logic, unit-tested in field-rules.spec.ts.
  */
 import { isEmail, isURL } from 'class-validator';
-import { parsePhoneNumberFromString } from 'libphonenumber-js';
-import { iso, parseIsoWithOffset } from '../common/dates.js';
+import { isCalendarDate, iso, parseIsoWithOffset } from '../common/dates.js';
+import { MAX_PHONE_LENGTH, toE164 } from '../common/phone.js';
 import type { ErrorDetail } from '../common/errors.js';
 
 export const FIELD_OBJECTS = ['contact', 'company'] as const;
@@ -122,14 +122,6 @@ const regionNames = new Intl.DisplayNames(['en'], { type: 'region', fallback: 'n
 /** Region codes Intl knows that are not countries. */
 const NOT_COUNTRIES = new Set(['ZZ', 'QO', 'EU', 'EZ', 'UN']);
 
-function isCalendarDate(v: string): boolean {
-  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(v);
-  if (!m) return false;
-  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  const date = new Date(Date.UTC(y, mo - 1, d));
-  return y >= 1 && date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
-}
-
 function textOf(raw: unknown, max: number): string | null {
   if (typeof raw !== 'string' || raw.length > max || raw.includes('\u0000')) return null;
   return raw;
@@ -159,16 +151,16 @@ export function parseValue(rule: ValueRule, raw: unknown): ValueResult {
       return s !== null && isURL(s.trim(), { protocols: ['http', 'https'], require_protocol: true }) ? ok(s.trim()) : bad('must be an http(s) URL');
     }
     case 'tel': {
-      const s = textOf(raw, 40);
-      const parsed = s !== null && s.trim() !== '' ? parsePhoneNumberFromString(s.trim(), { defaultCountry: 'US' }) : undefined;
-      return parsed && parsed.isPossible() ? ok(parsed.number) : bad('must be a valid phone number, e.g. +14155550100');
+      const s = textOf(raw, MAX_PHONE_LENGTH);
+      const e164 = s !== null ? toE164(s) : null;
+      return e164 !== null ? ok(e164) : bad('must be a valid phone number, e.g. +14155550100');
     }
     case 'number':
       return typeof raw === 'number' && Number.isFinite(raw) ? ok(raw) : bad('must be a number');
     case 'boolean':
       return typeof raw === 'boolean' ? ok(raw) : bad('must be true or false');
     case 'date':
-      return typeof raw === 'string' && isCalendarDate(raw) ? ok(raw) : bad('must be a date in the form YYYY-MM-DD');
+      return isCalendarDate(raw) ? ok(raw) : bad('must be a date in the form YYYY-MM-DD');
     case 'datetime': {
       const d = typeof raw === 'string' ? parseIsoWithOffset(raw) : null;
       return d ? ok(iso(d)) : bad('must be an ISO 8601 date-time with an offset, e.g. 2026-11-21T10:15:00+00:00');

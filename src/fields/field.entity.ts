@@ -1,5 +1,6 @@
 import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 import { AuditedEntity } from '../common/audit.js';
+import { registerConstraints } from '../common/constraints.js';
 import type { FieldObject, FieldProperties, FieldType } from './field-rules.js';
 
 /** A custom field of contacts or companies. created_at/modified_at are dateAdded/dateModified in the API. */
@@ -53,3 +54,9 @@ export class Field extends AuditedEntity {
   @Column({ name: 'publish_down', type: 'timestamptz', nullable: true })
   publishDown: Date | null;
 }
+
+registerConstraints({
+  fields_object_alias_uq: { kind: 'unique', field: 'alias', resource: 'field', existing: { table: 'fields', where: 'object = $1 AND alias = $2' } },
+  fields_object_check: { kind: 'check', field: 'object', message: 'must be contact or company' },
+  fields_alias_check: { kind: 'check', field: 'alias', message: 'must start with a lower-case letter and contain only a-z, 0-9 and _' },
+});

@@ -4,12 +4,12 @@ import type { Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi.js';
+import { ApiEnvelope, ApiListQuery, ApiErrors } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { FieldCollectionBodyDto, FieldInObjectBodyDto, FieldPropertiesDto, FieldRecordDto, UpdateFieldDto } from './field.dto.js';
 import { FieldObjectPipe } from './field-object.pipe.js';
 import type { FieldObject } from './field-rules.js';
-import { FieldsService } from './fields.service.js';
+import { FieldsService, FIELD_COLLECTION_LIST_SPEC, FIELD_LIST_SPEC } from './fields.service.js';
 
 const LIST_DOC = 'List parameters: search (label, alias, description), page, limit, orderBy, orderByDir; filters isPublished (boolean) and type.';
 const DELETE_DOC = "Deletes the field and, for a contact field, removes its value from every contact (in the same transaction). Answers the field as it was.";
@@ -29,10 +29,12 @@ export class FieldsController {
   @RequirePermission('fields:read')
   @ApiOperation({ summary: 'List the fields of both objects', description: `${LIST_DOC} Also filter object (contact or company).` })
   @ApiEnvelope('fields', FieldRecordDto, { list: true })
+  @ApiListQuery(FIELD_COLLECTION_LIST_SPEC)
   listAll(@Query() query: Record<string, unknown>) {
     return this.fields.list(query);
   }
 
+  @ApiErrors({ status: 409, description: 'The alias is taken for the object' })
   @Post()
   @HttpCode(201)
   @RequirePermission('fields:write')
@@ -44,7 +46,11 @@ export class FieldsController {
 
   @Get(':segment')
   @RequirePermission('fields:read')
-  @ApiParam({ name: 'segment', description: '`contact` or `company` (the list of that object), or a field id (that field)' })
+  @ApiParam({
+    name: 'segment',
+    description: '`contact` or `company` (the list of that object), or a field id (that field); anything else is a 404',
+    schema: { oneOf: [{ type: 'string', enum: ['contact', 'company'] }, { type: 'integer', format: 'int32', minimum: 1, maximum: 2147483647 }] },
+  })
   @ApiOperation({
     summary: 'List the fields of an object (/api/fields/contact, /api/fields/company), or get one field by id (/api/fields/{id})',
     description: `For an object: ${LIST_DOC} Answers { total, fields }. For an id: answers { field }. Anything else is a 404.`,
@@ -60,10 +66,12 @@ export class FieldsController {
       ],
     },
   })
+  @ApiListQuery(FIELD_LIST_SPEC)
   listOrGet(@Param('segment') segment: string, @Query() query: Record<string, unknown>) {
     return this.fields.listOrGet(segment, query);
   }
 
+  @ApiErrors({ status: 409, description: 'The alias is taken, the type cannot change while contacts hold values, or contacts share a value of a field made unique' })
   @Patch(':id')
   @RequirePermission('fields:write')
   @ApiOperation({ summary: 'Edit a field (collection style)', description: `${PATCH_DOC} \`object\`, when given, must be the field's object.` })
@@ -72,6 +80,7 @@ export class FieldsController {
     return { field: await this.fields.patch(id, dto, who) };
   }
 
+  @ApiErrors({ status: 409, description: 'The alias is taken, the type cannot change while contacts hold values, or contacts share a value of a field made unique' })
   @Put(':id')
   @RequirePermission('fields:write')
   @ApiOperation({ summary: 'Replace a field, or create one when the id does not exist (collection style; `object` required)', description: PUT_DOC })
@@ -96,6 +105,7 @@ export class FieldsController {
     return { field: await this.fields.remove(id) };
   }
 
+  @ApiErrors({ status: 409, description: 'The alias is taken for the object' })
   @Post(':object/new')
   @HttpCode(201)
   @RequirePermission('fields:write')
@@ -115,6 +125,7 @@ export class FieldsController {
     return { field: await this.fields.get(id, object) };
   }
 
+  @ApiErrors({ status: 409, description: 'The alias is taken, the type cannot change while contacts hold values, or contacts share a value of a field made unique' })
   @Patch(':object/:id/edit')
   @RequirePermission('fields:write')
   @objectParam
@@ -129,6 +140,7 @@ export class FieldsController {
     return { field: await this.fields.patch(id, dto, who, object) };
   }
 
+  @ApiErrors({ status: 409, description: 'The alias is taken, the type cannot change while contacts hold values, or contacts share a value of a field made unique' })
   @Put(':object/:id/edit')
   @RequirePermission('fields:write')
   @objectParam

@@ -1,16 +1,18 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, EntityManager, QueryFailedError, Repository } from 'typeorm';
-import { aliasFrom, firstFreeAlias } from '../common/alias.js';
+import { aliasFrom, withGeneratedAlias } from '../common/alias.js';
 import { stampCreated, stampModified } from '../common/audit.js';
+import { isUniqueViolation } from '../common/constraints.js';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
 import { AppError, conflict, type ErrorDetail, fieldError, notFound, validationError } from '../common/errors.js';
-import { type ListSpec, paginate, parseListQuery } from '../common/list.js';
+import { type ListSpec, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
+import { Transactions, type Tx } from '../database/transactions.js';
 import { Field } from './field.entity.js';
 import { FieldInObjectBodyDto, UpdateFieldDto } from './field.dto.js';
-import { FIELD_OBJECTS, FIELD_TYPES, type FieldObject, normalizeProperties, OPTION_TYPES, parseDefaultValue, UNIQUE_VALUE_LOCK } from './field-rules.js';
+import { FIELD_OBJECTS, FIELD_TYPES, type FieldObject, normalizeProperties, OPTION_TYPES, parseDefaultValue } from './field-rules.js';
+import { ContactFieldValuesRepository } from './contact-field-values.repository.js';
 import { ContactFieldValuesService } from './contact-field-values.service.js';
+import { FieldsRepository } from './fields.repository.js';
 
 const SORTABLE = {
   id: 'f.id',
@@ -52,8 +54,9 @@ export const isFieldObject = (v: string): v is FieldObject => (FIELD_OBJECTS as 
 @Injectable()
 export class FieldsService {
   constructor(
-    @InjectRepository(Field) private readonly fields: Repository<Field>,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly fields: FieldsRepository,
+    private readonly contactValueRows: ContactFieldValuesRepository,
+    private readonly transactions: Transactions,
     private readonly contactValues: ContactFieldValuesService,
   ) {}
 
@@ -90,9 +93,7 @@ export class FieldsService {
   async list(query: Record<string, unknown>, object?: FieldObject) {
     const spec = object ? FIELD_LIST_SPEC : FIELD_COLLECTION_LIST_SPEC;
     const q = parseListQuery(query, spec);
-    const qb = this.fields.createQueryBuilder('f');
-    if (object) qb.andWhere('f.object = :object', { object });
-    const { total, items } = await paginate(qb, q, spec);
+    const { total, items } = await this.fields.page(q, spec, object);
     return { total, fields: items.map((f) => this.toRecord(f)) };
   }
 
@@ -106,8 +107,9 @@ export class FieldsService {
     throw notFound(`Unknown fields path "${segment.slice(0, 40)}"; use contact, company or a field id`);
   }
 
-  private async findEntity(id: number, object?: FieldObject, manager?: EntityManager): Promise<Field> {
-    const f = await (manager ? manager.getRepository(Field) : this.fields).findOne({ where: { id } });
+  /** The field (locked when `tx` is given), or 404; under /api/fields/<object>/..., a field of the other object is a 404. */
+  private async findEntity(id: number, object?: FieldObject, tx?: Tx): Promise<Field> {
+    const f = tx ? await this.fields.lock(id, tx) : await this.fields.find(id);
     if (!f || (object && f.object !== object)) throw notFound(object ? `${object[0].toUpperCase()}${object.slice(1)} field` : 'Field', id);
     return f;
   }
@@ -116,53 +118,105 @@ export class FieldsService {
     return this.toRecord(await this.findEntity(id, object));
   }
 
+  /**
+   * A new field. Without an alias, one is generated from the label and the next free candidate is
+   * taken when a concurrent create wins the first (never a 409); a given alias that is taken is a
+   * 409 from the constraint (fields_object_alias_uq, registered in field.entity.ts).
+   */
   async create(dto: FieldInObjectBodyDto, who: Principal, pathObject?: FieldObject): Promise<FieldRecord> {
     if (pathObject && dto.object !== undefined && dto.object !== null && dto.object !== pathObject) {
       throw fieldError('object', `must match the object in the path (${pathObject})`);
     }
     const object = pathObject ?? dto.object;
     if (!object) throw fieldError('object', 'is required');
-    const field = this.fields.create({ object });
+    const field = new Field();
+    field.object = object;
     this.assign(field, dto, 'create');
     stampCreated(field, who);
-    return this.persist(field, 'create', null, dto.alias ?? null);
+    let saved: Field;
+    if (dto.alias) saved = await this.fields.insert(Object.assign(field, { alias: dto.alias }));
+    else {
+      const raw = aliasFrom(field.label, '_', 'field');
+      const base = /^[a-z]/.test(raw) ? raw : `field_${raw}`.slice(0, 64);
+      saved = await withGeneratedAlias(
+        base,
+        await this.fields.aliasesLike(object, base),
+        (alias) => this.fields.insert(Object.assign(field, { alias })),
+        (e) => isUniqueViolation(e, 'fields_object_alias_uq'),
+      );
+    }
+    this.contactValues.invalidate();
+    return this.get(saved.id);
   }
 
+  /** PATCH: reads the field under a lock, so concurrent edits of different properties all survive. */
   async patch(id: number, dto: UpdateFieldDto, who: Principal, pathObject?: FieldObject): Promise<FieldRecord> {
-    const field = await this.findEntity(id, pathObject);
-    const before = { ...field };
-    this.checkObject(field, dto.object, pathObject);
-    this.assign(field, dto, 'patch');
-    stampModified(field, who);
-    return this.persist(field, 'patch', before, dto.alias ?? null);
+    await this.transactions.run(async (tx) => {
+      const field = await this.findEntity(id, pathObject, tx);
+      await this.change(field, dto, 'patch', who, pathObject, tx);
+    });
+    this.contactValues.invalidate();
+    return this.get(id);
   }
 
   /** PUT: full replace when the id exists (omitted optional properties reset, alias kept), else a new field. */
   async put(id: number, dto: FieldInObjectBodyDto, who: Principal, pathObject?: FieldObject): Promise<{ created: boolean; field: FieldRecord }> {
-    const existing = await this.fields.findOne({ where: { id } });
-    if (!existing || (pathObject && existing.object !== pathObject)) {
-      return { created: true, field: await this.create(dto, who, pathObject) };
-    }
-    const before = { ...existing };
-    this.checkObject(existing, dto.object, pathObject);
-    this.assign(existing, dto, 'replace');
-    stampModified(existing, who);
-    return { created: false, field: await this.persist(existing, 'replace', before, dto.alias ?? null) };
+    const replaced = await this.transactions.run(async (tx) => {
+      const existing = await this.fields.lock(id, tx);
+      if (!existing || (pathObject && existing.object !== pathObject)) return false;
+      await this.change(existing, dto, 'replace', who, pathObject, tx);
+      return true;
+    });
+    if (!replaced) return { created: true, field: await this.create(dto, who, pathObject) };
+    this.contactValues.invalidate();
+    return { created: false, field: await this.get(id) };
   }
 
-  /** Deletes the field and, for a contact field, its value in every contact, in one transaction. */
+  /**
+   * Deletes the field and, for a contact field, its value in every contact, in one transaction. The
+   * row lock makes concurrent deletes wait: exactly one gets the field, the others a 404.
+   */
   async remove(id: number, pathObject?: FieldObject): Promise<FieldRecord> {
-    const removed = await this.db.transaction(async (m) => {
-      const field = await this.findEntity(id, pathObject, m);
+    const removed = await this.transactions.run(async (tx) => {
+      const field = await this.findEntity(id, pathObject, tx);
       const record = this.toRecord(field);
-      await m.getRepository(Field).delete({ id });
-      if (field.object === 'contact') {
-        await m.query(`UPDATE contacts SET fields = fields - $1::text WHERE fields ? $1::text`, [field.alias]);
-      }
+      await this.fields.delete(id, tx);
+      if (field.object === 'contact') await this.contactValueRows.removeKey(field.alias, tx);
       return record;
     });
     this.contactValues.invalidate();
     return removed;
+  }
+
+  /**
+   * Applies a PATCH or PUT body to a locked field and saves it with what depends on it: the rename of
+   * contact values when the alias changes, and the checks against contacts' stored values.
+   */
+  private async change(field: Field, dto: UpdateFieldDto, mode: 'patch' | 'replace', who: Principal, pathObject: FieldObject | undefined, tx: Tx) {
+    const before = { ...field };
+    this.checkObject(field, dto.object, pathObject);
+    this.assign(field, dto, mode);
+    if (dto.alias) field.alias = dto.alias;
+    stampModified(field, who);
+    const contact = field.object === 'contact';
+    if (contact && field.type !== before.type && (await this.contactValueRows.anyHolds(before.alias, tx))) {
+      throw new AppError('conflict', `The type of field "${before.alias}" cannot change while contacts hold values for it`, [
+        { field: 'type', message: 'cannot change while contacts hold values for the field' },
+      ]);
+    }
+    await this.fields.update(field, tx);
+    if (!contact) return;
+    // Contact rows are locked (by the rename) before the unique-value lock, the order contact writes take them in.
+    if (before.alias !== field.alias) await this.contactValueRows.renameKey(before.alias, field.alias, tx);
+    if (field.isUniqueIdentifier && !before.isUniqueIdentifier) {
+      await this.contactValueRows.lockUniqueValues(field.alias, tx);
+      const shared = await this.contactValueRows.sharedValue(field.alias, tx);
+      if (shared !== undefined) {
+        throw conflict(`Contacts share the value ${JSON.stringify(shared)} of field "${before.alias}", so it cannot be a unique identifier`, [
+          { field: 'isUniqueIdentifier', message: 'contacts already share a value of this field' },
+        ]);
+      }
+    }
   }
 
   private checkObject(field: Field, given: FieldObject | null | undefined, pathObject?: FieldObject) {
@@ -216,76 +270,5 @@ export class FieldsService {
       errors.push({ field: 'publishDown', message: 'must be after publishUp' });
     }
     if (errors.length) throw validationError(`Validation failed: ${errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`, errors);
-  }
-
-  /**
-   * Saves in one transaction: the alias (given, kept, or generated and made unique), the rename of
-   * contact values when the alias changes, and the checks that depend on contact values.
-   */
-  private async persist(field: Field, mode: Mode, before: Field | null, givenAlias: string | null): Promise<FieldRecord> {
-    const generate = !givenAlias && mode === 'create';
-    if (givenAlias) field.alias = givenAlias;
-    const base = aliasFrom(field.label, '_', 'field');
-    const generatedBase = /^[a-z]/.test(base) ? base : `field_${base}`.slice(0, 64);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const saved = await this.db.transaction(async (m) => {
-          if (generate) field.alias = await this.freeAlias(m, field.object, generatedBase);
-          if (before && field.object === 'contact') await this.checkContactValues(m, field, before);
-          const s = await m.getRepository(Field).save(field);
-          if (before && before.alias !== s.alias && s.object === 'contact') {
-            await m.query(
-              `UPDATE contacts SET fields = (fields - $1::text) || jsonb_build_object($2::text, fields -> $1::text) WHERE fields ? $1::text`,
-              [before.alias, s.alias],
-            );
-          }
-          return s;
-        });
-        this.contactValues.invalidate();
-        return this.toRecord(await this.findEntity(saved.id));
-      } catch (e) {
-        const pg = (e as QueryFailedError & { driverError?: { code?: string; constraint?: string } }).driverError;
-        if (e instanceof QueryFailedError && pg?.code === '23505' && pg.constraint === 'fields_object_alias_uq') {
-          if (generate && attempt < 5) continue;
-          const rows: { id: number }[] = await this.db.query(`SELECT id FROM fields WHERE object = $1 AND alias = $2`, [field.object, field.alias]);
-          throw conflict(`The ${field.object} field alias "${field.alias}" is already taken`, [
-            { field: 'alias', message: 'is already taken', existingId: rows[0]?.id ?? null },
-          ]);
-        }
-        throw e;
-      }
-    }
-  }
-
-  private async freeAlias(m: EntityManager, object: FieldObject, base: string): Promise<string> {
-    const rows: { alias: string }[] = await m.query(
-      `SELECT alias FROM fields WHERE object = $1 AND (alias = $2 OR alias LIKE $3)`,
-      [object, base, `${base.replace(/_/g, '\\_')}\\_%`],
-    );
-    return firstFreeAlias(base, new Set(rows.map((r) => r.alias)));
-  }
-
-  /** Edits that contacts' stored values would contradict are refused with 409. */
-  private async checkContactValues(m: EntityManager, field: Field, before: Field) {
-    if (field.type !== before.type) {
-      const used = await m.query(`SELECT 1 FROM contacts WHERE fields ? $1::text LIMIT 1`, [before.alias]);
-      if (used.length) {
-        throw new AppError('conflict', `The type of field "${before.alias}" cannot change while contacts hold values for it`, [
-          { field: 'type', message: 'cannot change while contacts hold values for the field' },
-        ]);
-      }
-    }
-    if (field.isUniqueIdentifier && !before.isUniqueIdentifier) {
-      await m.query(`SELECT ${UNIQUE_VALUE_LOCK}`, [field.alias]);
-      const dup: { value: unknown }[] = await m.query(
-        `SELECT fields -> $1::text AS value FROM contacts WHERE fields ? $1::text GROUP BY fields -> $1::text HAVING count(*) > 1 LIMIT 1`,
-        [before.alias],
-      );
-      if (dup.length) {
-        throw conflict(`Contacts share the value ${JSON.stringify(dup[0].value)} of field "${before.alias}", so it cannot be a unique identifier`, [
-          { field: 'isUniqueIdentifier', message: 'contacts already share a value of this field' },
-        ]);
-      }
-    }
   }
 }

@@ -4,8 +4,10 @@ import type { AppConfig } from '../config/config.js';
 import { AppError, unavailable } from '../common/errors.js';
 import type { RedisService } from '../redis/redis.service.js';
 import { JOB_POLICY, JOB_QUEUE, JOB_RETENTION, type JobName, type JobPayloads, type QueueName, QUEUES } from './job-names.js';
-import { DeferJobError, type EnqueueOptions, type JobContext, type JobHandler, JobQueue, type ScheduleOptions } from './job-queue.js';
+import { DeferJobError, type EnqueueOptions, type JobContext, type JobHandler, JobQueue, type QueueDepth, type ScheduleOptions } from './job-queue.js';
 
+/** Queue states reported as depths. */
+const DEPTH_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 /** Jobs each worker runs at once, per queue. */
 const CONCURRENCY: Record<QueueName, number> = { maintenance: 1, reports: 2, sms: 5 };
 /** How long an enqueue may take before the queue counts as unavailable. */
@@ -124,6 +126,21 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
     }
   }
 
+  /** Jobs in Redis per queue and state (all processes' jobs, not only this one's). */
+  async depths(): Promise<QueueDepth[]> {
+    const perQueue = await withTimeout(
+      Promise.all(
+        Object.entries(this.queues).map(async ([queue, q]) => {
+          const counts = await q.getJobCounts(...DEPTH_STATES);
+          return DEPTH_STATES.map((state) => ({ queue, state, count: counts[state] ?? 0 }));
+        }),
+      ),
+      ENQUEUE_TIMEOUT_MS,
+      'getJobCounts',
+    );
+    return perQueue.flat();
+  }
+
   async upsertSchedule<N extends JobName>(schedulerId: string, name: N, payload: JobPayloads[N], options: ScheduleOptions): Promise<Date | null> {
     await this.ensureAvailable();
     const queue = this.queues[JOB_QUEUE[name]];
@@ -191,8 +208,11 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
     const handler = this.handlers.get(job.name as JobName);
     if (!handler) throw new UnrecoverableError(`no handler registered for ${job.name}`);
     const ctx: JobContext = { jobId: job.id!, attempt: job.attemptsMade + 1, maxAttempts: job.opts.attempts ?? 1 };
+    const name = job.name as JobName;
     try {
-      return await handler(job.data as never, ctx);
+      const result = await handler(job.data as never, ctx);
+      this.reportOutcome(name, 'completed');
+      return result;
     } catch (e) {
       if (e instanceof DeferJobError) {
         // Waiting on something else (another worker's claim, an uncommitted transaction): run again
@@ -200,7 +220,9 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
         await job.moveToDelayed(Date.now() + e.delayMs, token);
         throw new DelayedError();
       }
-      if ((e as { unrecoverable?: boolean }).unrecoverable) throw new UnrecoverableError((e as Error).message);
+      const unrecoverable = Boolean((e as { unrecoverable?: boolean }).unrecoverable);
+      this.reportOutcome(name, unrecoverable || ctx.attempt >= ctx.maxAttempts ? 'failed' : 'retried');
+      if (unrecoverable) throw new UnrecoverableError((e as Error).message);
       throw e;
     }
   }

@@ -1,7 +1,7 @@
 import { type BeforeApplicationShutdown, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { JOB_POLICY, JOB_QUEUE, type JobName, type JobPayloads, type QueueName } from './job-names.js';
-import { DeferJobError, type EnqueueOptions, type JobContext, type JobHandler, JobQueue, type ScheduleOptions } from './job-queue.js';
+import { JOB_POLICY, JOB_QUEUE, type JobName, type JobPayloads, type QueueName, QUEUES } from './job-names.js';
+import { DeferJobError, type EnqueueOptions, type JobContext, type JobHandler, JobQueue, type QueueDepth, type ScheduleOptions } from './job-queue.js';
 import { nextCronTime } from './cron.js';
 
 interface Pending {
@@ -10,6 +10,7 @@ interface Pending {
   payload: unknown;
   attempt: number;
   timer: NodeJS.Timeout | null;
+  state: 'waiting' | 'delayed' | 'active';
 }
 
 export interface RateLimit {
@@ -57,7 +58,7 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationBootstra
   async enqueue<N extends JobName>(name: N, payload: JobPayloads[N], options: EnqueueOptions = {}): Promise<{ id: string }> {
     const id = options.jobId ?? randomUUID();
     if (this.pending.has(id)) return { id };
-    const job: Pending = { id, name, payload, attempt: 0, timer: null };
+    const job: Pending = { id, name, payload, attempt: 0, timer: null, state: 'waiting' };
     this.pending.set(id, job);
     this.schedule(job, options.delayMs ?? 0);
     return { id };
@@ -67,10 +68,12 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationBootstra
     if (this.closing) return;
     // setTimeout holds at most ~24.8 days; longer delays hop.
     const wait = Math.min(Math.max(0, delayMs), 2_000_000_000);
+    job.state = delayMs > 0 ? 'delayed' : 'waiting';
     job.timer = setTimeout(() => {
       if (wait < delayMs) return this.schedule(job, delayMs - wait);
       const limited = this.rateLimitDelay(JOB_QUEUE[job.name]);
       if (limited > 0) return this.schedule(job, limited);
+      job.state = 'active';
       const p = this.run(job);
       this.running.add(p);
       void p.finally(() => this.running.delete(p));
@@ -102,6 +105,7 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationBootstra
       if (!handler) throw new Error(`no handler registered for ${job.name}`);
       await handler(job.payload as never, ctx);
       this.pending.delete(job.id);
+      this.reportOutcome(job.name, 'completed');
     } catch (e) {
       if (e instanceof DeferJobError && !this.closing) {
         job.attempt--;
@@ -112,12 +116,26 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationBootstra
       if (job.attempt >= policy.attempts || err.unrecoverable || this.closing) {
         this.logger.error({ msg: 'job failed', job: job.name, jobId: job.id, attempt: job.attempt, err: err.message });
         this.pending.delete(job.id);
+        this.reportOutcome(job.name, 'failed');
         return;
       }
+      this.reportOutcome(job.name, 'retried');
       const delay = err.retryAfterMs ?? policy.backoffMs * 2 ** (job.attempt - 1);
       this.logger.warn({ msg: 'job failed; retrying', job: job.name, jobId: job.id, attempt: job.attempt, delay, err: err.message });
       this.schedule(job, delay);
     }
+  }
+
+  /** Jobs held by this process per queue: waiting (due), delayed (a later run or a retry) and active. Failed jobs are not kept. */
+  async depths(): Promise<QueueDepth[]> {
+    const counts = new Map<string, number>();
+    for (const j of this.pending.values()) {
+      const key = `${JOB_QUEUE[j.name]}\u0000${j.state}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    return Object.values(QUEUES).flatMap((queue) =>
+      (['waiting', 'active', 'delayed'] as const).map((state) => ({ queue, state, count: counts.get(`${queue}\u0000${state}`) ?? 0 })),
+    );
   }
 
   async upsertSchedule<N extends JobName>(schedulerId: string, name: N, payload: JobPayloads[N], options: ScheduleOptions): Promise<Date | null> {

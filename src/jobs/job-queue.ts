@@ -58,6 +58,19 @@ export class DeferJobError extends Error {
   }
 }
 
+/** How a run of a job ended, as this process saw it. */
+export type JobOutcome = 'completed' | 'failed' | 'retried';
+
+/** Jobs in one queue in one state (waiting, active, delayed, failed). */
+export interface QueueDepth {
+  queue: string;
+  state: string;
+  count: number;
+}
+
+/** Told about every job run this process finishes (the metrics' jobs_total). */
+export type JobObserver = (name: JobName, outcome: JobOutcome) => void;
+
 /**
  * The job layer's one interface. With REDIS_URL it is BullMQ (workers in APP_ROLE=worker|all);
  * without it, the same handlers run in this process. Retries, backoff and retention are set by
@@ -78,6 +91,29 @@ export abstract class JobQueue {
   abstract isAvailable(): Promise<boolean>;
   /** Whether this process runs jobs (false in APP_ROLE=api processes with Redis). */
   abstract get runsWorkers(): boolean;
+  /** Jobs per queue and state right now (read when metrics are scraped). */
+  abstract depths(): Promise<QueueDepth[]>;
+
+  private readonly observers: JobObserver[] = [];
+
+  /** Registers an observer of finished runs (the metrics service; the job layer imports no feature). */
+  observe(observer: JobObserver): void {
+    this.observers.push(observer);
+  }
+
+  /**
+   * Reports how a run ended: `completed`, `retried` (failed, another attempt follows) or `failed`
+   * (final). A run deferred without using an attempt (DeferJobError) is not reported.
+   */
+  protected reportOutcome(name: JobName, outcome: JobOutcome): void {
+    for (const o of this.observers) {
+      try {
+        o(name, outcome);
+      } catch (e) {
+        this.baseLogger.warn({ msg: 'job observer failed', err: (e as Error).message });
+      }
+    }
+  }
 
   /**
    * Registers a task that runs once when this process starts working jobs (after the broker is

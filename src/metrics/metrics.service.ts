@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { JobQueue, type QueueDepth } from '../jobs/job-queue.js';
 
 /**
  * Prometheus metrics of this process: HTTP request rates and latencies by route, process metrics,
@@ -38,14 +39,20 @@ export class MetricsService {
     registers: [this.registry],
   });
 
-  /** Set by the job layer: reads queue depths when metrics are scraped. */
-  private depthReader: (() => Promise<{ queue: string; state: string; count: number }[]>) | null = null;
+  /** Reads queue depths when metrics are scraped (the job layer's). */
+  private depthReader: (() => Promise<QueueDepth[]>) | null = null;
 
-  constructor() {
+  /**
+   * Subscribes to the job layer: every finished run counts in jobs_total, and each scrape reads
+   * the queue depths (BullMQ's counts in Redis, or the in-process runner's pending jobs).
+   */
+  constructor(jobs: JobQueue) {
     collectDefaultMetrics({ register: this.registry });
+    jobs.observe((name, outcome) => this.recordJob(name, outcome));
+    this.setQueueDepthReader(() => jobs.depths());
   }
 
-  setQueueDepthReader(reader: () => Promise<{ queue: string; state: string; count: number }[]>): void {
+  setQueueDepthReader(reader: () => Promise<QueueDepth[]>): void {
     this.depthReader = reader;
   }
 

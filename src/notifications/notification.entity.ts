@@ -1,4 +1,5 @@
 import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { registerConstraints } from '../common/constraints.js';
 
 export const NOTIFICATION_TYPES = ['lead_assigned', 'report_ready', 'sms_failed'] as const;
 export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
@@ -29,3 +30,7 @@ export class Notification {
   @Column({ name: 'modified_at', type: 'timestamptz', nullable: true })
   modifiedAt: Date | null;
 }
+
+registerConstraints({
+  notifications_user_id_fkey: { kind: 'reference', field: 'userId', target: 'user' },
+});

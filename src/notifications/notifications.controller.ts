@@ -3,10 +3,10 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi.js';
+import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { NotificationRecordDto, ReadAllResultDto } from './notification.dto.js';
-import { NotificationsService } from './notifications.service.js';
+import { NotificationsService, NOTIFICATION_LIST_SPEC } from './notifications.service.js';
 
 const OWN = "Only the caller's own notifications are visible: another user's notification id is a 404.";
 
@@ -23,6 +23,7 @@ export class NotificationsController {
     description: `List parameters: search (message), page, limit, orderBy, orderByDir; filters isRead (true/false/1/0) and type. ${OWN}`,
   })
   @ApiEnvelope('notifications', NotificationRecordDto, { list: true })
+  @ApiListQuery(NOTIFICATION_LIST_SPEC)
   list(@Query() query: Record<string, unknown>, @CurrentPrincipal() who: Principal) {
     return this.notifications.list(query, who);
   }

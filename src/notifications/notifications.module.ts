@@ -1,14 +1,15 @@
-import { Global, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { Notification } from './notification.entity.js';
-import { NotificationsService } from './notifications.service.js';
 import { NotificationsController } from './notifications.controller.js';
+import { NotificationsRepository } from './notifications.repository.js';
+import { NotificationsService } from './notifications.service.js';
 
-@Global()
+/** Not global: a module whose providers call NotificationsService imports this module. */
 @Module({
   imports: [TypeOrmModule.forFeature([Notification])],
   controllers: [NotificationsController],
-  providers: [NotificationsService],
+  providers: [NotificationsService, NotificationsRepository],
   exports: [NotificationsService],
 })
 export class NotificationsModule {}

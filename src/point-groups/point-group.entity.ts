@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { registerConstraints } from '../common/constraints.js';
 import { AuditedEntity } from '../common/audit.js';
 
 @Entity('point_groups')
@@ -25,3 +26,10 @@ export class PointGroup extends AuditedEntity {
   @Column({ type: 'text', nullable: true })
   color: string | null;
 }
+
+registerConstraints({
+  point_groups_range_ck: { kind: 'check', field: 'maximumPoints', message: 'must not be below minimumPoints' },
+  point_groups_minimum_points_check: { kind: 'check', field: 'minimumPoints', message: 'must be 0 or more' },
+  point_groups_maximum_points_check: { kind: 'check', field: 'maximumPoints', message: 'must be 0 or more' },
+  point_groups_color_check: { kind: 'check', field: 'color', message: 'must be a colour written #rrggbb' },
+});

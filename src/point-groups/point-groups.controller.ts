@@ -1,13 +1,13 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi.js';
+import { CreateOrReplace, putOutcome } from '../common/put-status.js';
+import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { CreatePointGroupDto, PointGroupRecordDto, UpdatePointGroupDto } from './point-group.dto.js';
-import { PointGroupsService } from './point-groups.service.js';
+import { PointGroupsService, POINT_GROUP_LIST_SPEC } from './point-groups.service.js';
 
 /** Served under both spellings, /api/point-groups and /api/point_groups, by the same handlers. */
 @ApiTags('point groups')
@@ -22,6 +22,7 @@ export class PointGroupsController {
     description: 'List parameters: search (name, description), page, limit, orderBy, orderByDir; filter isPublished (true/false/1/0).',
   })
   @ApiEnvelope('pointGroups', PointGroupRecordDto, { list: true })
+  @ApiListQuery(POINT_GROUP_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.groups.list(query);
   }
@@ -52,14 +53,14 @@ export class PointGroupsController {
   }
 
   @Put([':id/edit', ':id'])
+  @CreateOrReplace()
   @RequirePermission('pointGroups:write')
   @ApiOperation({ summary: 'Replace a point group (200), or create one with a new id when the id does not exist (201)' })
   @ApiEnvelope('pointGroup', PointGroupRecordDto)
   @ApiEnvelope('pointGroup', PointGroupRecordDto, { status: 201 })
-  async put(@Param('id', IdPipe) id: number, @Body() dto: CreatePointGroupDto, @CurrentPrincipal() who: Principal, @Res({ passthrough: true }) res: Response) {
+  async put(@Param('id', IdPipe) id: number, @Body() dto: CreatePointGroupDto, @CurrentPrincipal() who: Principal) {
     const { created, pointGroup } = await this.groups.put(id, dto, who);
-    res.status(created ? 201 : 200);
-    return { pointGroup };
+    return putOutcome(created, { pointGroup });
   }
 
   @Delete([':id/delete', ':id'])

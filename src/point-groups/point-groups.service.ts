@@ -1,103 +1,88 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, Repository } from 'typeorm';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { COLOR_MESSAGE, normalizeColor } from '../common/color.js';
 import { type ErrorDetail, notFound, validationError } from '../common/errors.js';
-import { type ListSpec, paginate, parseListQuery } from '../common/list.js';
+import { parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
+import { Transactions, type Tx } from '../database/transactions.js';
 import { PointGroup } from './point-group.entity.js';
 import { CreatePointGroupDto, UpdatePointGroupDto } from './point-group.dto.js';
+import { POINT_GROUP_LIST_SPEC, PointGroupsRepository } from './point-groups.repository.js';
 
-export const POINT_GROUP_LIST_SPEC: ListSpec = {
-  sortable: {
-    id: 'g.id',
-    name: 'g.name',
-    isPublished: 'g.is_published',
-    minimumPoints: 'g.minimum_points',
-    maximumPoints: 'g.maximum_points',
-    color: 'g.color',
-    createdAt: 'g.created_at',
-    modifiedAt: 'g.modified_at',
-  },
-  searchExpression: 'sf_text(g.name, g.description)',
-  filters: { isPublished: { type: 'boolean', column: 'g.is_published' } },
-};
+/** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
+export { POINT_GROUP_LIST_SPEC };
 
-export type PointGroupRecord = ReturnType<PointGroupsService['toRecord']>;
+/** A point group as the API returns it (the one mapper from row to record). */
+export function toPointGroupRecord(g: PointGroup) {
+  return {
+    id: g.id,
+    name: g.name,
+    description: g.description,
+    isPublished: g.isPublished,
+    minimumPoints: g.minimumPoints,
+    maximumPoints: g.maximumPoints,
+    color: g.color,
+    ...auditOut(g),
+  };
+}
+
+export type PointGroupRecord = ReturnType<typeof toPointGroupRecord>;
 type Mode = 'create' | 'replace' | 'patch';
 
 @Injectable()
 export class PointGroupsService {
   constructor(
-    @InjectRepository(PointGroup) private readonly groups: Repository<PointGroup>,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly groups: PointGroupsRepository,
+    private readonly transactions: Transactions,
   ) {}
 
-  toRecord(g: PointGroup) {
-    return {
-      id: g.id,
-      name: g.name,
-      description: g.description,
-      isPublished: g.isPublished,
-      minimumPoints: g.minimumPoints,
-      maximumPoints: g.maximumPoints,
-      color: g.color,
-      ...auditOut(g),
-    };
-  }
-
   async list(query: Record<string, unknown>) {
-    const q = parseListQuery(query, POINT_GROUP_LIST_SPEC);
-    const { total, items } = await paginate(this.groups.createQueryBuilder('g'), q, POINT_GROUP_LIST_SPEC);
-    return { total, pointGroups: items.map((g) => this.toRecord(g)) };
+    const { total, items } = await this.groups.list(parseListQuery(query, POINT_GROUP_LIST_SPEC));
+    return { total, pointGroups: items.map(toPointGroupRecord) };
   }
 
-  private async findEntity(id: number): Promise<PointGroup> {
-    const g = await this.groups.findOne({ where: { id } });
+  async get(id: number, tx?: Tx): Promise<PointGroupRecord> {
+    const g = await this.groups.findRecord(id, tx);
     if (!g) throw notFound('Point group', id);
-    return g;
+    return toPointGroupRecord(g);
   }
 
-  async get(id: number): Promise<PointGroupRecord> {
-    return this.toRecord(await this.findEntity(id));
-  }
-
-  async create(dto: CreatePointGroupDto, who: Principal): Promise<PointGroupRecord> {
+  async create(dto: CreatePointGroupDto, who: Principal, tx?: Tx): Promise<PointGroupRecord> {
     const g = this.groups.create();
     this.assign(g, dto, 'create');
     stampCreated(g, who);
-    return this.save(g);
+    return this.transactions.run(async (t) => this.get(await this.groups.save(g, t), t), tx);
   }
 
+  /** Changes the given properties of the row, locked while it is read and written (the range is checked against what is stored). */
   async patch(id: number, dto: UpdatePointGroupDto, who: Principal): Promise<PointGroupRecord> {
-    const g = await this.findEntity(id);
-    this.assign(g, dto, 'patch');
-    stampModified(g, who);
-    return this.save(g);
+    return this.transactions.run(async (tx) => {
+      const g = await this.groups.findForUpdate(id, tx);
+      if (!g) throw notFound('Point group', id);
+      this.assign(g, dto, 'patch');
+      stampModified(g, who);
+      return this.get(await this.groups.save(g, tx), tx);
+    });
   }
 
   /** PUT: full replace when the id exists (omitted optional properties reset), else a new point group. */
   async put(id: number, dto: CreatePointGroupDto, who: Principal): Promise<{ created: boolean; pointGroup: PointGroupRecord }> {
-    const existing = await this.groups.findOne({ where: { id } });
-    if (!existing) return { created: true, pointGroup: await this.create(dto, who) };
-    this.assign(existing, dto, 'replace');
-    stampModified(existing, who);
-    return { created: false, pointGroup: await this.save(existing) };
-  }
-
-  async remove(id: number): Promise<PointGroupRecord> {
-    return this.db.transaction(async (m) => {
-      const g = await m.getRepository(PointGroup).findOne({ where: { id } });
-      if (!g) throw notFound('Point group', id);
-      await m.getRepository(PointGroup).delete({ id });
-      return this.toRecord(g);
+    return this.transactions.run(async (tx) => {
+      const g = await this.groups.findForUpdate(id, tx);
+      if (!g) return { created: true, pointGroup: await this.create(dto, who, tx) };
+      this.assign(g, dto, 'replace');
+      stampModified(g, who);
+      return { created: false, pointGroup: await this.get(await this.groups.save(g, tx), tx) };
     });
   }
 
-  private async save(g: PointGroup): Promise<PointGroupRecord> {
-    const saved = await this.groups.save(g);
-    return this.get(saved.id);
+  /** Deletes the point group; one of parallel deletes succeeds, the others are 404s. */
+  async remove(id: number): Promise<PointGroupRecord> {
+    return this.transactions.run(async (tx) => {
+      const g = await this.groups.findForUpdate(id, tx);
+      if (!g || !(await this.groups.delete(id, tx))) throw notFound('Point group', id);
+      return toPointGroupRecord(g);
+    });
   }
 
   /** Copies the body and checks the resulting range (the stored values count for omitted PATCH properties). */

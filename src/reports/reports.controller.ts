@@ -4,10 +4,10 @@ import type { Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi.js';
+import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { CreateReportDto, ReportRecordDto, ReportResultsEnvelopeDto, ReportRunDto, UpdateReportDto } from './report.dto.js';
-import { ReportsService } from './reports.service.js';
+import { ReportsService, REPORT_LIST_SPEC } from './reports.service.js';
 
 @ApiTags('reports')
 @Controller('api/reports')
@@ -18,6 +18,7 @@ export class ReportsController {
   @RequirePermission('reports:read')
   @ApiOperation({ summary: 'List reports', description: 'List parameters: search (name, description), page, limit, orderBy, orderByDir; filters type (sales|marketing), isPublished.' })
   @ApiEnvelope('reports', ReportRecordDto, { list: true })
+  @ApiListQuery(REPORT_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.reports.list(query);
   }

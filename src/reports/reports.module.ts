@@ -3,12 +3,14 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { Report } from './report.entity.js';
 import { ReportsController } from './reports.controller.js';
 import { ReportsProcessor } from './reports.processor.js';
+import { ReportsRepository } from './reports.repository.js';
 import { ReportsService } from './reports.service.js';
+import { NotificationsModule } from '../notifications/notifications.module.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Report])],
+  imports: [TypeOrmModule.forFeature([Report]), NotificationsModule],
   controllers: [ReportsController],
-  providers: [ReportsService, ReportsProcessor],
-  exports: [ReportsService],
+  providers: [ReportsRepository, ReportsService, ReportsProcessor],
+  exports: [ReportsService, ReportsRepository],
 })
 export class ReportsModule {}

@@ -1,17 +1,17 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, Repository } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso } from '../common/dates.js';
 import { AppError, notFound, unavailable } from '../common/errors.js';
-import { type ListSpec, paginate, parseListQuery } from '../common/list.js';
+import { type ListSpec, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { JOB_IDS } from '../jobs/job-names.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import { nextRunAt, REPORT_COLUMNS, type ReportFilters, REPORT_TYPES, validateColumns, validateFilters } from './report-definition.js';
 import { CreateReportDto, UpdateReportDto } from './report.dto.js';
 import { Report } from './report.entity.js';
+import { ReportsRepository } from './reports.repository.js';
+import { Transactions, type Tx } from '../database/transactions.js';
 
 export const REPORT_LIST_SPEC: ListSpec = {
   sortable: {
@@ -38,13 +38,13 @@ export class ReportsService {
   private readonly logger = new Logger('Reports');
 
   constructor(
-    @InjectRepository(Report) private readonly reports: Repository<Report>,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly reports: ReportsRepository,
+    private readonly transactions: Transactions,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly jobs: JobQueue,
   ) {}
 
-  /** nextRun is computed from the schedule each time, so it is always the true next time. */
+  /** The one mapper from a stored report to the API record. nextRun is computed from the schedule each time, so it is always the true next time. */
   toRecord(r: Report, now = new Date()) {
     return {
       id: r.id,
@@ -63,13 +63,13 @@ export class ReportsService {
 
   async list(query: Record<string, unknown>) {
     const q = parseListQuery(query, REPORT_LIST_SPEC);
-    const { total, items } = await paginate(this.reports.createQueryBuilder('r'), q, REPORT_LIST_SPEC);
+    const { total, items } = await this.reports.list(q, REPORT_LIST_SPEC);
     const now = new Date();
     return { total, reports: items.map((r) => this.toRecord(r, now)) };
   }
 
   async findEntity(id: number): Promise<Report> {
-    const r = await this.reports.findOne({ where: { id } });
+    const r = await this.reports.findById(id);
     if (!r) throw notFound('Report', id);
     return r;
   }
@@ -79,42 +79,49 @@ export class ReportsService {
   }
 
   async create(dto: CreateReportDto, who: Principal): Promise<ReportRecord> {
-    const r = this.reports.create();
+    const r = new Report();
     this.assign(r, dto, true);
     stampCreated(r, who);
-    const saved = await this.reports.save(r);
-    await this.syncSchedule(saved);
-    return this.get(saved.id);
+    const id = await this.reports.insert(r);
+    await this.syncSchedule({ id, schedule: r.schedule, isPublished: r.isPublished });
+    return this.get(id);
   }
 
   async patch(id: number, dto: UpdateReportDto, who: Principal): Promise<ReportRecord> {
-    const r = await this.findEntity(id);
-    const before = { schedule: r.schedule, isPublished: r.isPublished };
-    this.assign(r, dto, false);
-    stampModified(r, who);
-    await this.reports.save(r);
-    if (before.schedule !== r.schedule || before.isPublished !== r.isPublished) await this.syncSchedule(r);
-    return this.get(id);
+    return this.edit(id, dto, who, false);
   }
 
   /** PUT: full replace when the id exists (omitted optional properties reset), else a new report. */
   async put(id: number, dto: CreateReportDto, who: Principal): Promise<{ created: boolean; report: ReportRecord }> {
-    const existing = await this.reports.findOne({ where: { id } });
-    if (!existing) return { created: true, report: await this.create(dto, who) };
-    this.assign(existing, dto, true);
-    stampModified(existing, who);
-    await this.reports.save(existing);
-    await this.syncSchedule(existing);
-    return { created: false, report: await this.get(id) };
+    if (!(await this.reports.exists(id))) return { created: true, report: await this.create(dto, who) };
+    return { created: false, report: await this.edit(id, dto, who, true) };
   }
 
-  /** Deletes the report, its stored results and its schedule. */
+  /**
+   * An edit runs on the row locked (FOR UPDATE): concurrent edits apply one after the other, each
+   * on the other's result, so no change is lost; the schedule follows while the lock is held, so
+   * the scheduler ends up matching the last edit.
+   */
+  private async edit(id: number, dto: UpdateReportDto, who: Principal, replace: boolean): Promise<ReportRecord> {
+    const saved = await this.transactions.run(async (tx: Tx) => {
+      const r = await this.reports.findForUpdate(id, tx);
+      if (!r) throw notFound('Report', id);
+      const before = { schedule: r.schedule, isPublished: r.isPublished };
+      this.assign(r, dto, replace);
+      stampModified(r, who);
+      await this.reports.update(id, r, tx);
+      if (replace || before.schedule !== r.schedule || before.isPublished !== r.isPublished) await this.syncSchedule(r);
+      return r;
+    });
+    return this.toRecord(saved);
+  }
+
+  /** Deletes the report, its stored results and its schedule (404 to all but one of concurrent deletes). */
   async remove(id: number): Promise<ReportRecord> {
-    const r = await this.findEntity(id);
-    const record = this.toRecord(r);
-    await this.reports.delete({ id });
+    const r = await this.reports.remove(id);
+    if (!r) throw notFound('Report', id);
     await this.removeScheduleQuietly(id);
-    return record;
+    return this.toRecord(r);
   }
 
   /** Queues a run; 503 when the queue is unreachable (nothing is changed then). */
@@ -131,12 +138,9 @@ export class ReportsService {
 
   async latestResult(id: number) {
     await this.findEntity(id);
-    const rows: { generated_at: Date; data: unknown[]; summary: Record<string, unknown> }[] = await this.db.query(
-      `SELECT generated_at, data, summary FROM report_results WHERE report_id = $1 ORDER BY generated_at DESC, id DESC LIMIT 1`,
-      [id],
-    );
-    if (!rows.length) throw new AppError('not_found', `Report ${id} has no results yet: run it first (POST /api/reports/${id}/run)`);
-    return { results: { generatedAt: iso(rows[0].generated_at), data: rows[0].data, summary: rows[0].summary } };
+    const result = await this.reports.latestResult(id);
+    if (!result) throw new AppError('not_found', `Report ${id} has no results yet: run it first (POST /api/reports/${id}/run)`);
+    return { results: { generatedAt: iso(result.generatedAt), data: result.data, summary: result.summary } };
   }
 
   /**

@@ -1,5 +1,6 @@
 import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 import { AuditedEntity } from '../common/audit.js';
+import { registerConstraints } from '../common/constraints.js';
 import type { FailureCode, TextMessageStatus } from './text-message-state.js';
 
 @Entity('text_messages')
@@ -55,3 +56,15 @@ export class TextMessage extends AuditedEntity {
   @Column({ name: 'provider_message_id', type: 'text', nullable: true })
   providerMessageId: string | null;
 }
+
+// Constraints of the text_messages table, translated by the global exception filter (common/constraints.ts).
+registerConstraints({
+  text_messages_campaign_id_fkey: { kind: 'reference', field: 'campaignId', target: 'campaign' },
+  text_messages_content_check: { kind: 'check', field: 'content', message: 'must be 1 to 1600 characters' },
+  text_messages_status_check: { kind: 'check', field: 'status', message: 'must be draft, queued, sent, delivered or failed' },
+  text_messages_failure_code_check: {
+    kind: 'check',
+    field: 'failureCode',
+    message: 'must be provider_rejected, retries_exhausted, outcome_unknown or delivery_failed',
+  },
+});

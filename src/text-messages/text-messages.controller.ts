@@ -5,11 +5,11 @@ import type { Request, Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { Public, RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi.js';
+import { ApiEnvelope, ApiListQuery, ApiErrors } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
 import { SIGNATURE_HEADER } from '../sms/signature.js';
 import { CreateTextMessageDto, DeliveryReportDto, TextMessageRecordDto, UpdateTextMessageDto } from './text-message.dto.js';
-import { TextMessagesService } from './text-messages.service.js';
+import { TextMessagesService, TEXT_MESSAGE_LIST_SPEC } from './text-messages.service.js';
 
 @ApiTags('text messages')
 @Controller(['api/text-messages', 'api/text_messages'])
@@ -20,6 +20,7 @@ export class TextMessagesController {
   @RequirePermission('textMessages:read')
   @ApiOperation({ summary: 'List text messages', description: 'List parameters: search (content, recipient), page, limit, orderBy, orderByDir; filters status, campaignId.' })
   @ApiEnvelope('textMessages', TextMessageRecordDto, { list: true })
+  @ApiListQuery(TEXT_MESSAGE_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.messages.list(query);
   }
@@ -37,6 +38,7 @@ export class TextMessagesController {
     return { textMessage: await this.messages.create(dto, who) };
   }
 
+  @ApiErrors({ status: 401, description: 'Missing or wrong X-Signature', codes: ['unauthorized'] })
   @Post('delivery-reports')
   @HttpCode(200)
   @Public()
@@ -64,6 +66,7 @@ export class TextMessagesController {
     return { textMessage: await this.messages.get(id) };
   }
 
+  @ApiErrors({ status: 409, description: 'Only draft or failed messages can be edited' })
   @Patch([':id/edit', ':id'])
   @RequirePermission('textMessages:write')
   @ApiOperation({
@@ -75,6 +78,7 @@ export class TextMessagesController {
     return { textMessage: await this.messages.patch(id, dto, who) };
   }
 
+  @ApiErrors({ status: 409, description: 'Only draft or failed messages can be edited' })
   @Put([':id/edit', ':id'])
   @RequirePermission('textMessages:write')
   @ApiOperation({ summary: 'Replace a text message (200; draft or failed only, else 409), or create one with a new id when the id does not exist (201)' })
@@ -94,6 +98,7 @@ export class TextMessagesController {
     return { textMessage: await this.messages.remove(id) };
   }
 
+  @ApiErrors({ status: 409, description: 'Only draft or failed messages can be sent' })
   @Post(':id/send')
   @HttpCode(202)
   @RequirePermission('textMessages:write')

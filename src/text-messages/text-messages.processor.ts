@@ -1,12 +1,12 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
-import { DataSource, EntityManager } from 'typeorm';
+import { Transactions } from '../database/transactions.js';
 import { JOB_IDS, type JobPayloads } from '../jobs/job-names.js';
 import { DeferJobError, type JobContext, JobQueue, RetryableJobError } from '../jobs/job-queue.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
 import { idempotencyKey, type SendResult, SmsProvider, SmsProviderError } from '../sms/sms-provider.js';
 import type { FailureCode } from './text-message-state.js';
+import { type ClaimedMessage, TextMessageRepository } from './text-message.repository.js';
 import { TextMessagesService } from './text-messages.service.js';
 
 /** A claim older than the provider's longest call plus this margin belongs to a worker that died. */
@@ -16,22 +16,6 @@ const COMMIT_WAIT_MS = 60_000;
 /** Overdue queued messages are re-queued by the periodic recovery after this long. */
 const RECOVER_AFTER = '2 minutes';
 const RECOVER_EVERY_MS = 5 * 60_000;
-
-/**
- * Rows of an UPDATE ... RETURNING: TypeORM's query() answers `[rows, affected]` for UPDATE and
- * DELETE statements (and plain rows for the others).
- */
-async function returning<T>(runner: DataSource | EntityManager, sql: string, params: unknown[]): Promise<T[]> {
-  const r: unknown = await runner.query(sql, params);
-  return (Array.isArray(r) && r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number' ? r[0] : r) as T[];
-}
-
-interface ClaimedRow {
-  id: number;
-  content: string;
-  recipient: string;
-  created_by: number | null;
-}
 
 /**
  * Sends text messages: the `sms.send` job hands one message to the SMS provider, at most once.
@@ -73,7 +57,8 @@ export class TextMessagesProcessor implements OnModuleInit {
   private readonly logger = new Logger('TextMessages');
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly repository: TextMessageRepository,
+    private readonly transactions: Transactions,
     private readonly jobs: JobQueue,
     private readonly provider: SmsProvider,
     private readonly messages: TextMessagesService,
@@ -95,16 +80,8 @@ export class TextMessagesProcessor implements OnModuleInit {
 
   async send({ messageId, generation, queuedAt }: JobPayloads['sms.send'], ctx: JobContext): Promise<void> {
     const token = randomUUID();
-    const claimed = await returning<ClaimedRow>(
-      this.db,
-      `UPDATE text_messages SET claim_token = $3, claimed_at = now()
-       WHERE id = $1 AND send_count = $2 AND status = 'queued' AND claim_token IS NULL
-         AND (scheduled_for IS NULL OR scheduled_for <= now() + interval '1 second')
-       RETURNING id, content, recipient, created_by`,
-      [messageId, generation, token],
-    );
-    if (!claimed.length) return this.notClaimed(messageId, generation, queuedAt);
-    const msg = claimed[0];
+    const msg = await this.repository.claim(messageId, generation, token);
+    if (!msg) return this.notClaimed(messageId, generation, queuedAt);
 
     let result: SendResult;
     try {
@@ -115,7 +92,7 @@ export class TextMessagesProcessor implements OnModuleInit {
         if (ctx.attempt < ctx.maxAttempts) {
           // The gateway did not take it: give the claim back and retry with backoff. The message
           // stays `queued`; it fails only when the attempts run out.
-          await this.db.query(`UPDATE text_messages SET claim_token = NULL, claimed_at = NULL WHERE id = $1 AND claim_token = $2`, [messageId, token]);
+          await this.repository.releaseClaim(messageId, token);
           throw new RetryableJobError(err.message, err.retryAfterMs);
         }
         return this.fail(messageId, token, 'retries_exhausted', `${err.message} (gave up after ${ctx.attempt} attempts)`, msg);
@@ -130,16 +107,11 @@ export class TextMessagesProcessor implements OnModuleInit {
   private async recordSent(messageId: number, token: string, result: SendResult): Promise<void> {
     for (let i = 1; ; i++) {
       try {
-        await this.db.transaction(async (m) => {
-          const rows = await returning(
-            m,
-            `UPDATE text_messages SET status = 'sent', sent_at = now(), provider = $3, provider_message_id = $4, claim_token = NULL, claimed_at = NULL
-             WHERE id = $1 AND claim_token = $2 RETURNING id`,
-            [messageId, token, this.provider.name, result.providerMessageId],
-          );
-          // No row: a delivery report got there first, or the message was deleted.
-          if (rows.length && result.delivery) {
-            await this.messages.applyDelivery(m, messageId, result.delivery.status, result.delivery.at, result.delivery.reason ?? null);
+        await this.transactions.run(async (tx) => {
+          const sent = await this.repository.markSent(messageId, token, this.provider.name, result.providerMessageId, tx);
+          // Not sent: a delivery report got there first, or the message was deleted.
+          if (sent && result.delivery) {
+            await this.messages.applyDelivery(messageId, result.delivery.status, result.delivery.at, result.delivery.reason ?? null, tx);
           }
         });
         return;
@@ -151,53 +123,42 @@ export class TextMessagesProcessor implements OnModuleInit {
   }
 
   private async notClaimed(messageId: number, generation: number, queuedAt: number): Promise<void> {
-    const rows: { status: string; send_count: number; claim_age_ms: number | null; claim_token: string | null; wait_ms: number | null }[] = await this.db.query(
-      `SELECT status, send_count, claim_token,
-              (extract(epoch FROM now() - claimed_at) * 1000)::float8 AS claim_age_ms,
-              (extract(epoch FROM scheduled_for - now()) * 1000)::float8 AS wait_ms
-       FROM text_messages WHERE id = $1`,
-      [messageId],
-    );
-    const t = rows[0];
-    if (!t || t.send_count < generation) {
+    const t = await this.repository.sendState(messageId);
+    if (!t || t.sendCount < generation) {
       // Not visible yet: the transaction that queued this job has not committed (or rolled back).
       if (Date.now() - queuedAt < COMMIT_WAIT_MS) throw new DeferJobError('waiting for the queueing transaction to commit', 500);
       return;
     }
-    if (t.send_count > generation || t.status !== 'queued') return; // done, or superseded by a newer send
-    if (t.claim_token === null) {
+    if (t.sendCount > generation || t.status !== 'queued') return; // done, or superseded by a newer send
+    if (t.claimToken === null) {
       // Scheduled for later (a recovery run came early): come back then.
-      if (t.wait_ms !== null && t.wait_ms > 0) throw new DeferJobError('scheduled for later', Math.ceil(t.wait_ms));
+      if (t.waitMs !== null && t.waitMs > 0) throw new DeferJobError('scheduled for later', Math.ceil(t.waitMs));
       throw new DeferJobError('claim race', 200);
     }
-    const age = t.claim_age_ms ?? 0;
+    const age = t.claimAgeMs ?? 0;
     if (age < this.claimStaleMs) throw new DeferJobError('another run holds the claim', Math.ceil(this.claimStaleMs - age) + 100);
     this.logger.warn({ msg: 'stale claim: the worker that took it stopped mid-send; marking the outcome unknown', messageId, claimAgeMs: Math.round(age) });
-    const creator: { created_by: number | null; recipient: string }[] = await this.db.query(`SELECT created_by, recipient FROM text_messages WHERE id = $1`, [messageId]);
     await this.fail(
       messageId,
-      t.claim_token,
+      t.claimToken,
       'outcome_unknown',
       'outcome unknown: the worker stopped while handing the message to the provider; it may have been sent, so it is not sent again automatically',
-      { id: messageId, content: '', recipient: creator[0]?.recipient ?? '', created_by: creator[0]?.created_by ?? null },
+      { id: messageId, content: '', recipient: t.recipient, createdBy: t.createdBy },
     );
   }
 
   /** `failed` + an sms_failed notification, only while our claim holds. */
-  private async fail(messageId: number, token: string, code: FailureCode, reason: string, msg: ClaimedRow): Promise<void> {
-    await this.db.transaction(async (m: EntityManager) => {
-      const rows = await returning(
-        m,
-        `UPDATE text_messages SET status = 'failed', failed_at = now(), failure_code = $3, failure_reason = $4, claim_token = NULL, claimed_at = NULL
-         WHERE id = $1 AND claim_token = $2 RETURNING id`,
-        [messageId, token, code, reason.slice(0, 1000)],
-      );
-      if (rows.length && msg.created_by !== null) {
-        await this.notifications.notify(msg.created_by, 'sms_failed', `The text message to ${msg.recipient} failed: ${reason.slice(0, 300)}`, {
-          textMessageId: messageId,
-          failureCode: code,
-          reason: reason.slice(0, 1000),
-        }, m);
+  private async fail(messageId: number, token: string, code: FailureCode, reason: string, msg: ClaimedMessage): Promise<void> {
+    await this.transactions.run(async (tx) => {
+      const failed = await this.repository.markFailed(messageId, token, code, reason.slice(0, 1000), tx);
+      if (failed && msg.createdBy !== null) {
+        await this.notifications.notify(
+          msg.createdBy,
+          'sms_failed',
+          `The text message to ${msg.recipient} failed: ${reason.slice(0, 300)}`,
+          { textMessageId: messageId, failureCode: code, reason: reason.slice(0, 1000) },
+          tx,
+        );
       }
     });
     this.logger.warn({ msg: 'text message failed', messageId, code, reason: reason.slice(0, 300) });
@@ -211,17 +172,12 @@ export class TextMessagesProcessor implements OnModuleInit {
     let after = 0;
     let count = 0;
     for (;;) {
-      const rows: { id: number; send_count: number; scheduled_for: Date | null }[] = await this.db.query(
-        `SELECT id, send_count, scheduled_for FROM text_messages
-         WHERE status = 'queued' AND id > $1 ${all ? '' : `AND queued_at < now() - interval '${RECOVER_AFTER}' AND (scheduled_for IS NULL OR scheduled_for < now() - interval '${RECOVER_AFTER}')`}
-         ORDER BY id LIMIT 500`,
-        [after],
-      );
+      const rows = await this.repository.queuedPage(after, all ? null : RECOVER_AFTER, 500);
       for (const r of rows) {
         await this.jobs.enqueue(
           'sms.send',
-          { messageId: r.id, generation: r.send_count, queuedAt: Date.now() },
-          { jobId: JOB_IDS.smsSend(r.id, r.send_count), delayMs: r.scheduled_for ? new Date(r.scheduled_for).getTime() - Date.now() : 0 },
+          { messageId: r.id, generation: r.sendCount, queuedAt: Date.now() },
+          { jobId: JOB_IDS.smsSend(r.id, r.sendCount), delayMs: r.scheduledFor ? new Date(r.scheduledFor).getTime() - Date.now() : 0 },
         );
       }
       count += rows.length;

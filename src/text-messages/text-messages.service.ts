@@ -1,11 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, EntityManager, Repository } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { Transactions, type Tx } from '../database/transactions.js';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
 import { AppError, conflict, fieldError, notFound, unavailable } from '../common/errors.js';
-import { type ListSpec, paginate, parseListQuery } from '../common/list.js';
+import { type ListSpec, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { toE164 } from '../common/validation.js';
 import { JOB_IDS } from '../jobs/job-names.js';
@@ -15,6 +14,7 @@ import { verifySignature } from '../sms/signature.js';
 import { canEdit, canSend, deliveryTransition, TEXT_MESSAGE_STATUSES, type TextMessageStatus } from './text-message-state.js';
 import { CreateTextMessageDto, UpdateTextMessageDto } from './text-message.dto.js';
 import { TextMessage } from './text-message.entity.js';
+import { TextMessageRepository } from './text-message.repository.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
 
 export const TEXT_MESSAGE_LIST_SPEC: ListSpec = {
@@ -42,13 +42,14 @@ export class TextMessagesService {
   private readonly logger = new Logger('TextMessages');
 
   constructor(
-    @InjectRepository(TextMessage) private readonly messages: Repository<TextMessage>,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly messages: TextMessageRepository,
+    private readonly transactions: Transactions,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly jobs: JobQueue,
     private readonly notifications: NotificationsService,
   ) {}
 
+  /** The one mapper from a stored message (and its campaign's name) to the API record. */
   toRecord(t: TextMessage, campaigns: Map<number, string>) {
     return {
       id: t.id,
@@ -67,25 +68,21 @@ export class TextMessagesService {
   }
 
   /** Records for a batch of messages, with their campaigns' names in one query. */
-  async toRecords(list: TextMessage[], manager?: EntityManager): Promise<TextMessageRecord[]> {
+  async toRecords(list: TextMessage[], tx?: Tx): Promise<TextMessageRecord[]> {
     const ids = [...new Set(list.map((t) => t.campaignId).filter((id): id is number => id !== null))];
-    const campaigns = new Map<number, string>();
-    if (ids.length) {
-      const rows: { id: number; name: string }[] = await (manager ?? this.db).query(`SELECT id, name FROM campaigns WHERE id = ANY($1)`, [ids]);
-      for (const r of rows) campaigns.set(r.id, r.name);
-    }
+    const campaigns = await this.messages.campaignNames(ids, tx);
     return list.map((t) => this.toRecord(t, campaigns));
   }
 
   async list(query: Record<string, unknown>) {
     const q = parseListQuery(query, TEXT_MESSAGE_LIST_SPEC);
-    const { total, items } = await paginate(this.messages.createQueryBuilder('t'), q, TEXT_MESSAGE_LIST_SPEC);
+    const { total, items } = await this.messages.list(q, TEXT_MESSAGE_LIST_SPEC);
     return { total, textMessages: await this.toRecords(items) };
   }
 
-  async findEntity(id: number, manager?: EntityManager, lock = false): Promise<TextMessage> {
-    const repo = manager ? manager.getRepository(TextMessage) : this.messages;
-    const t = await repo.findOne({ where: { id }, ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}) });
+  /** The message; with `tx`, locked until that transaction ends (edits, sends and deletes apply one after the other). */
+  async findEntity(id: number, tx?: Tx): Promise<TextMessage> {
+    const t = tx ? await this.messages.findForUpdate(id, tx) : await this.messages.findById(id);
     if (!t) throw notFound('Text message', id);
     return t;
   }
@@ -95,47 +92,48 @@ export class TextMessagesService {
   }
 
   async create(dto: CreateTextMessageDto, who: Principal): Promise<TextMessageRecord> {
-    return this.db.transaction(async (m) => {
-      const t = m.getRepository(TextMessage).create({ status: 'draft', sendCount: 0 });
-      await this.assign(t, dto, true, m);
+    return this.transactions.run(async (tx) => {
+      const t = new TextMessage();
+      t.status = 'draft';
+      t.sendCount = 0;
+      this.assign(t, dto, true);
       stampCreated(t, who);
-      return this.saveAndQueue(t, m);
+      return this.saveAndQueue(t, tx);
     });
   }
 
   async patch(id: number, dto: UpdateTextMessageDto, who: Principal): Promise<TextMessageRecord> {
-    return this.db.transaction(async (m) => {
-      const t = await this.findEntity(id, m, true);
+    return this.transactions.run(async (tx) => {
+      const t = await this.findEntity(id, tx);
       this.assertEditable(t);
-      await this.assign(t, dto, false, m);
+      this.assign(t, dto, false);
       stampModified(t, who);
-      return this.saveAndQueue(t, m);
+      return this.saveAndQueue(t, tx);
     });
   }
 
   /** PUT: full replace when the id exists (omitted optional properties reset), else a new message. */
   async put(id: number, dto: CreateTextMessageDto, who: Principal): Promise<{ created: boolean; textMessage: TextMessageRecord }> {
-    const exists = await this.messages.exists({ where: { id } });
-    if (!exists) return { created: true, textMessage: await this.create(dto, who) };
-    const textMessage = await this.db.transaction(async (m) => {
-      const t = await this.findEntity(id, m, true);
+    if (!(await this.messages.exists(id))) return { created: true, textMessage: await this.create(dto, who) };
+    const textMessage = await this.transactions.run(async (tx) => {
+      const t = await this.findEntity(id, tx);
       this.assertEditable(t);
-      await this.assign(t, dto, true, m);
+      this.assign(t, dto, true);
       stampModified(t, who);
-      return this.saveAndQueue(t, m);
+      return this.saveAndQueue(t, tx);
     });
     return { created: false, textMessage };
   }
 
   /**
    * Deletes the message in any state. A queued message is not sent then (its job finds nothing),
-   * unless a worker was already handing it to the provider at that moment.
+   * unless a worker was already handing it to the provider at that moment. Of concurrent deletes,
+   * one answers the message and the others 404.
    */
   async remove(id: number): Promise<TextMessageRecord> {
-    const t = await this.findEntity(id);
-    const record = (await this.toRecords([t]))[0];
-    await this.messages.delete({ id });
-    return record;
+    const t = await this.messages.remove(id);
+    if (!t) throw notFound('Text message', id);
+    return (await this.toRecords([t]))[0];
   }
 
   /**
@@ -145,13 +143,13 @@ export class TextMessagesService {
    */
   async send(id: number, who: Principal): Promise<TextMessageRecord> {
     if (!(await this.jobs.isAvailable())) throw unavailable('The job queue is unreachable; the message was not queued. Try again shortly.');
-    return this.db.transaction(async (m) => {
-      const t = await this.findEntity(id, m, true);
+    return this.transactions.run(async (tx) => {
+      const t = await this.findEntity(id, tx);
       if (!canSend(t.status)) throw conflict(`Text message ${id} is ${t.status}; only draft or failed messages can be sent`);
       t.scheduledFor = null;
       t.status = 'queued';
       stampModified(t, who);
-      return this.saveAndQueue(t, m, true);
+      return this.saveAndQueue(t, tx, true);
     });
   }
 
@@ -164,7 +162,7 @@ export class TextMessagesService {
    * starts a new send: send_count + 1, failure cleared, and a job `sms:<id>:<sendCount>` delayed to
    * scheduledFor, added before the transaction commits (503 and a rollback when it cannot be).
    */
-  private async saveAndQueue(t: TextMessage, m: EntityManager, forceQueue = false): Promise<TextMessageRecord> {
+  private async saveAndQueue(t: TextMessage, tx: Tx, forceQueue = false): Promise<TextMessageRecord> {
     const queue = forceQueue || (t.scheduledFor !== null && (t.status === 'draft' || t.status === 'failed'));
     if (queue) {
       if (!(await this.jobs.isAvailable())) throw unavailable('The job queue is unreachable; the message was not queued. Try again shortly.');
@@ -181,13 +179,12 @@ export class TextMessagesService {
       t.provider = null;
       t.providerMessageId = null;
     }
-    // An existing message is written with a plain UPDATE (save() would first re-read the row).
+    // An existing message (locked by the caller) is written with a plain UPDATE.
     let saved: TextMessage;
     if (t.id !== undefined) {
-      const { id, createdAt: _createdAt, ...changes } = t;
-      await m.getRepository(TextMessage).update({ id }, changes);
+      await this.messages.update(t.id, t, tx);
       saved = t;
-    } else saved = await m.getRepository(TextMessage).save(t);
+    } else saved = await this.messages.insert(t, tx);
     if (queue) {
       await this.jobs.enqueue(
         'sms.send',
@@ -196,11 +193,14 @@ export class TextMessagesService {
         { jobId: JOB_IDS.smsSend(saved.id, saved.sendCount), uniqueId: true, delayMs: saved.scheduledFor ? saved.scheduledFor.getTime() - Date.now() : 0 },
       );
     }
-    return (await this.toRecords([saved], m))[0];
+    return (await this.toRecords([saved], tx))[0];
   }
 
-  /** Copies DTO values onto the entity; with `replace`, omitted optional properties are reset. */
-  private async assign(t: TextMessage, dto: UpdateTextMessageDto, replace: boolean, m: EntityManager) {
+  /**
+   * Copies DTO values onto the entity; with `replace`, omitted optional properties are reset. A
+   * campaign that does not exist is refused by its foreign key (text_messages_campaign_id_fkey → 400).
+   */
+  private assign(t: TextMessage, dto: UpdateTextMessageDto, replace: boolean) {
     for (const key of ['content', 'recipient'] as const) {
       if (dto[key] === null) throw fieldError(key, 'must not be null');
     }
@@ -213,14 +213,7 @@ export class TextMessagesService {
       if (!e164) throw fieldError('recipient', 'must be a valid phone number, e.g. +14155550100');
       t.recipient = e164;
     }
-    if (dto.campaignId !== undefined || replace) {
-      const campaignId = dto.campaignId ?? null;
-      if (campaignId !== null) {
-        const found: unknown[] = await m.query(`SELECT 1 FROM campaigns WHERE id = $1`, [campaignId]);
-        if (!found.length) throw fieldError('campaignId', `campaign ${campaignId} does not exist`);
-      }
-      t.campaignId = campaignId;
-    }
+    if (dto.campaignId !== undefined || replace) t.campaignId = dto.campaignId ?? null;
     if (dto.scheduledFor !== undefined || replace) {
       t.scheduledFor = dto.scheduledFor ? parseIsoWithOffset(dto.scheduledFor) : null;
     }
@@ -247,41 +240,23 @@ export class TextMessagesService {
     const at = typeof b.timestamp === 'string' ? (parseIsoWithOffset(b.timestamp) ?? new Date()) : new Date();
     const reason = typeof b.error === 'string' ? b.error.slice(0, 500) : null;
 
-    return this.db.transaction(async (m) => {
-      const rows: { id: number; status: TextMessageStatus; send_count: number; claim_token: string | null; failure_code: TextMessage['failureCode']; created_by: number | null; recipient: string }[] =
-        ref
-          ? await m.query(`SELECT id, status, send_count, claim_token, failure_code, created_by, recipient FROM text_messages WHERE id = $1 FOR UPDATE`, [ref.messageId])
-          : await m.query(
-              `SELECT id, status, send_count, claim_token, failure_code, created_by, recipient FROM text_messages WHERE provider = 'http' AND provider_message_id = $1 FOR UPDATE`,
-              [providerId],
-            );
-      const t = rows[0];
-      if (!t || (ref && ref.sendCount !== t.send_count)) return { accepted: false, status: t?.status ?? null };
-      const next = deliveryTransition({ status: t.status, claimed: t.claim_token !== null, failureCode: t.failure_code }, status);
+    return this.transactions.run(async (tx) => {
+      const t = await this.messages.findForDelivery(ref ? { id: ref.messageId } : { providerMessageId: providerId! }, tx);
+      if (!t || (ref && ref.sendCount !== t.sendCount)) return { accepted: false, status: t?.status ?? null };
+      const next = deliveryTransition({ status: t.status, claimed: t.claimToken !== null, failureCode: t.failureCode }, status);
       if (!next) return { accepted: false, status: t.status };
       if (next !== 'delivered' && next !== 'failed') return { accepted: false, status: t.status };
-      await this.applyDelivery(m, t.id, next, at, reason);
-      if (next === 'failed' && t.created_by !== null) {
-        await this.notifications.notify(t.created_by, 'sms_failed', `The text message to ${t.recipient} was not delivered${reason ? `: ${reason}` : ''}`, { textMessageId: t.id, reason }, m);
+      await this.applyDelivery(t.id, next, at, reason, tx);
+      if (next === 'failed' && t.createdBy !== null) {
+        await this.notifications.notify(t.createdBy, 'sms_failed', `The text message to ${t.recipient} was not delivered${reason ? `: ${reason}` : ''}`, { textMessageId: t.id, reason }, tx);
       }
       return { accepted: true, status: next };
     });
   }
 
   /** Writes a delivery outcome (shared by delivery reports and providers that report at once). */
-  async applyDelivery(m: EntityManager, id: number, next: 'delivered' | 'failed', at: Date, reason: string | null): Promise<void> {
-    if (next === 'delivered') {
-      await m.query(
-        `UPDATE text_messages SET status = 'delivered', delivered_at = $2, sent_at = coalesce(sent_at, $2),
-           failed_at = NULL, failure_code = NULL, failure_reason = NULL, claim_token = NULL, claimed_at = NULL WHERE id = $1`,
-        [id, at],
-      );
-    } else {
-      await m.query(
-        `UPDATE text_messages SET status = 'failed', failed_at = $2, failure_code = 'delivery_failed', failure_reason = $3,
-           claim_token = NULL, claimed_at = NULL WHERE id = $1`,
-        [id, at, reason ?? 'the gateway reported the message undelivered'],
-      );
-    }
+  async applyDelivery(id: number, next: 'delivered' | 'failed', at: Date, reason: string | null, tx?: Tx): Promise<void> {
+    if (next === 'delivered') await this.messages.markDelivered(id, at, tx);
+    else await this.messages.markDeliveryFailed(id, at, reason ?? 'the gateway reported the message undelivered', tx);
   }
 }

@@ -1,0 +1,67 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import type { Tx } from '../database/transactions.js';
+import { Activity } from './activity.entity.js';
+import { ACTIVITY_TYPES } from './activity.rules.js';
+
+export const ACTIVITY_LIST_SPEC: ListSpec = {
+  sortable: {
+    id: 'a.id',
+    type: 'a.type',
+    subject: 'a.subject',
+    contact_id: 'a.contact_id',
+    due_date: 'a.due_date',
+    notes: 'a.notes',
+    outcome: 'a.outcome',
+    createdAt: 'a.created_at',
+    modifiedAt: 'a.modified_at',
+  },
+  // Same expression as the activities_search_trgm index.
+  searchExpression: 'sf_text(a.subject, a.notes, a.outcome)',
+  filters: {
+    type: { type: 'string', column: 'a.type', values: ACTIVITY_TYPES },
+    contact_id: { type: 'int', column: 'a.contact_id' },
+  },
+};
+
+/** Every query of the activities table. */
+@Injectable()
+export class ActivitiesRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  private repo(tx?: Tx) {
+    return (tx ?? this.dataSource.manager).getRepository(Activity);
+  }
+
+  /** A new, unsaved activity. */
+  create(): Activity {
+    return this.repo().create();
+  }
+
+  list(q: ListQuery): Promise<{ total: number; items: Activity[] }> {
+    return paginate(this.repo().createQueryBuilder('a'), q, ACTIVITY_LIST_SPEC);
+  }
+
+  findRecord(id: number, tx?: Tx): Promise<Activity | null> {
+    return this.repo(tx).findOne({ where: { id } });
+  }
+
+  /** The row, locked until `tx` ends; null when absent. */
+  findForUpdate(id: number, tx: Tx): Promise<Activity | null> {
+    return this.repo(tx).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
+  }
+
+  /**
+   * Inserts a new activity or writes the changed columns of a loaded one; answers its id. A contact
+   * that does not exist fails with the foreign key (registered beside the entity: a 400 naming contact_id).
+   */
+  async save(x: Activity, tx?: Tx): Promise<number> {
+    return (await this.repo(tx).save(x)).id;
+  }
+
+  async delete(id: number, tx?: Tx): Promise<boolean> {
+    return ((await this.repo(tx).delete({ id })).affected ?? 0) > 0;
+  }
+}

@@ -1,0 +1,90 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { type ListQuery, type ListSpec, paginate, rowsAndCount } from '../common/list.js';
+import type { Tx } from '../database/transactions.js';
+import { Campaign } from './campaign.entity.js';
+import { CAMPAIGN_STATUSES } from './campaign.rules.js';
+
+export const CAMPAIGN_LIST_SPEC: ListSpec = {
+  sortable: {
+    id: 'cp.id',
+    name: 'cp.name',
+    description: 'cp.description',
+    type: 'cp.type',
+    status: 'cp.status',
+    startDate: 'cp.start_date',
+    endDate: 'cp.end_date',
+    createdAt: 'cp.created_at',
+    modifiedAt: 'cp.modified_at',
+  },
+  // Same expression as the campaigns_search_trgm index.
+  searchExpression: 'sf_text(cp.name, cp.description, cp.type)',
+  filters: { status: { type: 'string', column: 'cp.status', values: CAMPAIGN_STATUSES } },
+};
+
+/**
+ * The completion job: one idempotent statement. Campaigns whose endDate has passed and that are
+ * not completed yet become completed; running it twice changes nothing the second time.
+ * The change is recorded as made by the service (modifiedBy null, modifiedByUser "system").
+ */
+const COMPLETE_EXPIRED_SQL = `
+  UPDATE campaigns
+     SET status = 'completed', modified_at = now(), modified_by = NULL, modified_by_user = 'system'
+   WHERE status <> 'completed' AND end_date IS NOT NULL AND end_date <= now()`;
+
+/** Every query of the campaigns table. */
+@Injectable()
+export class CampaignsRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  private repo(tx?: Tx) {
+    return (tx ?? this.dataSource.manager).getRepository(Campaign);
+  }
+
+  /** A new, unsaved campaign. */
+  create(): Campaign {
+    return this.repo().create();
+  }
+
+  list(q: ListQuery): Promise<{ total: number; items: Campaign[] }> {
+    return paginate(this.repo().createQueryBuilder('cp'), q, CAMPAIGN_LIST_SPEC);
+  }
+
+  findRecord(id: number, tx?: Tx): Promise<Campaign | null> {
+    return this.repo(tx).findOne({ where: { id } });
+  }
+
+  /** The row, locked until `tx` ends (a read-modify-write or a delete holds it); null when absent. */
+  findForUpdate(id: number, tx: Tx): Promise<Campaign | null> {
+    return this.repo(tx).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
+  }
+
+  /** Whether the campaign exists. Raw SQL: it runs on every request of the bench row "list a campaign's contacts". */
+  async exists(id: number, tx?: Tx): Promise<boolean> {
+    const rows: unknown[] = await (tx ?? this.dataSource).query(`SELECT 1 FROM campaigns WHERE id = $1`, [id]);
+    return rows.length > 0;
+  }
+
+  /** Names of campaigns by id, for another feature's records (e.g. a text message's campaign). */
+  async namesByIds(ids: readonly number[], tx?: Tx): Promise<Map<number, string>> {
+    if (!ids.length) return new Map();
+    const rows: { id: number; name: string }[] = await (tx ?? this.dataSource).query(`SELECT id, name FROM campaigns WHERE id = ANY($1)`, [[...new Set(ids)]]);
+    return new Map(rows.map((r) => [r.id, r.name]));
+  }
+
+  /** Inserts a new campaign or writes the changed columns of a loaded one; answers its id. */
+  async save(c: Campaign, tx?: Tx): Promise<number> {
+    return (await this.repo(tx).save(c)).id;
+  }
+
+  /** Deletes the row (memberships cascade); answers whether it was there. */
+  async delete(id: number, tx?: Tx): Promise<boolean> {
+    return ((await this.repo(tx).delete({ id })).affected ?? 0) > 0;
+  }
+
+  /** Completes every campaign whose end has passed; answers how many it changed. */
+  async completeExpired(tx?: Tx): Promise<number> {
+    return rowsAndCount((await (tx ?? this.dataSource).query(COMPLETE_EXPIRED_SQL)) as unknown).count;
+  }
+}

@@ -1,0 +1,86 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { isUniqueViolation } from '../common/constraints.js';
+import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import type { Tx } from '../database/transactions.js';
+import { CATEGORY_BUNDLES } from './category.dto.js';
+import { Category } from './category.entity.js';
+
+export const CATEGORY_LIST_SPEC: ListSpec = {
+  sortable: {
+    id: 'c.id',
+    title: 'c.title',
+    alias: 'c.alias',
+    bundle: 'c.bundle',
+    color: 'c.color',
+    createdAt: 'c.created_at',
+    modifiedAt: 'c.modified_at',
+  },
+  searchExpression: 'sf_text(c.title, c.alias, c.description)',
+  filters: { bundle: { type: 'string', column: 'c.bundle', values: CATEGORY_BUNDLES } },
+};
+
+/** Every query of the categories table. */
+@Injectable()
+export class CategoriesRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  private repo(tx?: Tx) {
+    return (tx ?? this.dataSource.manager).getRepository(Category);
+  }
+
+  /** A new, unsaved category. */
+  create(): Category {
+    return this.repo().create();
+  }
+
+  list(q: ListQuery): Promise<{ total: number; items: Category[] }> {
+    return paginate(this.repo().createQueryBuilder('c'), q, CATEGORY_LIST_SPEC);
+  }
+
+  findRecord(id: number, tx?: Tx): Promise<Category | null> {
+    return this.repo(tx).findOne({ where: { id } });
+  }
+
+  /** Categories by id, for another feature's records (e.g. an asset's category). */
+  findByIds(ids: readonly number[], tx?: Tx): Promise<Category[]> {
+    if (!ids.length) return Promise.resolve([]);
+    return this.repo(tx)
+      .createQueryBuilder('c')
+      .where('c.id = ANY(:ids)', { ids: [...new Set(ids)] })
+      .getMany();
+  }
+
+  async exists(id: number, tx?: Tx): Promise<boolean> {
+    return (await this.repo(tx).count({ where: { id } })) > 0;
+  }
+
+  /** The row, locked until `tx` ends; null when absent. */
+  findForUpdate(id: number, tx: Tx): Promise<Category | null> {
+    return this.repo(tx).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
+  }
+
+  /** Aliases in the bundle that a generated alias from `base` could collide with (`base`, `base-2`, ...). */
+  async aliasesLike(bundle: string, base: string, tx?: Tx): Promise<Set<string>> {
+    const rows: { alias: string }[] = await (tx ?? this.dataSource).query(
+      `SELECT alias FROM categories WHERE bundle = $1 AND (alias = $2 OR alias LIKE $3)`,
+      [bundle, base, `${base.replace(/[_%\\]/g, '\\$&')}-%`],
+    );
+    return new Set(rows.map((r) => r.alias));
+  }
+
+  /** Inserts a new category or writes the changed columns of a loaded one; answers its id. */
+  async save(c: Category, tx?: Tx): Promise<number> {
+    return (await this.repo(tx).save(c)).id;
+  }
+
+  async delete(id: number, tx?: Tx): Promise<boolean> {
+    return ((await this.repo(tx).delete({ id })).affected ?? 0) > 0;
+  }
+
+  /** True for the error of an alias already taken in its bundle. */
+  isAliasTaken(e: unknown): boolean {
+    return isUniqueViolation(e, 'categories_bundle_alias_uq');
+  }
+}

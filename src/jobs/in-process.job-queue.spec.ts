@@ -1,0 +1,64 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { InProcessJobQueue } from './in-process.job-queue.js';
+import { DeferJobError, type JobOutcome, RetryableJobError } from './job-queue.js';
+import type { JobName } from './job-names.js';
+
+async function until(check: () => boolean, ms = 3000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('InProcessJobQueue: outcomes and depths for the metrics', () => {
+  let queue: InProcessJobQueue;
+  afterEach(async () => {
+    await queue.beforeApplicationShutdown();
+  });
+
+  it('reports completed, retried and failed runs (a deferred run is not an outcome)', async () => {
+    queue = new InProcessJobQueue();
+    const seen: [JobName, JobOutcome][] = [];
+    queue.observe((name, outcome) => seen.push([name, outcome]));
+    let runs = 0;
+    queue.handle('reports.run', async () => {
+      runs++;
+      if (runs === 1) throw new DeferJobError('not yet', 5);
+      if (runs === 2) throw new RetryableJobError('busy', 5);
+    });
+    queue.handle('sms.recover', async () => {
+      throw new RetryableJobError('down', 5);
+    });
+    await queue.enqueue('reports.run', { reportId: 1, trigger: 'manual' });
+    await queue.enqueue('sms.recover', {});
+    await until(() => seen.length === 4);
+    expect(seen.filter(([n]) => n === 'reports.run')).toEqual([
+      ['reports.run', 'retried'],
+      ['reports.run', 'completed'],
+    ]);
+    // sms.recover has 2 attempts: one retry, then final.
+    expect(seen.filter(([n]) => n === 'sms.recover')).toEqual([
+      ['sms.recover', 'retried'],
+      ['sms.recover', 'failed'],
+    ]);
+  });
+
+  it('answers depths per queue and state, counting waiting, delayed and active jobs', async () => {
+    queue = new InProcessJobQueue();
+    let release!: () => void;
+    const blocked = new Promise<void>((r) => (release = r));
+    queue.handle('reports.run', () => blocked);
+    await queue.enqueue('reports.run', { reportId: 1, trigger: 'manual' });
+    await queue.enqueue('sms.send', { messageId: 1, generation: 1, queuedAt: 0 }, { delayMs: 60_000 });
+    const depth = async (q: string, s: string) => (await queue.depths()).find((d) => d.queue === q && d.state === s)?.count;
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await depth('reports', 'active')).toBe(1);
+    expect(await depth('sms', 'delayed')).toBe(1);
+    expect(await depth('maintenance', 'waiting')).toBe(0);
+    expect(await queue.depths()).toHaveLength(9);
+    release();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await depth('reports', 'active')).toBe(0);
+  });
+});

@@ -1,0 +1,58 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import type { Tx } from '../database/transactions.js';
+import { PointGroup } from './point-group.entity.js';
+
+export const POINT_GROUP_LIST_SPEC: ListSpec = {
+  sortable: {
+    id: 'g.id',
+    name: 'g.name',
+    isPublished: 'g.is_published',
+    minimumPoints: 'g.minimum_points',
+    maximumPoints: 'g.maximum_points',
+    color: 'g.color',
+    createdAt: 'g.created_at',
+    modifiedAt: 'g.modified_at',
+  },
+  searchExpression: 'sf_text(g.name, g.description)',
+  filters: { isPublished: { type: 'boolean', column: 'g.is_published' } },
+};
+
+/** Every query of the point_groups table. */
+@Injectable()
+export class PointGroupsRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  private repo(tx?: Tx) {
+    return (tx ?? this.dataSource.manager).getRepository(PointGroup);
+  }
+
+  /** A new, unsaved point group. */
+  create(): PointGroup {
+    return this.repo().create();
+  }
+
+  list(q: ListQuery): Promise<{ total: number; items: PointGroup[] }> {
+    return paginate(this.repo().createQueryBuilder('g'), q, POINT_GROUP_LIST_SPEC);
+  }
+
+  findRecord(id: number, tx?: Tx): Promise<PointGroup | null> {
+    return this.repo(tx).findOne({ where: { id } });
+  }
+
+  /** The row, locked until `tx` ends; null when absent. */
+  findForUpdate(id: number, tx: Tx): Promise<PointGroup | null> {
+    return this.repo(tx).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
+  }
+
+  /** Inserts a new point group or writes the changed columns of a loaded one; answers its id. */
+  async save(g: PointGroup, tx?: Tx): Promise<number> {
+    return (await this.repo(tx).save(g)).id;
+  }
+
+  async delete(id: number, tx?: Tx): Promise<boolean> {
+    return ((await this.repo(tx).delete({ id })).affected ?? 0) > 0;
+  }
+}

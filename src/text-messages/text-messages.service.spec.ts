@@ -1,0 +1,200 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
+import { translateConstraintError } from '../common/constraints.js';
+import { AppError } from '../common/errors.js';
+import type { Principal } from '../common/request.js';
+import { signBody } from '../sms/signature.js';
+import { RetryableJobError } from '../jobs/job-queue.js';
+import { SmsProviderError } from '../sms/sms-provider.js';
+import type { CreateTextMessageDto, UpdateTextMessageDto } from './text-message.dto.js';
+import { TextMessageRepository } from './text-message.repository.js';
+import { TextMessagesProcessor } from './text-messages.processor.js';
+import { TextMessagesService, type TextMessageRecord } from './text-messages.service.js';
+
+const SECRET = 'svc-webhook-secret';
+
+describe('TextMessagesService (service layer, real PostgreSQL, fake SMS provider)', () => {
+  let ctx: ServiceContext;
+  let messages: TextMessagesService;
+  let who: Principal;
+  let campaignId: number;
+
+  beforeAll(async () => {
+    ctx = await startServiceContext({ SMS_WEBHOOK_SECRET: SECRET });
+    messages = ctx.get(TextMessagesService);
+    who = await ctx.principal();
+    [{ id: campaignId }] = await ctx.query<{ id: number }>(`INSERT INTO campaigns (name) VALUES ('Spring') RETURNING id`);
+  });
+  afterAll(async () => {
+    await ctx.close();
+  });
+
+  const create = (dto: Partial<CreateTextMessageDto> = {}) =>
+    messages.create({ content: 'Hello', recipient: '+1 415 555 0100', ...dto } as CreateTextMessageDto, who);
+
+  /** Polls the message until `check` holds (the in-process runner sends in the background). */
+  async function until(id: number, check: (t: TextMessageRecord) => boolean, ms = 10000): Promise<TextMessageRecord> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const t = await messages.get(id);
+      if (check(t)) return t;
+      if (Date.now() > deadline) throw new Error(`message ${id} stayed ${t.status}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  it('creates a draft with the recipient in E.164 and its campaign', async () => {
+    const t = await create({ campaignId });
+    expect(t).toMatchObject({ status: 'draft', recipient: '+14155550100', content: 'Hello', campaign: { id: campaignId, name: 'Spring' }, createdBy: who.userId });
+    expect((await messages.list({ campaignId: String(campaignId) })).textMessages.map((m) => m.id)).toContain(t.id);
+  });
+
+  it('refuses blank content, a bad phone number, and a campaign that does not exist (its foreign key)', async () => {
+    await expect(create({ content: '  ' })).rejects.toMatchObject({ status: 400 });
+    await expect(create({ recipient: 'not a phone' })).rejects.toMatchObject({ status: 400 });
+    const e = await create({ campaignId: 987654 }).catch((x: unknown) => x);
+    const translated = e instanceof AppError ? e : await translateConstraintError(e, (sql, p) => ctx.query(sql, p));
+    expect(translated?.status).toBe(400);
+    expect(translated?.details).toEqual([{ field: 'campaignId', message: 'campaign 987654 does not exist' }]);
+  });
+
+  it('concurrent PATCHes of different properties all survive', async () => {
+    const t = await create();
+    const changes = [{ content: 'Changed' }, { recipient: '+14155550199' }, { campaignId }] as UpdateTextMessageDto[];
+    await Promise.all(changes.map((c) => messages.patch(t.id, c, who)));
+    expect(await messages.get(t.id)).toMatchObject({ content: 'Changed', recipient: '+14155550199', campaign: { id: campaignId }, modifiedBy: who.userId });
+  });
+
+  it('PUT replaces (omitted properties reset) or creates', async () => {
+    const t = await create({ campaignId });
+    const { created, textMessage } = await messages.put(t.id, { content: 'Replaced', recipient: '+14155550101' } as CreateTextMessageDto, who);
+    expect(created).toBe(false);
+    expect(textMessage).toMatchObject({ id: t.id, content: 'Replaced', campaign: null, scheduledFor: null });
+    const made = await messages.put(987654321, { content: 'New', recipient: '+14155550101' } as CreateTextMessageDto, who);
+    expect(made.created).toBe(true);
+  });
+
+  it('sends through the provider: queued, then sent with the idempotency key of the send', async () => {
+    const t = await create({ content: 'Send me' });
+    const queued = await messages.send(t.id, who);
+    expect(queued.status).toBe('queued');
+    const sent = await until(t.id, (m) => m.status === 'sent');
+    expect(sent.sentAt).not.toBeNull();
+    const call = ctx.sms.sent.find((s) => s.messageId === t.id)!;
+    expect(call).toMatchObject({ to: '+14155550100', body: 'Send me', idempotencyKey: `textmessage-${t.id}-1` });
+    // Only draft or failed messages can be edited or sent.
+    await expect(messages.patch(t.id, { content: 'late' } as UpdateTextMessageDto, who)).rejects.toMatchObject({ status: 409 });
+    await expect(messages.send(t.id, who)).rejects.toMatchObject({ status: 409 });
+  });
+
+  it('a provider refusal fails the message and notifies its creator; it can be sent again', async () => {
+    const t = await create({ content: 'Refused' });
+    const normal = ctx.sms.next;
+    ctx.sms.next = async () => {
+      throw new SmsProviderError('number blocked', 'rejected');
+    };
+    try {
+      await messages.send(t.id, who);
+      const failed = await until(t.id, (m) => m.status === 'failed');
+      expect(failed).toMatchObject({ failureCode: 'provider_rejected', failureReason: 'number blocked' });
+    } finally {
+      ctx.sms.next = normal;
+    }
+    const notes = await ctx.query<{ details: { textMessageId: number } }>(`SELECT details FROM notifications WHERE user_id = $1 AND type = 'sms_failed'`, [who.userId]);
+    expect(notes.map((n) => n.details.textMessageId)).toContain(t.id);
+    await messages.send(t.id, who);
+    expect((await until(t.id, (m) => m.status === 'sent')).failureCode).toBeNull();
+  });
+
+  it('a scheduledFor queues the message for later', async () => {
+    const at = new Date(Math.floor(Date.now() / 1000) * 1000 + 3600_000).toISOString();
+    const t = await create({ scheduledFor: at });
+    expect(t.status).toBe('queued');
+    expect(new Date(t.scheduledFor!).toISOString()).toBe(at);
+  });
+
+  it('delivery reports: signed, for the current send only, never backwards', async () => {
+    const t = await create({ content: 'Deliver me' });
+    await messages.send(t.id, who);
+    await until(t.id, (m) => m.status === 'sent');
+    const report = (body: object, secret = SECRET) => {
+      const raw = Buffer.from(JSON.stringify(body));
+      return messages.deliveryReport(raw, signBody(secret, raw), body);
+    };
+    await expect(report({ reference: `textmessage-${t.id}-1`, status: 'delivered' }, 'wrong')).rejects.toMatchObject({ status: 401 });
+    expect(await report({ reference: `textmessage-${t.id}-9`, status: 'delivered' })).toEqual({ accepted: false, status: 'sent' });
+    expect(await report({ reference: `textmessage-${t.id}-1`, status: 'delivered', timestamp: '2026-01-01T00:00:00Z' })).toEqual({ accepted: true, status: 'delivered' });
+    expect(await report({ reference: `textmessage-${t.id}-1`, status: 'failed' })).toMatchObject({ accepted: false });
+    expect(await messages.get(t.id)).toMatchObject({ status: 'delivered', deliveredAt: '2026-01-01T00:00:00+00:00' });
+    await expect(report({ status: 'delivered' })).rejects.toMatchObject({ status: 400 });
+  });
+
+  it('a claim held by a worker that died marks the outcome unknown instead of sending twice', async () => {
+    const repo = ctx.get(TextMessageRepository);
+    const processor = ctx.get(TextMessagesProcessor);
+    const [row] = await ctx.query<{ id: number }>(
+      `INSERT INTO text_messages (content, recipient, status, send_count, queued_at, claim_token, claimed_at, created_by)
+       VALUES ('Stale', '+14155550100', 'queued', 1, now(), gen_random_uuid(), now() - interval '1 hour', $1) RETURNING id`,
+      [who.userId],
+    );
+    expect(await repo.claim(row.id, 1, '00000000-0000-4000-8000-000000000000')).toBeNull();
+    await processor.send({ messageId: row.id, generation: 1, queuedAt: Date.now() }, { jobId: 'x', attempt: 1, maxAttempts: 6 });
+    expect(await messages.get(row.id)).toMatchObject({ status: 'failed', failureCode: 'outcome_unknown' });
+    expect(ctx.sms.sent.some((s) => s.messageId === row.id)).toBe(false);
+  });
+
+  it('the worker retries a retryable refusal (claim given back), fails when attempts run out, and never retries an unknown outcome', async () => {
+    const processor = ctx.get(TextMessagesProcessor);
+    const queued = async () =>
+      (
+        await ctx.query<{ id: number }>(
+          `INSERT INTO text_messages (content, recipient, status, send_count, queued_at, created_by) VALUES ('Retry', '+14155550100', 'queued', 1, now(), $1) RETURNING id`,
+          [who.userId],
+        )
+      )[0].id;
+    const normal = ctx.sms.next;
+    try {
+      ctx.sms.next = async () => {
+        throw new SmsProviderError('gateway busy', 'retryable', 1500);
+      };
+      const a = await queued();
+      const retry = await processor.send({ messageId: a, generation: 1, queuedAt: Date.now() }, { jobId: 'r', attempt: 1, maxAttempts: 6 }).catch((e: unknown) => e);
+      expect(retry).toBeInstanceOf(RetryableJobError);
+      expect((retry as RetryableJobError).retryAfterMs).toBe(1500);
+      expect(await messages.get(a)).toMatchObject({ status: 'queued' });
+      const [{ claim_token }] = await ctx.query<{ claim_token: string | null }>(`SELECT claim_token FROM text_messages WHERE id = $1`, [a]);
+      expect(claim_token).toBeNull();
+      await processor.send({ messageId: a, generation: 1, queuedAt: Date.now() }, { jobId: 'r', attempt: 6, maxAttempts: 6 });
+      expect(await messages.get(a)).toMatchObject({ status: 'failed', failureCode: 'retries_exhausted' });
+
+      ctx.sms.next = async () => {
+        throw new Error('socket hang up');
+      };
+      const b = await queued();
+      await processor.send({ messageId: b, generation: 1, queuedAt: Date.now() }, { jobId: 'u', attempt: 1, maxAttempts: 6 });
+      expect(await messages.get(b)).toMatchObject({ status: 'failed', failureCode: 'outcome_unknown' });
+      // A job for a send that is over does nothing.
+      const calls = ctx.sms.sent.length;
+      await processor.send({ messageId: b, generation: 1, queuedAt: Date.now() }, { jobId: 'u', attempt: 2, maxAttempts: 6 });
+      expect(ctx.sms.sent.length).toBe(calls);
+    } finally {
+      ctx.sms.next = normal;
+    }
+  });
+
+  it('recovery re-queues messages left queued', async () => {
+    const [row] = await ctx.query<{ id: number }>(
+      `INSERT INTO text_messages (content, recipient, status, send_count, queued_at) VALUES ('Left', '+14155550100', 'queued', 1, now() - interval '1 hour') RETURNING id`,
+    );
+    await ctx.get(TextMessagesProcessor).recover(false);
+    expect((await until(row.id, (m) => m.status === 'sent')).status).toBe('sent');
+  });
+
+  it('DELETE answers the message once and 404 to the others', async () => {
+    const t = await create();
+    const results = await Promise.allSettled(Array.from({ length: 6 }, () => messages.remove(t.id)));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    for (const r of results.filter((x) => x.status === 'rejected')) expect((r as PromiseRejectedResult).reason).toMatchObject({ status: 404 });
+    await expect(messages.get(t.id)).rejects.toMatchObject({ status: 404 });
+  });
+});
