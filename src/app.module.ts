@@ -14,6 +14,8 @@ import { HttpExceptionFilter } from './common/http-exception.filter.js';
 import { AppValidationPipe } from './common/validation.js';
 import { RequestIdMiddleware } from './common/request-id.middleware.js';
 import { ContentTypeGuard } from './common/content-type.guard.js';
+import { SameOriginGuard } from './common/same-origin.guard.js';
+import { FallbackModule } from './common/fallback.controller.js';
 import { NotificationsModule } from './notifications/notifications.module.js';
 import { ContactsModule } from './contacts/contacts.module.js';
 import { SystemModule } from './system/system.module.js';
@@ -61,14 +63,18 @@ export class AppModule implements NestModule {
         AuthModule,
         RateLimitModule,
         ...FEATURE_MODULES,
+        // Last: its catch-all route answers 404/405 through the guard chain after every other route.
+        FallbackModule,
       ],
       providers: [
         { provide: APP_PIPE, useClass: AppValidationPipe },
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
-        // Order matters: resolve the token, count the request, then check the permission.
+        // Order matters: check the route's credential, count the request, then check the permission,
+        // then refuse cross-site state changes on routes whose credential a browser sends by itself.
         { provide: APP_GUARD, useClass: AuthenticationGuard },
         { provide: APP_GUARD, useExisting: RateLimitGuard },
         { provide: APP_GUARD, useClass: PermissionGuard },
+        { provide: APP_GUARD, useClass: SameOriginGuard },
         { provide: APP_GUARD, useClass: ContentTypeGuard },
       ],
     };

@@ -23,6 +23,7 @@ import { AuthModule } from './auth/auth.module.js';
 import { TokensService } from './auth/tokens.service.js';
 import { UsersService } from './auth/users.service.js';
 import { isPermission, PERMISSIONS } from './auth/permissions.js';
+import { isUniqueViolation } from './common/constraints.js';
 import { parseIsoWithOffset } from './common/dates.js';
 
 class UsageError extends Error {}
@@ -120,8 +121,9 @@ async function main(argv: string[]): Promise<number> {
       switch (command) {
         case 'user:create': {
           const mail = email(need(values, 'email'));
-          if (await users.findByEmail(mail)) throw new UsageError(`a user with the email ${mail} already exists`);
-          const u = await users.create({ email: mail, name: need(values, 'name'), plan: plan(values.plan), team: values.team ?? null });
+          const u = await users.create({ email: mail, name: need(values, 'name'), plan: plan(values.plan), team: values.team ?? null }).catch((e: unknown) => {
+            throw isUniqueViolation(e, 'users_email_lower_uq') ? new UsageError(`a user with the email ${mail} already exists`) : e;
+          });
           out(`user ${u.id} created: ${u.name} <${u.email}> plan=${u.plan}${u.team ? ` team=${u.team}` : ''}`);
           return 0;
         }
@@ -152,7 +154,9 @@ async function main(argv: string[]): Promise<number> {
             user = await users.update(user, { plan: p });
             out(`user ${user.id} plan set to ${user.plan}`);
           }
-          const t = await tokens.create(user.id, name, perms, expires);
+          // No parent token: a token made here lives until its own expiry or revocation.
+          const t = await tokens.create(user.id, name, perms, expires, null);
+          if (!t) throw new Error('the token was not created');
           out(`token ${t.id} "${name}" created for ${user.email} with ${perms.join(',')}${expires ? ` expiring ${expires.toISOString()}` : ''}`);
           out(t.secret);
           return 0;

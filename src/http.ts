@@ -10,7 +10,9 @@ import { API_VERSION } from './system/system.controller.js';
 
 /** Express-level settings of the API process: parsers and limits, security headers, CORS, the OpenAPI document. */
 export function configureHttp(app: NestExpressApplication, config: AppConfig): void {
-  app.set('trust proxy', 'loopback, linklocal, uniquelocal');
+  // X-Forwarded-For decides the client address (rate limits per address, unique downloads): believed
+  // only from the proxies TRUST_PROXY names, never by default (any client could choose its address).
+  app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'simple');
   // No automatic ETag on API JSON (it hashes every response body); asset downloads set their own.
   app.set('etag', false);
@@ -45,6 +47,8 @@ export function configureHttp(app: NestExpressApplication, config: AppConfig): v
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json', customSiteTitle: 'SalesFlow API reference' });
 }
 
+/** The OpenAPI security requirement of each credential kind (common/route-access.ts). */
+
 function buildOpenApi(app: NestExpressApplication, config: AppConfig): OpenAPIObject {
   const builder = new DocumentBuilder()
     .setTitle('SalesFlow API')
@@ -59,10 +63,11 @@ function buildOpenApi(app: NestExpressApplication, config: AppConfig): OpenAPIOb
     .setVersion(API_VERSION)
     .addServer(config.baseUrl)
     .addBearerAuth()
-    // OAuth client authentication (RFC 6749 §2.3.1): the token endpoints take it, optionally.
-    .addBasicAuth({ type: 'http', scheme: 'basic' }, 'basic');
+    // HTTP Basic: OAuth client authentication (RFC 6749 §2.3.1) on the token endpoints, and an API token as the password on browser pages.
+    .addBasicAuth({ type: 'http', scheme: 'basic', description: 'OAuth client credentials on the token endpoints; an API token as the password (any user name) on browser pages' }, 'basic')
+    .addApiKey({ type: 'apiKey', in: 'header', name: 'X-Signature', description: 'sha256=<hex HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>' }, 'smsSignature');
   const document = SwaggerModule.createDocument(app, builder.build());
-  // Error answers, path ids, list parameters and body rules, from the same route table as GET /api/endpoints.
+  // Who may call each operation, its error answers, path ids, list parameters and body rules, from the same route table as GET /api/endpoints.
   completeOpenApi(document, app.get(RouteTable).all());
   return document;
 }

@@ -95,7 +95,7 @@ describe('account tokens', () => {
       expect(res.body.token.permissions).toEqual(['contacts:read', 'tokens:read']);
     });
 
-    it('an OAuth access token cannot escalate either', async () => {
+    it('an OAuth access token cannot create API tokens at all, not even with fewer permissions (403)', async () => {
       const parent = await create(alice, { name: 'oauth parent', permissions: ['tokens:write', 'contacts:read'] });
       const grant = await app.http
         .post('/api/oauth/v2/token')
@@ -103,7 +103,10 @@ describe('account tokens', () => {
       expect(grant.status).toBe(200);
       const at = bearer(grant.body.access_token);
       expectError(await create(at, { name: 'more', permissions: ['contacts:write'] }), 403, 'forbidden');
-      expect((await create(at, { name: 'same', permissions: ['contacts:read'] })).status).toBe(201);
+      const same = expectError(await create(at, { name: 'same', permissions: ['contacts:read'] }), 403, 'forbidden');
+      expect(same.message).toMatch(/access token/);
+      const [{ n }] = await app.sql<{ n: number }>(`SELECT count(*)::int AS n FROM api_tokens WHERE name = 'same'`);
+      expect(n).toBe(0);
     });
 
     it('needs tokens:read, tokens:write and tokens:delete for the routes', async () => {
@@ -192,6 +195,88 @@ describe('account tokens', () => {
       expect((await app.http.delete(`${BASE}/${parent.id}`).set('Authorization', at)).status).toBe(200);
       expectError(await app.http.get('/api/contacts').set('Authorization', at), 401, 'unauthorized');
     });
+  });
+
+  describe("a token's children never outlive it (issue 11.9)", () => {
+    const inMinutes = (m: number) => new Date(Date.now() + m * 60_000).toISOString().replace('Z', '+00:00');
+
+    it("caps a child's expiry at its creator's: omitted, null or later becomes the creator's; earlier stays", async () => {
+      const parent = (await create(alice, { name: 'ten minutes', permissions: ['tokens:write', 'contacts:read'], expiresAt: inMinutes(10) })).body.token;
+      const auth = bearer(parent.secret);
+      const parentExpiry = new Date(parent.expiresAt).getTime();
+      for (const expiresAt of [undefined, null, inMinutes(60 * 24 * 365)]) {
+        const child = await create(auth, { name: 'child', permissions: ['contacts:read'], ...(expiresAt === undefined ? {} : { expiresAt }) });
+        expect(child.status).toBe(201);
+        expect(new Date(child.body.token.expiresAt).getTime()).toBe(parentExpiry);
+        const [row] = await app.sql<{ same: boolean }>('SELECT c.expires_at = p.expires_at AS same FROM api_tokens c, api_tokens p WHERE c.id = $1 AND p.id = $2', [
+          child.body.token.id,
+          parent.id,
+        ]);
+        expect(row.same).toBe(true);
+      }
+      const earlier = await create(auth, { name: 'shorter', permissions: ['contacts:read'], expiresAt: inMinutes(5) });
+      expect(new Date(earlier.body.token.expiresAt).getTime()).toBeLessThan(parentExpiry);
+    });
+
+    it('a token without expiry creates children without expiry', async () => {
+      const parent = (await create(alice, { name: 'forever', permissions: ['tokens:write', 'contacts:read'] })).body.token;
+      const child = await create(bearer(parent.secret), { name: 'child forever', permissions: ['contacts:read'] });
+      expect(child.body.token.expiresAt).toBeNull();
+    });
+
+    it('revoking a token revokes the tokens it created, transitively, and their access tokens', async () => {
+      const parent = (await create(alice, { name: 'root', permissions: ['tokens:write', 'contacts:read'] })).body.token;
+      const child = (await create(bearer(parent.secret), { name: 'child', permissions: ['tokens:write', 'contacts:read'] })).body.token;
+      const grandchild = (await create(bearer(child.secret), { name: 'grandchild', permissions: ['contacts:read'] })).body.token;
+      const sibling = (await create(alice, { name: 'unrelated', permissions: ['contacts:read'] })).body.token;
+      const grant = await app.http.post('/api/oauth/v2/token').send({ grant_type: 'client_credentials', client_id: String(grandchild.id), client_secret: grandchild.secret });
+      const at = bearer(grant.body.access_token);
+      for (const t of [bearer(parent.secret), bearer(child.secret), bearer(grandchild.secret), at]) {
+        expect((await app.http.get('/api/contacts').set('Authorization', t)).status).toBe(200);
+      }
+
+      expect((await app.http.delete(`${BASE}/${parent.id}`).set('Authorization', alice)).status).toBe(200);
+
+      for (const t of [bearer(parent.secret), bearer(child.secret), bearer(grandchild.secret), at]) {
+        expectError(await app.http.get('/api/contacts').set('Authorization', t), 401, 'unauthorized');
+      }
+      for (const t of [child, grandchild]) expect((await app.http.get(`${BASE}/${t.id}`).set('Authorization', alice)).body.token.state).toBe('revoked');
+      expect((await app.http.get('/api/contacts').set('Authorization', bearer(sibling.secret))).status).toBe(200);
+    });
+  });
+
+  describe('reading and revoking never reach beyond the caller (issue 11.10)', () => {
+    it('revoking a token holding permissions the caller lacks is a 403, and the token keeps working', async () => {
+      const deleter = bearer((await create(alice, { name: 'deleter', permissions: ['tokens:delete', 'tokens:read'] })).body.token.secret);
+      const strong = (await create(alice, { name: 'strong', permissions: ['*'] })).body.token;
+      const err = expectError(await app.http.delete(`${BASE}/${strong.id}`).set('Authorization', deleter), 403, 'forbidden');
+      expect(err.message).toContain('*');
+      expect((await app.http.get('/api/contacts').set('Authorization', bearer(strong.secret))).status).toBe(200);
+      const weak = (await create(alice, { name: 'weak', permissions: ['tokens:read'] })).body.token;
+      expect((await app.http.delete(`${BASE}/${weak.id}`).set('Authorization', deleter)).status).toBe(200);
+    });
+
+    it('reading a token holding permissions the caller lacks is a 403; the list leaves such tokens out', async () => {
+      const reader = bearer((await create(alice, { name: 'narrow reader', permissions: ['tokens:read', 'contacts:read'] })).body.token.secret);
+      const strong = (await create(alice, { name: 'strong sibling', permissions: ['deals:delete', 'contacts:read'] })).body.token;
+      const weak = (await create(alice, { name: 'weak sibling', permissions: ['contacts:read'] })).body.token;
+      const err = expectError(await app.http.get(`${BASE}/${strong.id}`).set('Authorization', reader), 403, 'forbidden');
+      expect(err.message).toContain('deals:delete');
+      expect((await app.http.get(`${BASE}/${weak.id}`).set('Authorization', reader)).body.token.permissions).toEqual(['contacts:read']);
+      const list = await app.http.get(`${BASE}?limit=200`).set('Authorization', reader);
+      const ids = list.body.tokens.map((t: { id: number }) => t.id);
+      expect(ids).toContain(weak.id);
+      expect(ids).not.toContain(strong.id);
+      expect(list.body.tokens.every((t: { permissions: string[] }) => t.permissions.every((p) => p === 'tokens:read' || p === 'contacts:read'))).toBe(true);
+      expect(list.body.total).toBe(list.body.tokens.length);
+    });
+  });
+
+  it('sends the new secret with Cache-Control: no-store (issue 11.13)', async () => {
+    const res = await create(alice, { name: 'uncached', permissions: ['contacts:read'] });
+    expect(res.status).toBe(201);
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.headers['pragma']).toBe('no-cache');
   });
 
   describe('listing', () => {

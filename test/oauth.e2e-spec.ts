@@ -325,7 +325,7 @@ describe('OAuth2 with short lifetimes and a strict rate limit', () => {
   let client: Client;
 
   beforeAll(async () => {
-    app = await startApp({ env: { OAUTH_ACCESS_TOKEN_TTL_SECONDS: '2', OAUTH_RATE_LIMIT_PER_MINUTE: '4' } });
+    app = await startApp({ env: { OAUTH_ACCESS_TOKEN_TTL_SECONDS: '2', OAUTH_RATE_LIMIT_PER_MINUTE: '4', TRUST_PROXY: 'loopback' } });
     admin = await tokenFor(app, '*');
     client = await newClient(app, admin, ['contacts:read']);
   });

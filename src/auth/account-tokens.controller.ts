@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Header, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { IdPipe } from '../common/id.pipe.js';
 import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
@@ -19,7 +19,7 @@ export class AccountTokensController {
   @ApiOperation({
     summary: "List the calling user's API tokens (never their secrets)",
     description:
-      'Only the tokens of the user behind the calling token. List parameters: page, limit, orderBy (id, name, createdAt, expiresAt, lastUsedAt, revokedAt), orderByDir. Revoked and expired tokens stay listed with their `state`.',
+      'Only the tokens of the user behind the calling token, and of those only the ones holding no permission the calling token lacks (a `*` token sees all). List parameters: page, limit, orderBy (id, name, createdAt, expiresAt, lastUsedAt, revokedAt), orderByDir. Revoked and expired tokens stay listed with their `state`.',
   })
   @ApiEnvelope('tokens', AccountTokenRecordDto, { list: true })
   @ApiListQuery(ACCOUNT_TOKEN_LIST_SPEC)
@@ -30,10 +30,15 @@ export class AccountTokensController {
   @Post(['new', '/'])
   @HttpCode(201)
   @RequirePermission('tokens:write')
+  // The response carries the secret: no cache may keep it.
+  @Header('Cache-Control', 'no-store')
+  @Header('Pragma', 'no-cache')
   @ApiOperation({
     summary: 'Create an API token for the calling user; the secret is in this response only',
     description:
-      'Body: name, permissions (from the permission list), optional expiresAt (ISO 8601 with offset, in the future). The permissions may not exceed those of the calling token: asking for one it lacks (or `*` without holding `*`) is 403 `forbidden`, naming them. The secret is stored only as a SHA-256 hash and cannot be shown again. The token id is its OAuth2 client_id.',
+      'Body: name, permissions (from the permission list), optional expiresAt (ISO 8601 with offset, in the future). The permissions may not exceed those of the calling token: asking for one it lacks (or `*` without holding `*`) is 403 `forbidden`, naming them. ' +
+      'Only an API token may create tokens: an OAuth access token gets 403 `forbidden`. The new token never outlives the calling token: its expiry is capped at the caller\'s (an omitted or later expiresAt becomes the caller\'s expiry), and revoking the calling token later revokes this one too (and what it creates, in turn). ' +
+      'The secret is stored only as a SHA-256 hash and cannot be shown again; the response is sent with `Cache-Control: no-store`. The token id is its OAuth2 client_id.',
   })
   @ApiEnvelope('token', CreatedAccountTokenRecordDto, { status: 201 })
   async create(@Body() dto: CreateAccountTokenDto, @CurrentPrincipal() who: Principal) {
@@ -42,7 +47,10 @@ export class AccountTokensController {
 
   @Get(':id')
   @RequirePermission('tokens:read')
-  @ApiOperation({ summary: "One of the calling user's tokens; another user's token is a 404" })
+  @ApiOperation({
+    summary: "One of the calling user's tokens; another user's token is a 404",
+    description: 'A token holding a permission the calling token lacks is a 403 `forbidden`, as creating it would be.',
+  })
   @ApiEnvelope('token', AccountTokenRecordDto)
   async get(@Param('id', IdPipe) id: number, @CurrentPrincipal() who: Principal) {
     return { token: await this.tokens.get(id, who) };
@@ -51,9 +59,9 @@ export class AccountTokensController {
   @Delete([':id/delete', ':id'])
   @RequirePermission('tokens:delete')
   @ApiOperation({
-    summary: 'Revoke a token (and every access token issued from it); answers the token as it was',
+    summary: 'Revoke a token, the tokens it created and every access token issued from them; answers the token as it was',
     description:
-      'The token stops working at once on every API instance, also when it is the token making this request. The record stays listed as `revoked`; revoking it again answers 200 with it. Another user\'s token is a 404.',
+      'The token stops working at once on every API instance, also when it is the token making this request, and so does every token created with it (transitively) and every OAuth access token issued from any of them. The record stays listed as `revoked`; revoking it again answers 200 with it. Another user\'s token is a 404; a token holding a permission the calling token lacks is a 403 `forbidden`.',
   })
   @ApiEnvelope('token', AccountTokenRecordDto)
   async revoke(@Param('id', IdPipe) id: number, @CurrentPrincipal() who: Principal) {

@@ -1,13 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
-import { type ListSpec, paginate, parseListQuery } from '../common/list.js';
+import { type ListSpec, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
-import { ApiToken } from './api-token.entity.js';
+import type { ApiToken } from './api-token.entity.js';
+import { ApiTokenRepository } from './api-token.repository.js';
 import { CreateAccountTokenDto } from './account-token.dto.js';
-import { canGrant } from './permissions.js';
+import { canGrant, lackingPermissions } from './permissions.js';
 import { TokensService } from './tokens.service.js';
 
 export const ACCOUNT_TOKEN_LIST_SPEC: ListSpec = {
@@ -21,69 +20,90 @@ export const ACCOUNT_TOKEN_LIST_SPEC: ListSpec = {
   },
 };
 
-export type AccountTokenRecord = ReturnType<AccountTokensService['toRecord']>;
+export type AccountTokenRecord = ReturnType<typeof toRecord>;
 
-/** The calling user's own API tokens (decisions §5). Another user's token is a 404, never a 403. */
+/** The one mapper of an API token to its API record. */
+export function toRecord(t: ApiToken, now = Date.now()) {
+  return {
+    id: t.id,
+    name: t.name,
+    prefix: t.tokenPrefix,
+    permissions: t.permissions,
+    expiresAt: iso(t.expiresAt),
+    lastUsedAt: iso(t.lastUsedAt),
+    createdAt: isoRequired(t.createdAt),
+    revokedAt: iso(t.revokedAt),
+    state: (t.revokedAt ? 'revoked' : t.expiresAt && t.expiresAt.getTime() <= now ? 'expired' : 'active') as 'active' | 'expired' | 'revoked',
+  };
+}
+
+/**
+ * The calling user's own API tokens (decisions §5). Another user's token is a 404, never a 403.
+ * A caller never sees or acts on more than it holds: reading or revoking a token holding a
+ * permission the caller lacks is a 403, as creating one is, and the list shows only tokens within
+ * the caller's permissions.
+ */
 @Injectable()
 export class AccountTokensService {
   constructor(
-    @InjectRepository(ApiToken) private readonly repo: Repository<ApiToken>,
+    private readonly repo: ApiTokenRepository,
     private readonly tokens: TokensService,
   ) {}
 
-  toRecord(t: ApiToken, now = Date.now()) {
-    return {
-      id: t.id,
-      name: t.name,
-      prefix: t.tokenPrefix,
-      permissions: t.permissions,
-      expiresAt: iso(t.expiresAt),
-      lastUsedAt: iso(t.lastUsedAt),
-      createdAt: isoRequired(t.createdAt),
-      revokedAt: iso(t.revokedAt),
-      state: (t.revokedAt ? 'revoked' : t.expiresAt && t.expiresAt.getTime() <= now ? 'expired' : 'active') as 'active' | 'expired' | 'revoked',
-    };
-  }
-
   async list(query: Record<string, unknown>, who: Principal) {
     const q = parseListQuery(query, ACCOUNT_TOKEN_LIST_SPEC);
-    const qb = this.repo.createQueryBuilder('t').where('t.user_id = :userId', { userId: who.userId });
-    const { total, items } = await paginate(qb, q, ACCOUNT_TOKEN_LIST_SPEC);
-    return { total, tokens: items.map((t) => this.toRecord(t)) };
+    const within = who.permissions.has('*') ? null : [...who.permissions];
+    const { total, items } = await this.repo.page(who.userId, q, ACCOUNT_TOKEN_LIST_SPEC, within);
+    return { total, tokens: items.map((t) => toRecord(t)) };
   }
 
   async get(id: number, who: Principal): Promise<AccountTokenRecord> {
-    const t = await this.repo.findOne({ where: { id, userId: who.userId } });
-    if (!t) throw notFound('Token', id);
-    return this.toRecord(t);
+    return toRecord(await this.findVisible(id, who));
   }
 
   /**
    * Creates a token for the calling user. Its permissions may not exceed the calling token's
-   * (403 forbidden, naming the ones it lacks); `*` only from a `*` token.
+   * (403 forbidden, naming the ones it lacks); `*` only from a `*` token. Only an API token can
+   * create one (an OAuth access token is refused: 403), and the new token never outlives its
+   * creator: its expiry is capped at the creator's, and revoking the creator revokes it.
    */
   async create(dto: CreateAccountTokenDto, who: Principal): Promise<AccountTokenRecord & { secret: string }> {
+    if (who.kind !== 'api_token') {
+      throw new AppError('forbidden', 'An OAuth access token cannot create API tokens; use an API token');
+    }
     const permissions = [...new Set(dto.permissions)];
     if (!canGrant(who.permissions, permissions)) {
-      const lacking = permissions.filter((p) => !canGrant(who.permissions, [p]));
-      throw new AppError('forbidden', `A token cannot grant permissions its creator does not hold: ${lacking.join(', ')}`);
+      throw new AppError('forbidden', `A token cannot grant permissions its creator does not hold: ${lackingPermissions(who.permissions, permissions).join(', ')}`);
     }
     let expiresAt: Date | null = null;
     if (dto.expiresAt !== undefined && dto.expiresAt !== null) {
       expiresAt = parseIsoWithOffset(dto.expiresAt);
       if (!expiresAt || expiresAt.getTime() <= Date.now()) throw fieldError('expiresAt', 'must be in the future');
     }
-    const { id, secret } = await this.tokens.create(who.userId, dto.name, permissions, expiresAt);
-    return { ...(await this.get(id, who)), secret };
+    if (who.expiresAt !== null && (expiresAt === null || expiresAt.getTime() > who.expiresAt)) expiresAt = new Date(who.expiresAt);
+    const created = await this.tokens.create(who.userId, dto.name, permissions, expiresAt, who.apiTokenId);
+    if (!created) throw new AppError('unauthorized', 'The calling token was revoked or expired while the new token was being created');
+    return { ...(await this.get(created.id, who)), secret: created.secret };
   }
 
   /**
-   * Revokes a token and every access token issued from it, at once on every instance; answers it
-   * as it was. Revoking an already revoked token changes nothing and answers it again.
+   * Revokes a token, every token it created (transitively) and every access token issued from
+   * them, at once on every instance; answers it as it was. Revoking an already revoked token
+   * revokes nothing new and answers it again.
    */
   async revoke(id: number, who: Principal): Promise<AccountTokenRecord> {
-    const before = await this.get(id, who);
+    const before = toRecord(await this.findVisible(id, who));
     await this.tokens.revokeApiToken(id, who.userId);
     return before;
+  }
+
+  /** The caller's token `id`: 404 when it is not theirs, 403 when it holds a permission the caller lacks. */
+  private async findVisible(id: number, who: Principal): Promise<ApiToken> {
+    const t = await this.repo.findRecord(id, who.userId);
+    if (!t) throw notFound('Token', id);
+    if (!canGrant(who.permissions, t.permissions)) {
+      throw new AppError('forbidden', `Token ${id} holds permissions the calling token lacks: ${lackingPermissions(who.permissions, t.permissions).join(', ')}`);
+    }
+    return t;
   }
 }

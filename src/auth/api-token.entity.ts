@@ -1,4 +1,5 @@
 import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { registerConstraints } from '../common/constraints.js';
 
 /** An API token: the secret is shown once at creation; only its SHA-256 is stored. */
 @Entity('api_tokens')
@@ -33,4 +34,14 @@ export class ApiToken {
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
+
+  /** The API token that created this one (null: created with the CLI); revoking it revokes this one. */
+  @Column({ name: 'parent_token_id', type: 'int', nullable: true, select: false })
+  parentTokenId: number | null;
 }
+
+registerConstraints({
+  api_tokens_user_id_fkey: { kind: 'reference', field: 'userId', target: 'user' },
+  api_tokens_parent_token_id_fkey: { kind: 'reference', field: 'parentTokenId', target: 'token' },
+  oauth_access_tokens_api_token_id_fkey: { kind: 'reference', field: 'client_id', target: 'token' },
+});

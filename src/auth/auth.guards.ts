@@ -1,61 +1,109 @@
-import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
-import { Reflector } from '@nestjs/core';
+import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { timingSafeEqual } from 'node:crypto';
+import { parseBasicAuthorization, parseBearerAuthorization } from '../common/basic-auth.js';
 import { AppError } from '../common/errors.js';
 import type { AppRequest } from '../common/request.js';
-import { AUTHENTICATED, hasPermission, type Permission, PERMISSION_KEY, PUBLIC_KEY } from './permissions.js';
+import { AUTHENTICATED, type Permission, routeAccess } from '../common/route-access.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { verifySignature, SIGNATURE_HEADER } from '../sms/signature.js';
+import { hasPermission } from './permissions.js';
 import { TokensService } from './tokens.service.js';
 
+const BEARER_CHALLENGE = { 'WWW-Authenticate': 'Bearer' };
+const BASIC_CHALLENGE = { 'WWW-Authenticate': 'Basic realm="SalesFlow", charset="UTF-8"' };
+
+function constantTimeEquals(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
 /**
- * First global guard: resolves the bearer token into req.principal. It never refuses a request
- * itself, so the rate limiter (next guard) can count unauthenticated requests per address before
- * the permission guard answers 401.
+ * First global guard: checks the credential the route declares (common/route-access.ts) and
+ * records the outcome on the request: `req.principal` for a token, `req.credential` for a
+ * machine credential (the metrics token, a signed SMS delivery report), `req.authError` when one
+ * was presented but refused. It never refuses a request itself, so the rate limiter (next guard)
+ * counts failed attempts per address before the permission guard answers 401.
  */
 @Injectable()
 export class AuthenticationGuard implements CanActivate {
-  constructor(private readonly tokens: TokensService) {}
+  constructor(
+    private readonly tokens: TokensService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    const req = context.switchToHttp().getRequest<AppRequest>();
+    const req = context.switchToHttp().getRequest<AppRequest & { rawBody?: Buffer }>();
     req.principal = null;
+    req.credential = undefined;
+    const { credential } = routeAccess(context);
+    if (credential === 'sms-signature') {
+      if (verifySignature(this.config.smsWebhookSecret, req.rawBody, req.headers[SIGNATURE_HEADER])) req.credential = 'sms-signature';
+      else req.authError = 'The delivery report is not signed with the webhook secret (X-Signature: sha256=<hex HMAC-SHA256 of the body>)';
+      return true;
+    }
     if (req.query && ('access_token' in req.query || 'token' in req.query || 'api_key' in req.query)) {
       req.authError = 'Tokens are not accepted in the query string; send Authorization: Bearer <token>';
       return true;
     }
     const header = req.headers.authorization;
     if (!header) return true;
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match) {
-      req.authError = 'The Authorization header must be "Bearer <token>"';
+    let secret = parseBearerAuthorization(header);
+    if (secret && credential === 'metrics-token' && this.config.metricsToken && constantTimeEquals(secret, this.config.metricsToken)) {
+      req.credential = 'metrics-token';
       return true;
     }
-    req.principal = await this.tokens.authenticate(match[1]);
+    if (!secret && credential === 'token-or-basic') {
+      const basic = parseBasicAuthorization(header);
+      if (basic.kind === 'basic' && basic.password) secret = basic.password;
+      else if (basic.kind === 'malformed') {
+        req.authError = 'The Authorization header is not valid HTTP Basic credentials';
+        return true;
+      }
+    }
+    if (!secret) {
+      req.authError =
+        credential === 'token-or-basic'
+          ? 'The Authorization header must be "Bearer <token>" or HTTP Basic with the token as password'
+          : 'The Authorization header must be "Bearer <token>"';
+      return true;
+    }
+    req.principal = await this.tokens.authenticate(secret);
     if (!req.principal) req.authError = 'The token is unknown, expired or revoked';
+    else req.credential = 'token';
     return true;
   }
 }
 
 /**
- * Last global guard, closed by default: a route is reachable only when it is @Public() or the
- * principal holds its @RequirePermission(). 401 without a valid token, 403 without the permission.
+ * Last credential guard, closed by default: a route is reachable only when it is @Public(), its
+ * machine credential was verified, or the principal holds its @RequirePermission(). 401 without a
+ * valid credential, 403 without the permission.
  */
 @Injectable()
 export class PermissionGuard implements CanActivate {
-  constructor(private readonly reflector: Reflector) {}
-
   canActivate(context: ExecutionContext): boolean {
-    const targets = [context.getHandler(), context.getClass()];
-    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets)) return true;
+    const { credential, permission } = routeAccess(context);
+    if (credential === 'none') return true;
     const req = context.switchToHttp().getRequest<AppRequest>();
-    if (!req.principal) {
-      throw new AppError('unauthorized', req.authError ?? 'An API token is required: send Authorization: Bearer <token>', undefined, {
-        'WWW-Authenticate': 'Bearer',
-      });
+    if (credential === 'sms-signature') {
+      if (req.credential === 'sms-signature') return true;
+      throw new AppError('unauthorized', req.authError ?? 'The delivery report is not signed with the webhook secret');
     }
-    const needed = this.reflector.getAllAndOverride<Permission | typeof AUTHENTICATED>(PERMISSION_KEY, targets);
-    if (!needed) throw new AppError('forbidden', 'This route is not open to tokens');
-    if (needed === AUTHENTICATED) return true;
-    if (!hasPermission(req.principal.permissions, needed)) {
-      throw new AppError('forbidden', `The token lacks the permission "${needed}"`);
+    if (credential === 'metrics-token' && req.credential === 'metrics-token') return true;
+    if (!req.principal) {
+      const fallback =
+        credential === 'metrics-token'
+          ? 'Metrics need Authorization: Bearer <METRICS_TOKEN> or an API token with the * permission'
+          : credential === 'token-or-basic'
+            ? 'This page needs a token: Bearer, or HTTP Basic with the token as password (any user name)'
+            : 'An API token is required: send Authorization: Bearer <token>';
+      throw new AppError('unauthorized', req.authError ?? fallback, undefined, credential === 'token-or-basic' ? BASIC_CHALLENGE : BEARER_CHALLENGE);
+    }
+    if (!permission) throw new AppError('forbidden', 'This route is not open to tokens');
+    if (permission === AUTHENTICATED) return true;
+    if (!hasPermission(req.principal.permissions, permission as Permission)) {
+      throw new AppError('forbidden', `The token lacks the permission "${permission}"`);
     }
     return true;
   }

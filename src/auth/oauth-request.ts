@@ -3,6 +3,7 @@
  * revocation): body parameters, HTTP Basic client credentials, grant validation. No Nest, no
  * database, so it is unit tested beside this file.
  */
+import { parseBasicAuthorization as parseBasic } from '../common/basic-auth.js';
 import { AppError } from '../common/errors.js';
 
 /** RFC 6749 §5.1: token responses (and our OAuth errors) must not be cached. */
@@ -77,17 +78,12 @@ export function formDecode(value: string): string | null {
  * header that does not decode is a failed client authentication (invalid_client).
  */
 export function parseBasicAuthorization(header: string | undefined): { clientId: string; clientSecret: string } | null {
-  if (header === undefined) return null;
-  const trimmed = header.trim();
-  if (!/^basic(\s|$)/i.test(trimmed)) return null;
-  const m = /^basic\s+([A-Za-z0-9+/]+={0,2})$/i.exec(trimmed);
+  const basic = parseBasic(header);
+  if (basic.kind === 'absent') return null;
   const malformed = () => oauthError('invalid_client', 'The Authorization header is not valid HTTP Basic client credentials');
-  if (!m || m[1].length > 2 * MAX_PARAM_LENGTH) throw malformed();
-  const decoded = Buffer.from(m[1], 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  if (colon < 0) throw malformed();
-  const clientId = formDecode(decoded.slice(0, colon));
-  const clientSecret = formDecode(decoded.slice(colon + 1));
+  if (basic.kind === 'malformed') throw malformed();
+  const clientId = formDecode(basic.user);
+  const clientSecret = formDecode(basic.password);
   if (!clientId || !clientSecret) throw malformed();
   return { clientId, clientSecret };
 }

@@ -77,7 +77,7 @@ export class OAuthController {
     summary: 'Revoke a token (RFC 7009)',
     description: [
       'Takes `token` (and an optional `token_type_hint`, not needed). An access token (`sfat_...`) is revoked alone; an API token secret (`sf_...`)',
-      'is revoked with every access token issued from it. The revoked token gets 401 on its next request, on every API instance at once.',
+      'is revoked with every token created with it (transitively) and every access token issued from any of them. The revoked tokens get 401 on their next request, on every API instance at once.',
       'Authentication: possession of the token is enough to revoke it, so no other credential is needed. A client may also authenticate',
       '(HTTP Basic or `client_id`/`client_secret`, as for the token endpoint); the credentials must then be valid (`invalid_client` 401),',
       'and only tokens issued to that client may be revoked (`unauthorized_client` 400 otherwise).',

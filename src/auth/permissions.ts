@@ -1,27 +1,22 @@
-import { SetMetadata } from '@nestjs/common';
+import { PERMISSIONS, type Permission } from '../common/route-access.js';
 
-/** Resources a token can be granted access to (decisions §5). */
-export const RESOURCES = [
-  'contacts',
-  'fields',
-  'campaigns',
-  'assets',
-  'categories',
-  'pointGroups',
-  'reports',
-  'textMessages',
-  'notifications',
-  'deals',
-  'activities',
-  'tokens',
-] as const;
-export type Resource = (typeof RESOURCES)[number];
-export const ACTIONS = ['read', 'write', 'delete'] as const;
-export type Action = (typeof ACTIONS)[number];
-
-/** Every permission a token can hold: `<resource>:<action>` for each pair, plus `*` (everything). */
-export const PERMISSIONS = ['*', ...RESOURCES.flatMap((r) => ACTIONS.map((a) => `${r}:${a}` as const))] as const;
-export type Permission = (typeof PERMISSIONS)[number];
+// The permission list and the route access decorators live in common/route-access.ts (common must
+// not import auth); re-exported here for the features that import them from auth.
+export {
+  ACTIONS,
+  AcceptsBasicAuth,
+  AcceptsMetricsToken,
+  Authenticated,
+  AUTHENTICATED,
+  PERMISSION_KEY,
+  PERMISSIONS,
+  Public,
+  PUBLIC_KEY,
+  RequirePermission,
+  RESOURCES,
+  SignedBySmsGateway,
+} from '../common/route-access.js';
+export type { Action, Permission, Resource } from '../common/route-access.js';
 
 export function isPermission(value: string): value is Permission {
   return (PERMISSIONS as readonly string[]).includes(value);
@@ -37,20 +32,7 @@ export function canGrant(granted: ReadonlySet<string>, requested: readonly strin
   return requested.every((p) => p !== '*' && granted.has(p));
 }
 
-export const PERMISSION_KEY = 'sf:permission';
-/** Any valid token, whatever its permissions (shown as "authenticated" in GET /api/endpoints). */
-export const AUTHENTICATED = 'authenticated';
-export const PUBLIC_KEY = 'sf:public';
-
-/** The permission a route needs. Every route carries this, @Authenticated() or @Public(); the guard refuses anything else. */
-export const RequirePermission = (permission: Permission) => SetMetadata(PERMISSION_KEY, permission);
-
-/** A route any valid token may call, whatever its permissions (e.g. GET /api/version). */
-export const Authenticated = () => SetMetadata(PERMISSION_KEY, AUTHENTICATED);
-
-/**
- * Marks a route as reachable without an API token (health, public asset download, OAuth token
- * endpoint). `label` replaces "public" in GET /api/endpoints when the route checks another
- * credential itself (e.g. the metrics token).
- */
-export const Public = (label?: string) => SetMetadata(PUBLIC_KEY, label ?? true);
+/** The permissions in `requested` that `granted` does not cover. */
+export function lackingPermissions(granted: ReadonlySet<string>, requested: readonly string[]): string[] {
+  return requested.filter((p) => !canGrant(granted, [p]));
+}

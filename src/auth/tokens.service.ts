@@ -1,10 +1,10 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { DataSource } from 'typeorm';
-import { APP_CONFIG, type AppConfig, type Plan } from '../config/config.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import type { Principal } from '../common/request.js';
 import { RedisService } from '../redis/redis.service.js';
+import { AccessTokenRepository } from './access-token.repository.js';
+import { ApiTokenRepository, type CredentialRow } from './api-token.repository.js';
 
 export const API_TOKEN_PREFIX = 'sf_';
 export const ACCESS_TOKEN_PREFIX = 'sfat_';
@@ -57,17 +57,6 @@ interface CacheEntry {
   cachedAt: number;
 }
 
-interface TokenRow {
-  token_id: number;
-  access_id: number | null;
-  permissions: string[];
-  expires_at: Date | null;
-  user_id: number;
-  user_name: string;
-  plan: Plan;
-  team: string | null;
-}
-
 /**
  * Turns a presented bearer secret into a Principal. Look-ups are cached per instance for
  * TOKEN_CACHE_TTL_SECONDS so a request costs no database query; a revocation removes the entry
@@ -85,7 +74,8 @@ export class TokensService implements OnModuleInit {
   private revocations = 0;
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly apiTokens: ApiTokenRepository,
+    private readonly accessTokens: AccessTokenRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly redis: RedisService,
   ) {}
@@ -136,26 +126,7 @@ export class TokensService implements OnModuleInit {
   }
 
   private async load(hash: string, isAccessToken: boolean): Promise<Principal | null> {
-    const rows: TokenRow[] = isAccessToken
-      ? await this.db.query(
-          `SELECT t.id AS token_id, a.id AS access_id, t.permissions,
-                  LEAST(a.expires_at, COALESCE(t.expires_at, 'infinity')) AS expires_at,
-                  u.id AS user_id, u.name AS user_name, u.plan, u.team
-             FROM oauth_access_tokens a
-             JOIN api_tokens t ON t.id = a.api_token_id
-             JOIN users u ON u.id = t.user_id
-            WHERE a.token_hash = $1 AND a.revoked_at IS NULL AND t.revoked_at IS NULL
-              AND a.expires_at > now() AND (t.expires_at IS NULL OR t.expires_at > now())`,
-          [hash],
-        )
-      : await this.db.query(
-          `SELECT t.id AS token_id, NULL AS access_id, t.permissions, t.expires_at,
-                  u.id AS user_id, u.name AS user_name, u.plan, u.team
-             FROM api_tokens t JOIN users u ON u.id = t.user_id
-            WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
-          [hash],
-        );
-    const row = rows[0];
+    const row: CredentialRow | null = isAccessToken ? await this.accessTokens.findActiveCredential(hash) : await this.apiTokens.findActiveCredential(hash);
     if (!row) return null;
     const expires = row.expires_at ? new Date(row.expires_at).getTime() : null;
     return {
@@ -175,31 +146,33 @@ export class TokensService implements OnModuleInit {
     const last = this.lastUsedWritten.get(apiTokenId) ?? 0;
     if (now - last < LAST_USED_EVERY_MS) return;
     this.lastUsedWritten.set(apiTokenId, now);
-    this.db
-      .query(`UPDATE api_tokens SET last_used_at = now() WHERE id = $1`, [apiTokenId])
+    this.apiTokens
+      .touchLastUsed(apiTokenId)
       .catch((e: Error) => this.logger.warn({ msg: 'could not record token use', err: e.message }));
   }
 
-  /** Creates an API token for a user; returns the secret, which is never stored or shown again. */
-  async create(userId: number, name: string, permissions: string[], expiresAt: Date | null): Promise<{ id: number; secret: string }> {
+  /**
+   * Creates an API token for a user; returns the secret, which is never stored or shown again.
+   * With `parentTokenId` (the token that asked for it), only while that token is active: null when
+   * it was revoked or expired in the meantime.
+   */
+  async create(userId: number, name: string, permissions: string[], expiresAt: Date | null, parentTokenId: number | null = null): Promise<{ id: number; secret: string } | null> {
     const secret = newSecret(API_TOKEN_PREFIX);
-    const rows: { id: number }[] = await this.db.query(
-      `INSERT INTO api_tokens (user_id, name, token_hash, token_prefix, permissions, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-      [userId, name, hashSecret(secret), secret.slice(0, API_TOKEN_PREFIX.length + 6), [...new Set(permissions)], expiresAt],
-    );
-    return { id: rows[0].id, secret };
+    const id = await this.apiTokens.insert({
+      userId,
+      name,
+      tokenHash: hashSecret(secret),
+      tokenPrefix: secret.slice(0, API_TOKEN_PREFIX.length + 6),
+      permissions: [...new Set(permissions)],
+      expiresAt,
+      parentTokenId,
+    });
+    return id === null ? null : { id, secret };
   }
 
   /** API tokens (never their secrets), all or one user's, oldest first. */
   async list(userId?: number): Promise<TokenSummary[]> {
-    const rows: (Omit<TokenSummary, 'state'> & { revokedAt: Date | null })[] = await this.db.query(
-      `SELECT t.id, t.user_id AS "userId", u.email AS "userEmail", t.name, t.token_prefix AS "prefix", t.permissions,
-              t.expires_at AS "expiresAt", t.last_used_at AS "lastUsedAt", t.revoked_at AS "revokedAt", t.created_at AS "createdAt"
-         FROM api_tokens t JOIN users u ON u.id = t.user_id
-        ${userId !== undefined ? 'WHERE t.user_id = $1' : ''} ORDER BY t.id`,
-      userId !== undefined ? [userId] : [],
-    );
+    const rows = await this.apiTokens.listSummaries(userId);
     const now = Date.now();
     return rows.map((r) => ({
       ...r,
@@ -208,23 +181,14 @@ export class TokensService implements OnModuleInit {
   }
 
   /**
-   * Revokes an API token and every access token issued from it, in one statement. With userId,
-   * only that user's token (and nothing at all when the token is someone else's). True when it was active.
+   * Revokes an API token, every token it created (transitively) and every access token issued
+   * from any of them. With userId, only that user's token (and nothing at all when the token is
+   * someone else's). True when the named token was active.
    */
   async revokeApiToken(id: number, userId?: number): Promise<boolean> {
-    const rows: { id: number }[] = await this.db.query(
-      `WITH t AS (
-         UPDATE api_tokens SET revoked_at = now()
-          WHERE id = $1 AND revoked_at IS NULL ${userId !== undefined ? 'AND user_id = $2' : ''}
-          RETURNING id),
-       a AS (
-         UPDATE oauth_access_tokens SET revoked_at = now()
-          WHERE api_token_id IN (SELECT id FROM t) AND revoked_at IS NULL)
-       SELECT id FROM t`,
-      userId !== undefined ? [id, userId] : [id],
-    );
-    if (rows.length > 0) await this.broadcastRevocation({ apiTokenId: id });
-    return rows.length > 0;
+    const revoked = await this.apiTokens.revokeTree(id, userId);
+    for (const tokenId of revoked) await this.broadcastRevocation({ apiTokenId: tokenId });
+    return revoked.includes(id);
   }
 
   /**
@@ -233,12 +197,7 @@ export class TokensService implements OnModuleInit {
    * decides what they mean.
    */
   async verifyClient(clientId: number, secret: string): Promise<ClientToken | null> {
-    const rows: (ClientToken & { tokenHash: string })[] = await this.db.query(
-      `SELECT id, user_id AS "userId", token_hash AS "tokenHash", expires_at AS "expiresAt", revoked_at AS "revokedAt"
-         FROM api_tokens WHERE id = $1`,
-      [clientId],
-    );
-    const row = rows[0];
+    const row = await this.apiTokens.findClient(clientId);
     const ok = secret.length <= 200 && secretMatches(secret, row?.tokenHash ?? NO_SUCH_HASH);
     if (!row || !ok) return null;
     return { id: row.id, userId: row.userId, expiresAt: row.expiresAt, revokedAt: row.revokedAt };
@@ -249,12 +208,12 @@ export class TokensService implements OnModuleInit {
     if (secret.length > 200) return null;
     const hash = hashSecret(secret);
     if (secret.startsWith(ACCESS_TOKEN_PREFIX)) {
-      const rows: { api_token_id: number }[] = await this.db.query(`SELECT api_token_id FROM oauth_access_tokens WHERE token_hash = $1`, [hash]);
-      return rows[0] ? { kind: 'access_token', apiTokenId: rows[0].api_token_id } : null;
+      const parent = await this.accessTokens.findParentIdByHash(hash);
+      return parent !== null ? { kind: 'access_token', apiTokenId: parent } : null;
     }
     if (secret.startsWith(API_TOKEN_PREFIX)) {
-      const rows: { id: number }[] = await this.db.query(`SELECT id FROM api_tokens WHERE token_hash = $1`, [hash]);
-      return rows[0] ? { kind: 'api_token', apiTokenId: rows[0].id } : null;
+      const id = await this.apiTokens.findIdByHash(hash);
+      return id !== null ? { kind: 'api_token', apiTokenId: id } : null;
     }
     return null;
   }
@@ -262,12 +221,9 @@ export class TokensService implements OnModuleInit {
   /** Revokes one access token by its secret. True when it was active. */
   async revokeAccessToken(secret: string): Promise<boolean> {
     const hash = hashSecret(secret);
-    const rows: { id: number }[] = await this.db.query(
-      `UPDATE oauth_access_tokens SET revoked_at = now() WHERE token_hash = $1 AND revoked_at IS NULL RETURNING id`,
-      [hash],
-    );
+    const revoked = await this.accessTokens.revokeByHash(hash);
     await this.broadcastRevocation({ hash });
-    return rows.length > 0;
+    return revoked;
   }
 
   /**
@@ -277,13 +233,8 @@ export class TokensService implements OnModuleInit {
   async issueAccessToken(apiTokenId: number, ttlSeconds: number): Promise<{ secret: string; expiresAt: Date } | null> {
     const secret = newSecret(ACCESS_TOKEN_PREFIX);
     const expiresAt = new Date(Date.now() + ttlSeconds * 1000);
-    const rows: { id: number }[] = await this.db.query(
-      `INSERT INTO oauth_access_tokens (api_token_id, token_hash, expires_at)
-       SELECT id, $2, $3 FROM api_tokens WHERE id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
-       RETURNING id`,
-      [apiTokenId, hashSecret(secret), expiresAt],
-    );
-    return rows.length ? { secret, expiresAt } : null;
+    const inserted = await this.accessTokens.insertForActiveParent(apiTokenId, hashSecret(secret), expiresAt);
+    return inserted ? { secret, expiresAt } : null;
   }
 
   /** Drops cached entries locally and tells the other instances to do the same. */

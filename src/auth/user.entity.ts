@@ -1,5 +1,6 @@
 import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
 import type { Plan } from '../config/config.js';
+import { registerConstraints } from '../common/constraints.js';
 
 @Entity('users')
 export class User {
@@ -24,3 +25,7 @@ export class User {
   @Column({ name: 'modified_at', type: 'timestamptz', nullable: true })
   modifiedAt: Date | null;
 }
+
+registerConstraints({
+  users_email_lower_uq: { kind: 'unique', field: 'email', resource: 'user', existing: { table: 'users', where: 'lower(email) = lower($1)' } },
+});

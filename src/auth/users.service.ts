@@ -1,32 +1,31 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
 import type { Plan } from '../config/config.js';
-import { User } from './user.entity.js';
+import type { User } from './user.entity.js';
+import { UsersRepository } from './user.repository.js';
 
+/** Users: the accounts behind API tokens (created with the CLI). */
 @Injectable()
 export class UsersService {
-  constructor(@InjectRepository(User) private readonly users: Repository<User>) {}
+  constructor(private readonly users: UsersRepository) {}
 
   findById(id: number): Promise<User | null> {
-    return this.users.findOne({ where: { id } });
+    return this.users.findById(id);
   }
 
   findByEmail(email: string): Promise<User | null> {
-    return this.users.createQueryBuilder('u').where('lower(u.email) = lower(:email)', { email }).getOne();
+    return this.users.findByEmail(email);
   }
 
   list(): Promise<User[]> {
-    return this.users.find({ order: { id: 'ASC' } });
+    return this.users.list();
   }
 
-  async create(input: { name: string; email: string; plan?: Plan; team?: string | null }): Promise<User> {
-    const user = this.users.create({ name: input.name, email: input.email, plan: input.plan ?? 'basic', team: input.team ?? null });
-    return this.users.save(user);
+  /** A taken email (compared case-insensitively) fails on users_email_lower_uq (409 through the constraint registry). */
+  create(input: { name: string; email: string; plan?: Plan; team?: string | null }): Promise<User> {
+    return this.users.insert({ name: input.name, email: input.email, plan: input.plan ?? 'basic', team: input.team ?? null });
   }
 
   async update(user: User, changes: { plan?: Plan; team?: string | null; name?: string }): Promise<User> {
-    Object.assign(user, changes, { modifiedAt: new Date() });
-    return this.users.save(user);
+    return (await this.users.update(user.id, changes)) ?? user;
   }
 }

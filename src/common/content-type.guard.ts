@@ -2,6 +2,7 @@ import { type CanActivate, type ExecutionContext, Injectable, SetMetadata } from
 import { Reflector } from '@nestjs/core';
 import type { AppRequest } from './request.js';
 import { AppError } from './errors.js';
+import { isFallbackRoute } from './route-access.js';
 
 export const CONSUMES_KEY = 'sf:consumes';
 /** Media types a route accepts for its body (default: application/json). */
@@ -18,6 +19,8 @@ export class ContentTypeGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const req = context.switchToHttp().getRequest<AppRequest>();
     if (!['POST', 'PUT', 'PATCH'].includes(req.method)) return true;
+    // An unknown route answers 404/405 whatever the body.
+    if (isFallbackRoute(context)) return true;
     const length = req.headers['content-length'];
     const hasBody = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
     if (!hasBody) return true;

@@ -1,3 +1,4 @@
+import type { Credential } from './route-access.js';
 import { applyDecorators, SetMetadata, type Type } from '@nestjs/common';
 import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants.js';
 import { ApiExtraModels, ApiResponse, getSchemaPath, type OpenAPIObject } from '@nestjs/swagger';
@@ -211,6 +212,15 @@ function readArgs(r: RouteInfo): { data?: string; pipes?: unknown[] }[] {
  * 32-bit positive integers, lists declare their parameters from their ListSpec, request bodies say
  * what the validation pipe refuses. Runs once over the document SwaggerModule built.
  */
+/** The OpenAPI security requirement of each credential kind (route-access.ts). */
+const SECURITY_BY_CREDENTIAL: Record<Credential, Record<string, string[]>[]> = {
+  none: [],
+  token: [{ bearer: [] }],
+  'token-or-basic': [{ bearer: [] }, { basic: [] }],
+  'metrics-token': [{ bearer: [] }],
+  'sms-signature': [{ smsSignature: [] }],
+};
+
 export function completeOpenApi(document: OpenAPIObject, routes: RouteInfo[]): void {
   document.components ??= {};
   const schemas = (document.components.schemas ??= {}) as Record<string, Schema>;
@@ -245,7 +255,7 @@ export function completeOpenApi(document: OpenAPIObject, routes: RouteInfo[]): v
       op.parameters = op.parameters!.filter((p) => !(p.in === 'header' && p.name.toLowerCase() === 'authorization'));
       op.security = [{}, { basic: [] }];
     } else {
-      op.security = r.permission === 'public' ? [] : [{ bearer: [] }];
+      op.security = SECURITY_BY_CREDENTIAL[r.credential];
     }
 
     // Path ids: IdPipe takes 1..2147483647, anything else is a 404.

@@ -20,5 +20,7 @@ export interface AppRequest extends Request {
   principal?: Principal | null;
   /** Why authentication failed, when a credential was presented but refused. */
   authError?: string;
+  /** Which credential the guard chain verified: a token (then `principal` is set) or a machine credential. */
+  credential?: 'token' | 'metrics-token' | 'sms-signature';
   startedAt?: bigint;
 }

@@ -1,12 +1,14 @@
 import { Injectable, RequestMethod } from '@nestjs/common';
 import { PATH_METADATA, METHOD_METADATA } from '@nestjs/common/constants.js';
-import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
-import { PERMISSION_KEY, PUBLIC_KEY } from '../auth/permissions.js';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { type Credential, FALLBACK_ROUTE_KEY, routeAccessOf } from './route-access.js';
 
 export interface RouteInfo {
   method: string;
   path: string;
   permission: string;
+  /** How the caller proves who it is (see Credential in route-access.ts). */
+  credential: Credential;
   /** Regular expression matching concrete request paths (":id" segments match one segment). */
   pattern: RegExp;
   /** The controller class and its handler method (for metadata read by the OpenAPI document). */
@@ -25,7 +27,7 @@ function join(...parts: string[]): string {
 function toPattern(path: string): RegExp {
   const re = path
     .split('/')
-    .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.startsWith('*') ? '.+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
     .join('/');
   return new RegExp(`^${re}/?$`);
 }
@@ -42,7 +44,6 @@ export class RouteTable {
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
-    private readonly reflector: Reflector,
   ) {}
 
   all(): RouteInfo[] {
@@ -67,24 +68,16 @@ export class RouteTable {
         const routePaths = Reflect.getMetadata(PATH_METADATA, handler);
         const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
         if (routePaths === undefined || method === undefined) continue;
-        const publicMark = this.reflector.getAllAndOverride<boolean | string>(PUBLIC_KEY, [handler, metatype]);
-        const isPublic = publicMark !== undefined && publicMark !== false;
-        const permission = this.reflector.getAllAndOverride<string>(PERMISSION_KEY, [handler, metatype]);
-        if (!isPublic && !permission) {
+        if (Reflect.getMetadata(FALLBACK_ROUTE_KEY, metatype)) continue;
+        const { credential, permission } = routeAccessOf(handler, metatype);
+        if (!permission) {
           throw new Error(`Route ${metatype.name}.${name} declares neither @RequirePermission() nor @Public()`);
         }
         for (const c of ctrlPaths) {
           for (const r of ([] as string[]).concat(routePaths)) {
             // Shown without path-to-regexp escapes and optional-group braces (`:id\:{:alias}` → `:id::alias`).
             const path = join(c, r).replace(/\\(.)/g, '$1').replace(/[{}]/g, '');
-            out.push({
-              method: RequestMethod[method],
-              path,
-              permission: isPublic ? (typeof publicMark === 'string' ? publicMark : 'public') : permission!,
-              pattern: toPattern(path),
-              controller: metatype,
-              handlerName: name,
-            });
+            out.push({ method: RequestMethod[method], path, permission, credential, pattern: toPattern(path), controller: metatype, handlerName: name });
           }
         }
       }

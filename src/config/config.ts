@@ -2,6 +2,7 @@
  * One typed, validated configuration object, read once from the environment at boot.
  * A bad value stops the process with a message naming the variable (see ConfigError).
  */
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 
 export type AppRole = 'api' | 'worker' | 'all';
@@ -35,6 +36,12 @@ export interface AppConfig {
   /** Requests per minute and client address to the OAuth2 token and revocation endpoints. */
   oauthRateLimitPerMinute: number;
   corsOrigins: string[] | '*' | null;
+  /**
+   * Which proxies' X-Forwarded-For (and -Proto) headers to believe (TRUST_PROXY): false (unset) =
+   * none, the client address is the connection's; a number = that many proxy hops in front; a
+   * list = only connections from these addresses/CIDRs (or loopback/linklocal/uniquelocal).
+   */
+  trustProxy: false | number | string[];
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   logFormat: 'json' | 'pretty';
   shutdownGraceMs: number;
@@ -125,6 +132,30 @@ function cron(env: Env, name: string, fallback: string): string {
   return v;
 }
 
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** TRUST_PROXY: unset/empty/false = trust no proxy; a hop count; or a comma list of proxy addresses or CIDRs. */
+function trustProxy(env: Env): false | number | string[] {
+  const raw = (env.TRUST_PROXY ?? '').trim();
+  if (raw === '' || raw.toLowerCase() === 'false') return false;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops > 100) throw new ConfigError('TRUST_PROXY', `hop count must be between 0 and 100, got ${hops}`);
+    return hops === 0 ? false : hops;
+  }
+  const entries = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const e of entries) {
+    if (PROXY_NAMES.has(e)) continue;
+    const [addr, bits, ...rest] = e.split('/');
+    const family = isIP(addr);
+    const okBits = bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (family === 6 ? 128 : 32));
+    if (!family || !okBits || rest.length) {
+      throw new ConfigError('TRUST_PROXY', `must be a hop count or a comma list of proxy addresses/CIDRs (or loopback, linklocal, uniquelocal), got "${e}"`);
+    }
+  }
+  return entries.length ? entries : false;
+}
+
 export function loadConfig(env: Env = process.env): AppConfig {
   const port = int(env, 'PORT', 3000, 0, 65535);
   const host = str(env, 'HOST', '0.0.0.0');
@@ -166,6 +197,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     accessTokenTtlSeconds: int(env, 'OAUTH_ACCESS_TOKEN_TTL_SECONDS', 3600, 1, 86400 * 30),
     oauthRateLimitPerMinute: int(env, 'OAUTH_RATE_LIMIT_PER_MINUTE', 20, 1, 100000),
     corsOrigins: cors === null ? null : cors === '*' ? '*' : cors.split(',').map((s) => s.trim()).filter(Boolean),
+    trustProxy: trustProxy(env),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10000, 0, 600000),

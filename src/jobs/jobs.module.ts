@@ -7,7 +7,7 @@ import { BullMqJobQueue } from './bullmq.job-queue.js';
 import { InProcessJobQueue } from './in-process.job-queue.js';
 import { JobQueue } from './job-queue.js';
 import { type QueueName, QUEUES } from './job-names.js';
-import { DASHBOARD_QUEUES, QueueDashboard } from './queue-dashboard.js';
+import { DASHBOARD_QUEUES, QueueDashboardController } from './queue-dashboard.js';
 
 const QUEUE_NAMES = Object.values(QUEUES) as QueueName[];
 
@@ -58,8 +58,8 @@ export class JobsModule {
           useFactory: (c: AppConfig, redis: RedisService, queues: Record<QueueName, Queue>) => new BullMqJobQueue(c, redis, queues),
           inject: [APP_CONFIG, RedisService, DASHBOARD_QUEUES],
         },
-        ...(config.role !== 'worker' ? [QueueDashboard] : []),
       ],
+      controllers: config.role !== 'worker' ? [QueueDashboardController] : [],
       exports: [JobQueue],
     };
   }

@@ -14,6 +14,16 @@ const addressOf = (r: AppRequest) => `ip:${r.ip ?? r.socket.remoteAddress ?? 'un
  */
 @Injectable()
 export class RateLimitGuard extends ThrottlerGuard {
+  /**
+   * Verified machine credentials (the metrics scraper's METRICS_TOKEN, the SMS gateway's signed
+   * delivery reports) are not plan-limited. A refused or missing credential is counted like any
+   * anonymous request, per address, so such routes cannot be used to guess secrets quickly.
+   */
+  protected override async shouldSkip(context: ExecutionContext): Promise<boolean> {
+    const credential = context.switchToHttp().getRequest<AppRequest>().credential;
+    return credential === 'metrics-token' || credential === 'sms-signature';
+  }
+
   protected override async getTracker(req: Record<string, unknown>): Promise<string> {
     const r = req as unknown as AppRequest;
     return r.principal ? `u:${r.principal.userId}` : addressOf(r);

@@ -1,3 +1,5 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { CREDENTIALS } from '../common/route-access.js';
 /** GET /api/version. */
 export class VersionDto {
   /** The service's release (package version). */
@@ -12,8 +14,15 @@ export class EndpointDto {
   method: string;
   /** Express-style path (`:id` marks a parameter). */
   path: string;
-  /** The permission a token needs, `*`, or `public`. */
+  /** The permission a token needs, `*`, `authenticated` (any valid token), `public`, or `signature` (a signed callback). */
   permission: string;
+  /**
+   * Present when the route takes a credential other than `Authorization: Bearer <token>` (or none, on
+   * public routes): `token-or-basic` (also a token as the HTTP Basic password), `metrics-token`
+   * (also Bearer METRICS_TOKEN), `sms-signature` (X-Signature HMAC of the body with SMS_WEBHOOK_SECRET).
+   */
+  @ApiProperty({ enum: CREDENTIALS.filter((c) => c !== 'token' && c !== 'none'), required: false })
+  credential?: string;
 }
 
 /** GET /api/endpoints: every route the server has, generated from its live route table. */

@@ -1,9 +1,8 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Put, Query, Req, Res } from '@nestjs/common';
 import { ApiBody, ApiOperation, ApiTags, ApiOkResponse } from '@nestjs/swagger';
-import { SkipThrottle } from '@nestjs/throttler';
 import type { Request, Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
-import { Public, RequirePermission } from '../auth/permissions.js';
+import { RequirePermission, SignedBySmsGateway } from '../common/route-access.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { ApiEnvelope, ApiListQuery, ApiErrors } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
@@ -41,13 +40,12 @@ export class TextMessagesController {
   @ApiErrors({ status: 401, description: 'Missing or wrong X-Signature', codes: ['unauthorized'] })
   @Post('delivery-reports')
   @HttpCode(200)
-  @Public()
-  @SkipThrottle()
+  @SignedBySmsGateway()
   @ApiOperation({
     summary: 'Delivery report callback of the HTTP SMS gateway (public, signed)',
     description:
       'Body: `{ reference, id?, status: "delivered"|"failed"|"undelivered", error?, timestamp? }` where `reference` is the Idempotency-Key the service sent (`textmessage-<id>-<sendCount>`). ' +
-      'Header `X-Signature: sha256=<hex HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>`; a missing or wrong signature is a 401. ' +
+      'Header `X-Signature: sha256=<hex HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>`, checked by the guard chain before the body is read; a missing or wrong signature is a 401 (and counts against the sender address\'s anonymous rate limit; signed reports are not rate limited). ' +
       'Moves a sent message to delivered or failed (failed leaves an `sms_failed` notification for the creator); reports for an earlier send, or that would move a message backwards, are acknowledged with `accepted: false`.',
   })
   @ApiBody({ type: DeliveryReportDto })

@@ -1,0 +1,101 @@
+/**
+ * Route access metadata: who may call a route and with which credential. Every route declares it
+ * with these decorators; the global guard chain (auth/auth.guards.ts, rate-limit/, common/
+ * same-origin.guard.ts) enforces it, and the route table (GET /api/endpoints, the OpenAPI document,
+ * the reviewed permission snapshot) is generated from it. Closed by default: a route without
+ * @Public() or a permission is refused.
+ */
+import { applyDecorators, type ExecutionContext, SetMetadata } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+
+/** Resources a token can be granted access to (decisions §5). */
+export const RESOURCES = [
+  'contacts',
+  'fields',
+  'campaigns',
+  'assets',
+  'categories',
+  'pointGroups',
+  'reports',
+  'textMessages',
+  'notifications',
+  'deals',
+  'activities',
+  'tokens',
+] as const;
+export type Resource = (typeof RESOURCES)[number];
+export const ACTIONS = ['read', 'write', 'delete'] as const;
+export type Action = (typeof ACTIONS)[number];
+
+/** Every permission a token can hold: `<resource>:<action>` for each pair, plus `*` (everything). */
+export const PERMISSIONS = ['*', ...RESOURCES.flatMap((r) => ACTIONS.map((a) => `${r}:${a}` as const))] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+
+export const PERMISSION_KEY = 'sf:permission';
+/** Any valid token, whatever its permissions (shown as "authenticated" in GET /api/endpoints). */
+export const AUTHENTICATED = 'authenticated';
+export const PUBLIC_KEY = 'sf:public';
+export const CREDENTIAL_KEY = 'sf:credential';
+/** Marks the catch-all route that answers unknown paths (404/405); it is not listed as an endpoint. */
+export const FALLBACK_ROUTE_KEY = 'sf:fallback-route';
+
+/**
+ * How a caller proves who it is on a route:
+ * - `none`: nothing (a @Public() route; a bearer token, when sent, still selects the rate-limit account);
+ * - `token`: `Authorization: Bearer <API token or OAuth access token>` (the default);
+ * - `token-or-basic`: a token as Bearer, or as the password of HTTP Basic (which browsers cache, so
+ *   such routes also refuse cross-origin state-changing requests);
+ * - `metrics-token`: `Authorization: Bearer <METRICS_TOKEN>`, or a token as for `token`;
+ * - `sms-signature`: `X-Signature: sha256=<HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>`.
+ */
+export const CREDENTIALS = ['none', 'token', 'token-or-basic', 'metrics-token', 'sms-signature'] as const;
+export type Credential = (typeof CREDENTIALS)[number];
+
+/** The permission a route needs from a token. Every route carries this, @Authenticated(), @Public() or a credential of its own. */
+export const RequirePermission = (permission: Permission) => SetMetadata(PERMISSION_KEY, permission);
+
+/** A route any valid token may call, whatever its permissions (e.g. GET /api/version). */
+export const Authenticated = () => SetMetadata(PERMISSION_KEY, AUTHENTICATED);
+
+/** A route reachable without any credential (health, public asset download, OAuth token endpoint). */
+export const Public = () => applyDecorators(SetMetadata(PUBLIC_KEY, true), SetMetadata(CREDENTIAL_KEY, 'none'));
+
+/** The route takes a token as Bearer or as the password of HTTP Basic (a browser page such as the queue dashboard). */
+export const AcceptsBasicAuth = () => SetMetadata(CREDENTIAL_KEY, 'token-or-basic');
+
+/** The route takes `Bearer <METRICS_TOKEN>` (a Prometheus scraper) besides a token holding its permission. */
+export const AcceptsMetricsToken = () => SetMetadata(CREDENTIAL_KEY, 'metrics-token');
+
+/** The route is called by the SMS gateway, which signs the raw body with SMS_WEBHOOK_SECRET; no token. */
+export const SignedBySmsGateway = () => SetMetadata(CREDENTIAL_KEY, 'sms-signature');
+
+/** Label shown as the permission of a route that needs no token permission but a signature. */
+export const SIGNATURE_PERMISSION = 'signature';
+
+/** What a route needs, read from its metadata (handler first, then controller). */
+export interface RouteAccess {
+  credential: Credential;
+  /** A permission, `authenticated`, `public`, or `signature` (sms-signature routes). */
+  permission: string | null;
+}
+
+const reflector = new Reflector();
+
+/** The access rule of a handler in a controller (also used by the route table). */
+export function routeAccessOf(handler: object, controller: object): RouteAccess {
+  const targets = [handler, controller] as Parameters<Reflector['getAllAndOverride']>[1];
+  const isPublic = reflector.getAllAndOverride<boolean | undefined>(PUBLIC_KEY, targets) === true;
+  const credential = reflector.getAllAndOverride<Credential | undefined>(CREDENTIAL_KEY, targets) ?? (isPublic ? 'none' : 'token');
+  if (credential === 'none') return { credential, permission: 'public' };
+  if (credential === 'sms-signature') return { credential, permission: SIGNATURE_PERMISSION };
+  return { credential, permission: reflector.getAllAndOverride<string | undefined>(PERMISSION_KEY, targets) ?? null };
+}
+
+/** The access rule of the route a request reached. */
+export function routeAccess(context: ExecutionContext): RouteAccess {
+  return routeAccessOf(context.getHandler(), context.getClass());
+}
+
+export function isFallbackRoute(context: ExecutionContext): boolean {
+  return reflector.getAllAndOverride<boolean | undefined>(FALLBACK_ROUTE_KEY, [context.getHandler(), context.getClass()]) === true;
+}
