@@ -206,7 +206,7 @@ describe('platform: plan limits', () => {
     const a = `Bearer ${await app.token('*', { user: 'basic@example.com', plan: 'basic' })}`;
     const b = `Bearer ${await app.token('*', { user: 'basic@example.com', name: 'second token' })}`;
     const statuses: number[] = [];
-    let last;
+    let last: { status: number; body: unknown; headers: Record<string, string> } | undefined;
     for (let i = 0; i < 7; i++) {
       const target = i % 2 === 0 ? app : second;
       last = await target.http.get('/api/contacts').set('Authorization', i % 3 === 0 ? a : b);

@@ -228,7 +228,7 @@ export class FieldsService {
   /** Copies a body onto the entity and checks the result as a whole (type, properties, default, window). */
   private assign(f: Field, dto: UpdateFieldDto, mode: Mode) {
     const errors: ErrorDetail[] = [];
-    const has = <K extends keyof UpdateFieldDto>(k: K) => dto[k] !== undefined;
+    const has = (k: keyof UpdateFieldDto) => dto[k] !== undefined;
     const take = <K extends keyof UpdateFieldDto, V>(k: K, fallback: V, apply: (v: NonNullable<UpdateFieldDto[K]> | V) => void) => {
       if (dto[k] !== undefined && dto[k] !== null) apply(dto[k] as NonNullable<UpdateFieldDto[K]>);
       else if (mode !== 'patch' || dto[k] === null) apply(fallback);
