@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { aliasFrom, withGeneratedAlias } from '../common/alias.js';
+import { RESERVED_PROPERTY_NAMES } from '../common/request-text.middleware.js';
 import { stampCreated, stampModified } from '../common/audit.js';
 import { isUniqueViolation } from '../common/constraints.js';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
@@ -140,7 +141,8 @@ export class FieldsService {
       const base = /^[a-z]/.test(raw) ? raw : `field_${raw}`.slice(0, 64);
       saved = await withGeneratedAlias(
         base,
-        await this.fields.aliasesLike(object, base),
+        // Names of built-in object members are never aliases (their values could not be sent).
+        new Set([...(await this.fields.aliasesLike(object, base)), ...RESERVED_PROPERTY_NAMES]),
         (alias) => this.fields.insert(Object.assign(field, { alias })),
         (e) => isUniqueViolation(e, 'fields_object_alias_uq'),
       );
