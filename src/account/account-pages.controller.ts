@@ -69,7 +69,11 @@ export class AccountPagesController {
       sendPage(res, 201, secretPage(chromeOf(req), token));
     } catch (e) {
       if (!(e instanceof AppError) || e.status >= 500) throw e;
-      sendPage(res, e.status, newTokenPage(chromeOf(req), { mayGrantAll: principal.permissions.has('*'), granted: principal.permissions, values, error: e.message }));
+      sendPage(
+        res,
+        e.status,
+        newTokenPage(chromeOf(req), { mayGrantAll: principal.permissions.has('*'), granted: principal.permissions, values, error: e.message }),
+      );
     }
   }
 

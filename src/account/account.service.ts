@@ -8,16 +8,7 @@ import { TokensService } from '../auth/tokens.service.js';
 import { type UserAccount as User, UsersService } from '../auth/users.service.js';
 import { AccountRepository } from './account.repository.js';
 import { decoyHash, hashPassword, passwordProblem, verifyPassword } from './passwords.js';
-import {
-  hashToken,
-  INVITATION_TTL_MS,
-  needsTouch,
-  newOpaqueToken,
-  sessionExpiry,
-  sessionState,
-  SIGN_IN_WINDOW_MS,
-  signInWait,
-} from './session.rules.js';
+import { hashToken, INVITATION_TTL_MS, needsTouch, newOpaqueToken, sessionExpiry, sessionState, SIGN_IN_WINDOW_MS, signInWait } from './session.rules.js';
 
 /** A signed-in console user, resolved from the session cookie by SessionGuard. */
 export interface ConsoleSession {

@@ -57,7 +57,7 @@ export class ConsoleGuard implements CanActivate {
     }
     if (SAFE.has(req.method) || access === 'open') return true;
     this.checkOrigin(req);
-    const sent = typeof (req.body as Record<string, unknown> | undefined)?._csrf === 'string' ? ((req.body as Record<string, string>)._csrf) : '';
+    const sent = typeof (req.body as Record<string, unknown> | undefined)?._csrf === 'string' ? (req.body as Record<string, string>)._csrf : '';
     const expected = access === 'session' ? req.console!.csrfToken : (cookies.get(LOGIN_CSRF_COOKIE) ?? '');
     if (!sameToken(sent, expected)) {
       throw new AppError('forbidden', 'The form has expired or did not come from this site; reload the page and try again');

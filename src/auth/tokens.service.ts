@@ -156,7 +156,13 @@ export class TokensService implements OnModuleInit {
    * With `parentTokenId` (the token that asked for it), only while that token is active: null when
    * it was revoked or expired in the meantime.
    */
-  async create(userId: number, name: string, permissions: string[], expiresAt: Date | null, parentTokenId: number | null = null): Promise<{ id: number; secret: string } | null> {
+  async create(
+    userId: number,
+    name: string,
+    permissions: string[],
+    expiresAt: Date | null,
+    parentTokenId: number | null = null,
+  ): Promise<{ id: number; secret: string } | null> {
     const secret = newSecret(API_TOKEN_PREFIX);
     const id = await this.apiTokens.insert({
       userId,

@@ -10,9 +10,7 @@ import { RouteTable } from './route-table.js';
  * HTTP status → code, for errors that do not come from our own AppError (Nest, Express, body-parser).
  * Only the generic codes: the OAuth codes share statuses with them (400, 401) and are thrown explicitly.
  */
-const CODE_BY_STATUS: Record<number, ErrorCode> = Object.fromEntries(
-  Object.entries(GENERIC_ERROR_STATUS).map(([code, status]) => [status, code as ErrorCode]),
-) as Record<number, ErrorCode>;
+const CODE_BY_STATUS: Record<number, ErrorCode> = Object.fromEntries(Object.entries(GENERIC_ERROR_STATUS).map(([code, status]) => [status, code as ErrorCode]));
 
 /** PostgreSQL SQLSTATEs that mean "the database is not reachable right now", not "the query is wrong". */
 const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08006']);
@@ -23,9 +21,7 @@ function isDatabaseUnavailable(err: unknown): boolean {
   const code = e?.driverError?.code ?? e?.code;
   if (code && (PG_UNAVAILABLE.has(code) || NET_UNAVAILABLE.has(code))) return true;
   const msg = e?.message ?? '';
-  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
-    msg,
-  );
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(msg);
 }
 
 /**

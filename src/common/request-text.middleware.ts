@@ -116,14 +116,18 @@ export function requestTextMiddleware(req: Request, _res: Response, next: NextFu
   const details: ErrorDetail[] = [];
   if (!inspectPath(rawPath)) {
     if ((req.method === 'GET' || req.method === 'HEAD') && ASSET_DOWNLOAD.test(rawPath)) {
-      return next(new AppError('not_found', 'No published asset at this address'));
+      next(new AppError('not_found', 'No published asset at this address'));
+      return;
     }
     details.push({ field: 'path', message: `${TEXT_MESSAGE} (percent-encodings must decode to UTF-8)` });
   }
   if (q >= 0) details.push(...inspectQuery(url.slice(q + 1)));
   const body: unknown = req.body;
   if (body !== null && typeof body === 'object' && !Buffer.isBuffer(body)) details.push(...inspectBody(body));
-  if (!details.length) return next();
+  if (!details.length) {
+    next();
+    return;
+  }
   const summary = details
     .slice(0, 5)
     .map((d) => `${d.field}: ${d.message}`)

@@ -45,7 +45,6 @@ export const FIELD_COLLECTION_LIST_SPEC: ListSpec = {
   filters: { ...FIELD_LIST_SPEC.filters, object: { type: 'string', column: 'f.object', values: FIELD_OBJECTS } },
 };
 
-
 export type FieldRecord = ReturnType<FieldsService['toRecord']>;
 type Mode = 'create' | 'replace' | 'patch';
 
@@ -84,7 +83,7 @@ export class FieldsService {
       defaultValue: f.defaultValue,
       isRequired: f.isRequired,
       isPubliclyUpdatable: f.isPubliclyUpdatable,
-      isUniqueIdentifier: f.isUniqueIdentifier === true,
+      isUniqueIdentifier: f.isUniqueIdentifier,
       properties: empty ? [] : props,
     };
   }
@@ -230,7 +229,7 @@ export class FieldsService {
     const errors: ErrorDetail[] = [];
     const has = (k: keyof UpdateFieldDto) => dto[k] !== undefined;
     const take = <K extends keyof UpdateFieldDto, V>(k: K, fallback: V, apply: (v: NonNullable<UpdateFieldDto[K]> | V) => void) => {
-      if (dto[k] !== undefined && dto[k] !== null) apply(dto[k] as NonNullable<UpdateFieldDto[K]>);
+      if (dto[k] !== undefined && dto[k] !== null) apply(dto[k]);
       else if (mode !== 'patch' || dto[k] === null) apply(fallback);
     };
     for (const k of ['label', 'type', 'order', 'isRequired', 'isPubliclyUpdatable', 'isUniqueIdentifier', 'isPublished'] as const) {

@@ -113,7 +113,11 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
               await existing.remove().catch(() => undefined);
             }
           }
-          const job = await queue.add(name, payload, { ...this.jobOptions(name), jobId, delay: options.delayMs && options.delayMs > 0 ? options.delayMs : undefined });
+          const job = await queue.add(name, payload, {
+            ...this.jobOptions(name),
+            jobId,
+            delay: options.delayMs && options.delayMs > 0 ? options.delayMs : undefined,
+          });
           return { id: job.id! };
         })(),
         ENQUEUE_TIMEOUT_MS,
@@ -149,7 +153,9 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
     await withTimeout(
       queue.upsertJobScheduler(
         id,
-        options.pattern ? { pattern: options.pattern, tz: 'UTC', startDate: options.startDate } : { every: options.everyMs ?? 60_000, startDate: options.startDate },
+        options.pattern
+          ? { pattern: options.pattern, tz: 'UTC', startDate: options.startDate }
+          : { every: options.everyMs ?? 60_000, startDate: options.startDate },
         { name, data: payload, opts: { attempts, backoff, removeOnComplete, removeOnFail } },
       ),
       ENQUEUE_TIMEOUT_MS,
@@ -174,7 +180,10 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
 
   private createWorker(queueName: QueueName): Worker {
     const worker = new Worker(queueName, (job: Job, token?: string) => this.process(job, token), {
-      connection: this.redis.connectionOptions({ maxRetriesPerRequest: null, connectionName: `${this.config.redisPrefix}-worker-${queueName}` }) as ConnectionOptions,
+      connection: this.redis.connectionOptions({
+        maxRetriesPerRequest: null,
+        connectionName: `${this.config.redisPrefix}-worker-${queueName}`,
+      }) as ConnectionOptions,
       prefix: this.config.redisPrefix,
       concurrency: CONCURRENCY[queueName],
       lockDuration: this.config.jobLockMs,

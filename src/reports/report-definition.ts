@@ -102,7 +102,10 @@ export function validateFilters(type: ReportType, filters: unknown): ErrorDetail
       });
     }
   }
-  if (f.salesTeam !== undefined && (typeof f.salesTeam !== 'string' || f.salesTeam.trim() === '' || f.salesTeam.length > 100 || f.salesTeam.includes('\u0000'))) {
+  if (
+    f.salesTeam !== undefined &&
+    (typeof f.salesTeam !== 'string' || f.salesTeam.trim() === '' || f.salesTeam.length > 100 || f.salesTeam.includes('\u0000'))
+  ) {
     errors.push({ field: 'filters.salesTeam', message: 'must be a non-empty string of at most 100 characters' });
   }
   if (f.products !== undefined) {
@@ -247,9 +250,9 @@ export function shapeSalesResult(rows: Record<string, unknown>[], columns: reado
   const totalRow = rows.find((r) => r.__total === true);
   const detail = rows.filter((r) => r.__total !== true);
   const hasDims = columns.some((c) => c === 'date' || c === 'product' || c === 'salesperson');
-  const data = (hasDims ? detail : totalRow ? [totalRow] : []).slice(0, MAX_RESULT_ROWS).map((r) =>
-    projectRow({ ...r, revenue: Number(r.revenue ?? 0), quantity: Number(r.quantity ?? 0) }, columns),
-  );
+  const data = (hasDims ? detail : totalRow ? [totalRow] : [])
+    .slice(0, MAX_RESULT_ROWS)
+    .map((r) => projectRow({ ...r, revenue: Number(r.revenue ?? 0), quantity: Number(r.quantity ?? 0) }, columns));
   return {
     data,
     summary: {
@@ -267,12 +270,7 @@ export function shapeMarketingResult(rows: Record<string, unknown>[], columns: r
   const sum = (k: string) => rows.reduce((acc, r) => acc + n(r, k), 0);
   const kept = rows.slice(0, MAX_RESULT_ROWS);
   return {
-    data: kept.map((r) =>
-      projectRow(
-        Object.fromEntries(Object.entries(r).map(([k, v]) => [k, k === 'campaign' ? v : Number(v)])),
-        columns,
-      ),
-    ),
+    data: kept.map((r) => projectRow(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, k === 'campaign' ? v : Number(v)])), columns)),
     summary: {
       totalCampaigns: kept.length,
       totalMembers: sum('members'),
