@@ -264,7 +264,8 @@ async function main(argv: string[]): Promise<number> {
 
 main(process.argv.slice(2))
   .then((code) => process.exit(code))
-  .catch((e: Error) => {
+  .catch((thrown: unknown) => {
+    const e = thrown instanceof Error ? thrown : new Error(String(thrown));
     if (e instanceof UsageError || e instanceof ConfigError || (e as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`error: ${e.message}\n${e instanceof UsageError ? USAGE + '\n' : ''}`);
       process.exit(64);

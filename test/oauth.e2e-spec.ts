@@ -329,7 +329,8 @@ describe('OAuth2 endpoints', () => {
         undefined,
         auth === 'basic' ? oidc.ClientSecretBasic(c.secret) : oidc.ClientSecretPost(c.secret),
       );
-      oidc.allowInsecureRequests(config); // plain HTTP on the loopback test server
+      // eslint-disable-next-line @typescript-eslint/no-deprecated -- openid-client marks it deprecated only to make it stand out; the loopback test server speaks plain HTTP
+      oidc.allowInsecureRequests(config);
       return config;
     }
 

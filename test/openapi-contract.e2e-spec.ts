@@ -131,7 +131,7 @@ describe('the OpenAPI document against the running server', () => {
     const content = documented.content ?? {};
     const json = content['application/json'];
     if (!json) return null; // documented without a JSON body (a file, a 304, text metrics)
-    if (!String(res.headers['content-type'] ?? '').startsWith('application/json'))
+    if (!(res.headers['content-type'] ?? '').startsWith('application/json'))
       return `status ${res.status} documented as application/json, got ${res.headers['content-type']}`;
     if (!json.schema) return null;
     const key = `${method} ${path} ${res.status}`;
@@ -313,10 +313,7 @@ describe('the OpenAPI document against the running server', () => {
         const servedElsewhere = Object.entries(doc.paths).some(([other, o]) => other !== path && o[m] && templateMatches(other, url));
         if (servedElsewhere) continue;
         const res = await app.http[m](url).set('Authorization', admin);
-        const allow = String(res.headers.allow ?? '')
-          .split(/,\s*/)
-          .filter(Boolean)
-          .sort();
+        const allow = (res.headers.allow ?? '').split(/,\s*/).filter(Boolean).sort();
         if (res.status !== 405 || (res.body as { error?: { code?: string } }).error?.code !== 'method_not_allowed')
           failures.push(`${m.toUpperCase()} ${url}: ${res.status}`);
         else {

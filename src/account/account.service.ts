@@ -93,7 +93,9 @@ export class AccountService {
       ip: meta.ip,
       userAgent: meta.userAgent?.slice(0, 300) ?? null,
     });
-    void this.repo.deleteStale().catch((e: Error) => this.logger.warn({ msg: 'could not delete stale sessions', err: e.message }));
+    void this.repo
+      .deleteStale()
+      .catch((e: unknown) => this.logger.warn({ msg: 'could not delete stale sessions', err: e instanceof Error ? e.message : String(e) }));
     return { token };
   }
 

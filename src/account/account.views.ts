@@ -6,8 +6,9 @@ import { ACTIONS, RESOURCES } from '../auth/permissions.js';
 import type { AccountTokenRecord } from '../auth/account-tokens.service.js';
 import type { NotificationRecord } from '../notifications/notifications.service.js';
 
-export const esc = (v: unknown): string =>
-  String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+// eslint-disable-next-line @typescript-eslint/no-base-to-string -- page values are strings, numbers and Dates, whose String() is their text; render() unwraps Html and arrays first
+export const esc = (v: unknown): string => String(v ?? '').replace(/[&<>"']/g, (c) => ENTITIES[c] ?? c);
 
 type Html = { html: string };
 const raw = (html: string): Html => ({ html });

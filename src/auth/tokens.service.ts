@@ -118,7 +118,10 @@ export class TokensService implements OnModuleInit {
       return null;
     }
     if (this.config.tokenCacheTtlSeconds > 0 && epoch === this.revocations) {
-      if (this.cache.size >= CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
+      if (this.cache.size >= CACHE_MAX) {
+        const oldest = this.cache.keys().next();
+        if (!oldest.done) this.cache.delete(oldest.value);
+      }
       this.cache.set(hash, { principal, cachedAt: now });
     }
     this.touch(principal.apiTokenId, now);

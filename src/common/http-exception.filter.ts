@@ -30,9 +30,16 @@ function isDatabaseUnavailable(err: unknown): boolean {
  * error's cause and the request's content type, not by words in the message: multer's
  * "Unexpected file field" is not about JSON).
  */
+/** An HttpException's message as text: strings as they are, a structured message as JSON (never "[object Object]"). */
+function textOf(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'object' && v !== null) return JSON.stringify(v);
+  return String(v);
+}
+
 export function labelBodyError(exception: HttpException, req: Pick<Request, 'headers'>, message: string): string {
   const cause = (exception as { cause?: unknown }).cause as { type?: unknown } | undefined;
-  const contentType = String(req.headers?.['content-type'] ?? '').toLowerCase();
+  const contentType = (req.headers?.['content-type'] ?? '').toLowerCase();
   if (cause instanceof SyntaxError || cause?.type === 'entity.parse.failed') return `Malformed JSON body: ${message}`;
   if (cause instanceof Error && contentType.startsWith('multipart/')) {
     // multer's own errors (a MulterError has a LIMIT_* style code) refuse a well-formed body; busboy's mean it does not parse.
@@ -111,8 +118,8 @@ export class HttpExceptionFilter implements ExceptionFilter {
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       const response = exception.getResponse();
-      let message = typeof response === 'string' ? response : ((response as { message?: unknown }).message ?? exception.message);
-      if (Array.isArray(message)) message = message.join('; ');
+      const raw = typeof response === 'string' ? response : ((response as { message?: unknown }).message ?? exception.message);
+      let message = textOf(Array.isArray(raw) ? raw.join('; ') : raw);
       // The router's own 404 ("Cannot GET /x"): a known path with another method is a 405.
       if (status === 404 && typeof message === 'string' && message.startsWith('Cannot ')) {
         const allowed = this.routes.methodsFor(req.path);
@@ -127,14 +134,14 @@ export class HttpExceptionFilter implements ExceptionFilter {
         return { code: 'not_found', status: 404, message: `No route for ${req.method} ${req.path}` };
       }
       const code = CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal_error' : 'validation_failed');
-      if (status === 400) message = labelBodyError(exception, req, String(message));
+      if (status === 400) message = labelBodyError(exception, req, message);
       if (status === 413) message = 'Request body is larger than the configured limit';
-      if (status === 415) message = `Unsupported content type: ${String(message)}`;
+      if (status === 415) message = `Unsupported content type: ${message}`;
       if (status === 429) return { code: 'rate_limited', status, message: 'Rate limit exceeded; see Retry-After' };
       if (status >= 500) return { code: 'internal_error', status: 500, message: 'Internal server error' };
       // The OAuth2 endpoints answer RFC 6749's invalid_request for a body that does not parse.
-      if (code === 'validation_failed' && req.path.startsWith('/api/oauth/')) return { code: 'invalid_request', status: 400, message: String(message) };
-      return { code, status: code === 'validation_failed' ? 400 : status, message: String(message) };
+      if (code === 'validation_failed' && req.path.startsWith('/api/oauth/')) return { code: 'invalid_request', status: 400, message };
+      return { code, status: code === 'validation_failed' ? 400 : status, message };
     }
     if (isDatabaseUnavailable(exception)) {
       return { code: 'unavailable', status: 503, message: 'The database is unavailable; retry shortly', headers: { 'Retry-After': '5' } };

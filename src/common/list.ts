@@ -3,7 +3,7 @@
  * orderByDir and a resource's exact-match filters. Resources declare a ListSpec; nothing else
  * parses these parameters.
  */
-import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
+import type { DataSource, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { AppError, type ErrorDetail } from './errors.js';
 import { parseId } from './id.pipe.js';
 
@@ -189,10 +189,18 @@ export function applyListFilters<T extends ObjectLiteral>(qb: SelectQueryBuilder
     qb.andWhere(`${spec.searchExpression} LIKE :__search`, { __search: likePattern(q.search) });
   }
   for (const [name, value] of Object.entries(q.filters)) {
-    const f = spec.filters![name];
+    const f = spec.filters?.[name];
+    // parseListQuery accepts only the filters the spec declares.
+    if (!f) throw new Error(`list filter ${name} is not in the list spec`);
     qb.andWhere(`${f.column} = :__f_${name}`, { [`__f_${name}`]: value });
   }
   return qb;
+}
+
+/** The row count that the row_counts triggers keep for a table (bigint: pg answers it as a string). */
+async function countedRows(dataSource: DataSource, table: string): Promise<number> {
+  const rows: { n: string }[] = await dataSource.query(`SELECT coalesce(sum(n), 0)::bigint AS n FROM row_counts WHERE table_name = $1`, [table]);
+  return Number(rows[0].n);
 }
 
 /**
@@ -217,7 +225,7 @@ export async function paginate<T extends ObjectLiteral>(
     unfiltered && opts.scoped && opts.scopeCount
       ? await opts.scopeCount()
       : unfiltered && !opts.scoped && spec.countTable
-        ? Number((await qb.connection.query(`SELECT coalesce(sum(n), 0)::bigint AS n FROM row_counts WHERE table_name = $1`, [spec.countTable]))[0].n)
+        ? await countedRows(qb.dataSource, spec.countTable)
         : await qb.clone().orderBy().getCount();
   if (total === 0 || q.offset >= total) return { total, items: [] };
   const orderExpr = spec.sortable[q.orderBy] ?? idColumn;
@@ -240,9 +248,9 @@ export async function paginate<T extends ObjectLiteral>(
  * The `[rows, rowCount]` that TypeORM's `query()` answers for an UPDATE or DELETE (other statements
  * answer the rows alone), as named parts.
  */
-export function rowsAndCount<T = Record<string, unknown>>(result: unknown): { rows: T[]; count: number } {
+export function rowsAndCount(result: unknown): { rows: Record<string, unknown>[]; count: number } {
   if (Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number') {
-    return { rows: result[0] as T[], count: result[1] };
+    return { rows: result[0] as Record<string, unknown>[], count: result[1] };
   }
   throw new Error('expected the [rows, rowCount] result of an UPDATE or DELETE');
 }

@@ -260,7 +260,7 @@ export function completeOpenApi(document: OpenAPIObject, routes: RouteInfo[]): v
     if (readsAuthorization) {
       // The route reads the Authorization header itself (OAuth client authentication): HTTP Basic, optional.
       // OpenAPI ignores header parameters named Authorization, so it is a security requirement instead.
-      op.parameters = op.parameters!.filter((p) => !(p.in === 'header' && p.name.toLowerCase() === 'authorization'));
+      op.parameters = (op.parameters ?? []).filter((p) => !(p.in === 'header' && p.name.toLowerCase() === 'authorization'));
       op.security = [{}, { basic: [] }];
     } else {
       op.security = SECURITY_BY_CREDENTIAL[r.credential];
@@ -269,8 +269,8 @@ export function completeOpenApi(document: OpenAPIObject, routes: RouteInfo[]): v
     // Path ids: IdPipe takes 1..2147483647, anything else is a 404.
     const idParams = new Set(
       readArgs(r)
-        .filter((a) => a.data && (a.pipes ?? []).some((p) => p === IdPipe || p instanceof IdPipe))
-        .map((a) => a.data!),
+        .filter((a) => (a.pipes ?? []).some((p) => p === IdPipe || p instanceof IdPipe))
+        .flatMap((a) => (a.data ? [a.data] : [])),
     );
     for (const p of op.parameters ?? []) {
       if (p.in === 'path' && idParams.has(p.name)) p.schema = { type: 'integer', format: 'int32', minimum: 1, maximum: MAX_ID };
@@ -354,7 +354,10 @@ function mergeSameTemplates(document: OpenAPIObject): void {
       if (Object.keys(from).some((m) => m in into)) continue;
       const rename = new Map(names(path).map((n, i) => [n, names(target)[i]]));
       for (const [method, op] of Object.entries(from)) {
-        for (const p of op.parameters ?? []) if (p.in === 'path' && rename.has(p.name)) p.name = rename.get(p.name)!;
+        for (const p of op.parameters ?? []) {
+          const renamed = p.in === 'path' ? rename.get(p.name) : undefined;
+          if (renamed !== undefined) p.name = renamed;
+        }
         into[method] = op;
       }
       delete document.paths[path];

@@ -57,8 +57,7 @@ export function inspectBody(body: unknown): ErrorDetail[] {
   };
   const out: ErrorDetail[] = [];
   const stack: Node[] = [{ value: body, key: '', parent: null }];
-  while (stack.length && out.length < MAX_DETAILS) {
-    const node = stack.pop()!;
+  for (let node = stack.pop(); node && out.length < MAX_DETAILS; node = stack.pop()) {
     const v = node.value;
     if (typeof v === 'string') {
       if (!isValidText(v)) out.push({ field: pathOf(node), message: TEXT_MESSAGE });

@@ -12,8 +12,8 @@ const MAX_BODY_DEPTH = 32;
 export function nestingDepth(value: unknown, limit: number): number {
   let max = 0;
   const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length) {
-    const [v, depth] = stack.pop()!;
+  for (let entry = stack.pop(); entry; entry = stack.pop()) {
+    const [v, depth] = entry;
     if (v === null || typeof v !== 'object') continue;
     if (depth > max) max = depth;
     if (max > limit) return max;

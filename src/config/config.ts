@@ -140,7 +140,7 @@ function url(env: Env, name: string, protocols: string[]): string | null {
 
 function cron(env: Env, name: string, fallback: string): string {
   const v = str(env, name, fallback).trim();
-  if (!/^[0-9*\/,\- ]+$/.test(v) || ![5, 6].includes(v.split(/\s+/).length)) {
+  if (!/^[0-9*/,\- ]+$/.test(v) || ![5, 6].includes(v.split(/\s+/).length)) {
     throw new ConfigError(name, `must be a cron pattern of 5 or 6 fields (digits, *, /, ",", -), got "${v}"`);
   }
   return v;

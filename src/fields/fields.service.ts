@@ -192,7 +192,7 @@ export class FieldsService {
    * contact values when the alias changes, and the checks against contacts' stored values.
    */
   private async change(field: Field, dto: UpdateFieldDto, mode: 'patch' | 'replace', who: Principal, pathObject: FieldObject | undefined, tx: Tx) {
-    const before = { ...field };
+    const before = Object.assign(new Field(), field);
     this.checkObject(field, dto.object, pathObject);
     this.assign(field, dto, mode);
     if (dto.alias) field.alias = dto.alias;

@@ -118,7 +118,8 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
             jobId,
             delay: options.delayMs && options.delayMs > 0 ? options.delayMs : undefined,
           });
-          return { id: job.id! };
+          if (job.id === undefined) throw new Error(`BullMQ answered job ${name} without an id`);
+          return { id: job.id };
         })(),
         ENQUEUE_TIMEOUT_MS,
         'enqueue',
@@ -216,7 +217,8 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
   private async process(job: Job, token?: string): Promise<unknown> {
     const handler = this.handlers.get(job.name as JobName);
     if (!handler) throw new UnrecoverableError(`no handler registered for ${job.name}`);
-    const ctx: JobContext = { jobId: job.id!, attempt: job.attemptsMade + 1, maxAttempts: job.opts.attempts ?? 1 };
+    if (job.id === undefined) throw new UnrecoverableError(`job ${job.name} has no id`);
+    const ctx: JobContext = { jobId: job.id, attempt: job.attemptsMade + 1, maxAttempts: job.opts.attempts ?? 1 };
     const name = job.name as JobName;
     try {
       const result = await handler(job.data as never, ctx);

@@ -53,6 +53,13 @@ function utcDate(y: number, m: number, d: number): Date | null {
  * days; "last_7_days" and "last_30_days" include today; a custom range includes both end days.
  * Null for an invalid value.
  */
+/** The interval of a dateRange that validateFilters() already accepted. */
+function knownDateRange(range: string, now: Date): { from: Date; to: Date } {
+  const interval = dateRangeInterval(range, now);
+  if (!interval) throw new Error(`unknown dateRange ${range} reached the report query`);
+  return interval;
+}
+
 export function dateRangeInterval(range: string, now: Date): { from: Date; to: Date } | null {
   const y = now.getUTCFullYear();
   const m = now.getUTCMonth();
@@ -175,7 +182,7 @@ export function buildSalesQuery(filters: ReportFilters, columns: readonly string
   const params: unknown[] = [];
   const where = [`d.status = 'won'`];
   if (filters.dateRange) {
-    const range = dateRangeInterval(filters.dateRange, now)!;
+    const range = knownDateRange(filters.dateRange, now);
     params.push(range.from.toISOString(), range.to.toISOString());
     where.push(`d.closed_at >= $${params.length - 1}`, `d.closed_at < $${params.length}`);
   }
@@ -213,7 +220,7 @@ export function buildMarketingQuery(filters: ReportFilters, now: Date): BuiltQue
   let memberRange = '';
   let messageRange = '';
   if (filters.dateRange) {
-    const range = dateRangeInterval(filters.dateRange, now)!;
+    const range = knownDateRange(filters.dateRange, now);
     params.push(range.from.toISOString(), range.to.toISOString());
     memberRange = ` AND m.added_at >= $1 AND m.added_at < $2`;
     messageRange = ` AND t.created_at >= $1 AND t.created_at < $2`;

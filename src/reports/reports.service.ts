@@ -7,7 +7,7 @@ import { type ListSpec, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { JOB_IDS } from '../jobs/job-names.js';
 import { JobQueue } from '../jobs/job-queue.js';
-import { nextRunAt, REPORT_COLUMNS, type ReportFilters, REPORT_TYPES, validateColumns, validateFilters } from './report-definition.js';
+import { nextRunAt, REPORT_COLUMNS, REPORT_TYPES, validateColumns, validateFilters } from './report-definition.js';
 import { CreateReportDto, UpdateReportDto } from './report.dto.js';
 import { Report } from './report.entity.js';
 import { ReportsRepository } from './reports.repository.js';
