@@ -241,7 +241,9 @@ async function main(argv: string[]): Promise<number> {
           if (values.user && !owner) throw new UsageError(`no user with the email ${values.user}`);
           const iso = (d: Date | null) => (d ? new Date(d).toISOString() : '-');
           for (const t of await tokens.list(owner?.id)) {
-            out(`${t.id}\t${t.userEmail}\t${t.name}\t${t.prefix}…\t${t.permissions.join(',')}\t${t.state}\texpires=${iso(t.expiresAt)}\tlastUsed=${iso(t.lastUsedAt)}`);
+            out(
+              `${t.id}\t${t.userEmail}\t${t.name}\t${t.prefix}…\t${t.permissions.join(',')}\t${t.state}\texpires=${iso(t.expiresAt)}\tlastUsed=${iso(t.lastUsedAt)}`,
+            );
           }
           return 0;
         }
@@ -262,7 +264,8 @@ async function main(argv: string[]): Promise<number> {
 
 main(process.argv.slice(2))
   .then((code) => process.exit(code))
-  .catch((e: Error) => {
+  .catch((thrown: unknown) => {
+    const e = thrown instanceof Error ? thrown : new Error(String(thrown));
     if (e instanceof UsageError || e instanceof ConfigError || (e as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`error: ${e.message}\n${e instanceof UsageError ? USAGE + '\n' : ''}`);
       process.exit(64);

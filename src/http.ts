@@ -65,8 +65,18 @@ function buildOpenApi(app: NestExpressApplication, config: AppConfig): OpenAPIOb
     .addServer(config.baseUrl)
     .addBearerAuth()
     // HTTP Basic: OAuth client authentication (RFC 6749 §2.3.1) on the token endpoints, and an API token as the password on browser pages.
-    .addBasicAuth({ type: 'http', scheme: 'basic', description: 'OAuth client credentials on the token endpoints; an API token as the password (any user name) on browser pages' }, 'basic')
-    .addApiKey({ type: 'apiKey', in: 'header', name: 'X-Signature', description: 'sha256=<hex HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>' }, 'smsSignature');
+    .addBasicAuth(
+      {
+        type: 'http',
+        scheme: 'basic',
+        description: 'OAuth client credentials on the token endpoints; an API token as the password (any user name) on browser pages',
+      },
+      'basic',
+    )
+    .addApiKey(
+      { type: 'apiKey', in: 'header', name: 'X-Signature', description: 'sha256=<hex HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>' },
+      'smsSignature',
+    );
   const document = SwaggerModule.createDocument(app, builder.build());
   // Who may call each operation, its error answers, path ids, list parameters and body rules, from the same route table as GET /api/endpoints.
   completeOpenApi(document, app.get(RouteTable).all());

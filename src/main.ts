@@ -61,7 +61,7 @@ async function main(): Promise<void> {
     const http = await NestFactory.create<NestExpressApplication>(module, { logger: appLogger, bodyParser: false, rawBody: true });
     configureHttp(http, config);
     await http.listen(config.port, config.host);
-    server = http.getHttpServer() as Server;
+    server = http.getHttpServer();
     answerClientErrors(server);
     // Count in-flight requests at the HTTP server itself, so shutdown can wait for every one of them;
     // while draining, ask keep-alive clients to reconnect (to another instance) after this response.

@@ -172,14 +172,24 @@ describe('account console: sign-in and sessions', () => {
     expect(ok.status).toBe(303);
     expect((await browse(app, jar, '/account')).status).toBe(200);
     // Used once: the same link does nothing again.
-    const again = await browse(app, new Jar(), '/account/invitation', { _csrf: csrf, token: secret, password: 'another long password', confirm: 'another long password' }, { Cookie: `sf_login_csrf=${csrf}` });
+    const again = await browse(
+      app,
+      new Jar(),
+      '/account/invitation',
+      { _csrf: csrf, token: secret, password: 'another long password', confirm: 'another long password' },
+      { Cookie: `sf_login_csrf=${csrf}` },
+    );
     expect(again.status).toBe(404);
     expect((await signIn(app, new Jar(), 'dan@example.com', PASSWORD)).status).toBe(303);
   });
 
   it('lists the console routes in GET /api/endpoints: the signed-in pages as "session", the doors as "public"', async () => {
     const admin = `Bearer ${await app.token('*', { user: 'root@example.com' })}`;
-    const endpoints = (await app.http.get('/api/endpoints').set('Authorization', admin)).body.endpoints as { method: string; path: string; permission: string }[];
+    const endpoints = (await app.http.get('/api/endpoints').set('Authorization', admin)).body.endpoints as {
+      method: string;
+      path: string;
+      permission: string;
+    }[];
     const console = endpoints.filter((e) => e.path.startsWith('/account'));
     expect(console).toEqual(
       expect.arrayContaining([

@@ -66,7 +66,11 @@ describe('account tokens', () => {
     expectError(await create(alice, { name: 'x', permissions: 'contacts:read' }), 400, 'validation_failed');
     expectError(await create(alice, { permissions: ['contacts:read'] }), 400, 'validation_failed');
     expectError(await create(alice, { name: '', permissions: ['contacts:read'] }), 400, 'validation_failed');
-    const past = expectError(await create(alice, { name: 'x', permissions: ['contacts:read'], expiresAt: '2020-01-01T00:00:00+00:00' }), 400, 'validation_failed');
+    const past = expectError(
+      await create(alice, { name: 'x', permissions: ['contacts:read'], expiresAt: '2020-01-01T00:00:00+00:00' }),
+      400,
+      'validation_failed',
+    );
     expect(past.details).toEqual([{ field: 'expiresAt', message: 'must be in the future' }]);
     expectError(await create(alice, { name: 'x', permissions: ['contacts:read'], expiresAt: '2099-01-01T00:00:00' }), 400, 'validation_failed');
     const extra = expectError(await create(alice, { name: 'x', permissions: ['contacts:read'], secret: 'sf_mine' }), 400, 'validation_failed');
@@ -123,14 +127,19 @@ describe('account tokens', () => {
   describe('isolation between users', () => {
     it("a user never sees or touches another user's tokens (404)", async () => {
       const mine = (await create(alice, { name: 'alice private', permissions: ['contacts:read'] })).body.token;
-      const grant = await app.http.post('/api/oauth/v2/token').type('form').send({ grant_type: 'client_credentials', client_id: String(mine.id), client_secret: mine.secret });
+      const grant = await app.http
+        .post('/api/oauth/v2/token')
+        .type('form')
+        .send({ grant_type: 'client_credentials', client_id: String(mine.id), client_secret: mine.secret });
       const at = bearer(grant.body.access_token);
 
       const bobList = await app.http.get(`${BASE}?limit=200`).set('Authorization', bob);
       expect(bobList.status).toBe(200);
       expect(bobList.body.tokens.map((t: { id: number }) => t.id)).not.toContain(mine.id);
       expect(bobList.body.tokens.map((t: { name: string }) => t.name)).not.toContain('alice private');
-      const [{ n }] = await app.sql<{ n: number }>(`SELECT count(*)::int AS n FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE u.email = 'bob@example.com'`);
+      const [{ n }] = await app.sql<{ n: number }>(
+        `SELECT count(*)::int AS n FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE u.email = 'bob@example.com'`,
+      );
       expect(bobList.body.total).toBe(n);
 
       expectError(await app.http.get(`${BASE}/${mine.id}`).set('Authorization', bob), 404, 'not_found');
@@ -140,7 +149,9 @@ describe('account tokens', () => {
       // neither the token nor the access tokens issued from it were touched
       expect((await app.http.get('/api/contacts').set('Authorization', bearer(mine.secret))).status).toBe(200);
       expect((await app.http.get('/api/contacts').set('Authorization', at)).status).toBe(200);
-      const [row] = await app.sql<{ n: number }>('SELECT count(*)::int AS n FROM oauth_access_tokens WHERE api_token_id = $1 AND revoked_at IS NULL', [mine.id]);
+      const [row] = await app.sql<{ n: number }>('SELECT count(*)::int AS n FROM oauth_access_tokens WHERE api_token_id = $1 AND revoked_at IS NULL', [
+        mine.id,
+      ]);
       expect(row.n).toBe(1);
       expect((await app.http.get(`${BASE}/${mine.id}`).set('Authorization', alice)).body.token.state).toBe('active');
     });
@@ -190,7 +201,9 @@ describe('account tokens', () => {
 
     it('an access token revoking its own parent loses access at once', async () => {
       const parent = (await create(alice, { name: 'parent', permissions: ['tokens:delete', 'contacts:read'] })).body.token;
-      const grant = await app.http.post('/api/oauth/v2/token').send({ grant_type: 'client_credentials', client_id: String(parent.id), client_secret: parent.secret });
+      const grant = await app.http
+        .post('/api/oauth/v2/token')
+        .send({ grant_type: 'client_credentials', client_id: String(parent.id), client_secret: parent.secret });
       const at = bearer(grant.body.access_token);
       expect((await app.http.delete(`${BASE}/${parent.id}`).set('Authorization', at)).status).toBe(200);
       expectError(await app.http.get('/api/contacts').set('Authorization', at), 401, 'unauthorized');
@@ -208,10 +221,10 @@ describe('account tokens', () => {
         const child = await create(auth, { name: 'child', permissions: ['contacts:read'], ...(expiresAt === undefined ? {} : { expiresAt }) });
         expect(child.status).toBe(201);
         expect(new Date(child.body.token.expiresAt).getTime()).toBe(parentExpiry);
-        const [row] = await app.sql<{ same: boolean }>('SELECT c.expires_at = p.expires_at AS same FROM api_tokens c, api_tokens p WHERE c.id = $1 AND p.id = $2', [
-          child.body.token.id,
-          parent.id,
-        ]);
+        const [row] = await app.sql<{ same: boolean }>(
+          'SELECT c.expires_at = p.expires_at AS same FROM api_tokens c, api_tokens p WHERE c.id = $1 AND p.id = $2',
+          [child.body.token.id, parent.id],
+        );
         expect(row.same).toBe(true);
       }
       const earlier = await create(auth, { name: 'shorter', permissions: ['contacts:read'], expiresAt: inMinutes(5) });
@@ -229,7 +242,9 @@ describe('account tokens', () => {
       const child = (await create(bearer(parent.secret), { name: 'child', permissions: ['tokens:write', 'contacts:read'] })).body.token;
       const grandchild = (await create(bearer(child.secret), { name: 'grandchild', permissions: ['contacts:read'] })).body.token;
       const sibling = (await create(alice, { name: 'unrelated', permissions: ['contacts:read'] })).body.token;
-      const grant = await app.http.post('/api/oauth/v2/token').send({ grant_type: 'client_credentials', client_id: String(grandchild.id), client_secret: grandchild.secret });
+      const grant = await app.http
+        .post('/api/oauth/v2/token')
+        .send({ grant_type: 'client_credentials', client_id: String(grandchild.id), client_secret: grandchild.secret });
       const at = bearer(grant.body.access_token);
       for (const t of [bearer(parent.secret), bearer(child.secret), bearer(grandchild.secret), at]) {
         expect((await app.http.get('/api/contacts').set('Authorization', t)).status).toBe(200);
@@ -280,17 +295,20 @@ describe('account tokens', () => {
   });
 
   describe('listing', () => {
-    it('lists the caller\'s tokens with states, paging and ordering, never secrets', async () => {
+    it("lists the caller's tokens with states, paging and ordering, never secrets", async () => {
       const expired = (await create(alice, { name: 'soon expired', permissions: ['contacts:read'] })).body.token;
       await app.sql(`UPDATE api_tokens SET expires_at = now() - interval '1 second' WHERE id = $1`, [expired.id]);
       const res = await app.http.get(`${BASE}?orderBy=name&orderByDir=desc&limit=200`).set('Authorization', alice);
       expect(res.status).toBe(200);
-      const [{ n }] = await app.sql<{ n: number }>(`SELECT count(*)::int AS n FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE u.email = 'alice@example.com'`);
+      const [{ n }] = await app.sql<{ n: number }>(
+        `SELECT count(*)::int AS n FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE u.email = 'alice@example.com'`,
+      );
       expect(res.body.total).toBe(n);
       expect(res.body.tokens).toHaveLength(n);
       const names = res.body.tokens.map((t: { name: string }) => t.name);
       expect(names).toEqual([...names].sort((a: string, b: string) => (a < b ? 1 : a > b ? -1 : 0)));
-      for (const t of res.body.tokens) expect(Object.keys(t).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'permissions', 'prefix', 'revokedAt', 'state']);
+      for (const t of res.body.tokens)
+        expect(Object.keys(t).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'permissions', 'prefix', 'revokedAt', 'state']);
       expect(res.body.tokens.find((t: { id: number }) => t.id === expired.id).state).toBe('expired');
       expect(new Set(res.body.tokens.map((t: { state: string }) => t.state))).toEqual(new Set(['active', 'expired', 'revoked']));
 

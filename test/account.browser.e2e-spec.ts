@@ -39,7 +39,15 @@ describe('account console in Chromium', () => {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1280, height: 800 },
     });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url });
@@ -184,7 +192,10 @@ describe('account console in Chromium', () => {
 
   it('signs out: the session ends and the pages ask to sign in again', async () => {
     await page.goto(`${app.url}/account`);
-    await page.getByRole('button', { name: /Sign out/ }).first().click();
+    await page
+      .getByRole('button', { name: /Sign out/ })
+      .first()
+      .click();
     await page.waitForLoadState();
     expect(new URL(page.url()).pathname).toBe('/account/login');
     await page.goto(`${app.url}/account/tokens`);

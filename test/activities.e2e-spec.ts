@@ -30,7 +30,14 @@ describe('activities', () => {
 
   describe('create', () => {
     it('creates through POST /api/activities with 201 and a snake_case record', async () => {
-      const res = await create({ type: 'meeting', subject: 'Kick-off', contact_id: contactId, due_date: '2026-11-21T10:15:00-05:00', notes: 'Bring slides', outcome: 'scheduled' });
+      const res = await create({
+        type: 'meeting',
+        subject: 'Kick-off',
+        contact_id: contactId,
+        due_date: '2026-11-21T10:15:00-05:00',
+        notes: 'Bring slides',
+        outcome: 'scheduled',
+      });
       expect(res.status).toBe(201);
       expect(res.body).toEqual({
         activity: {
@@ -100,7 +107,10 @@ describe('activities', () => {
       expect(p1.body.activity).toMatchObject({ subject: 'Patchable', notes: 'n', outcome: 'done', due_date: '2026-01-01T00:00:00+00:00', modifiedBy: adminId });
       expect(p1.body.activity.modifiedAt).toMatch(ISO);
       const other = await newContact('Other activity contact');
-      const p2 = await app.http.patch(`/api/activities/${a.id}`).set('Authorization', auth).send({ type: 'meeting', notes: null, due_date: null, contact_id: other });
+      const p2 = await app.http
+        .patch(`/api/activities/${a.id}`)
+        .set('Authorization', auth)
+        .send({ type: 'meeting', notes: null, due_date: null, contact_id: other });
       expect(p2.status).toBe(200);
       expect(p2.body.activity).toMatchObject({ type: 'meeting', notes: null, due_date: null, contact_id: other, outcome: 'done' });
       for (const body of [{ type: null }, { subject: null }, { contact_id: null }, { contact_id: 987654 }, { type: 'fax' }, { subject: ' ' }, { id: 1 }]) {
@@ -111,13 +121,20 @@ describe('activities', () => {
 
     it('PUT replaces (200, omitted properties reset) or creates with a new id (201)', async () => {
       const a = await newActivity({ subject: 'Replaceable', notes: 'n', outcome: 'o', due_date: '2026-01-01T00:00:00Z' });
-      const put = await app.http.put(`/api/activities/${a.id}/edit`).set('Authorization', auth).send({ type: 'email', subject: 'Replaced', contact_id: contactId });
+      const put = await app.http
+        .put(`/api/activities/${a.id}/edit`)
+        .set('Authorization', auth)
+        .send({ type: 'email', subject: 'Replaced', contact_id: contactId });
       expect(put.status).toBe(200);
       expect(put.body.activity).toMatchObject({ id: a.id, type: 'email', subject: 'Replaced', notes: null, outcome: null, due_date: null });
       const created = await app.http.put('/api/activities/999999').set('Authorization', auth).send({ type: 'call', subject: 'By PUT', contact_id: contactId });
       expect(created.status).toBe(201);
       expect(created.body.activity.id).not.toBe(999999);
-      expectError(await app.http.put(`/api/activities/${a.id}`).set('Authorization', auth).send({ subject: 'No type', contact_id: contactId }), 400, 'validation_failed');
+      expectError(
+        await app.http.put(`/api/activities/${a.id}`).set('Authorization', auth).send({ subject: 'No type', contact_id: contactId }),
+        400,
+        'validation_failed',
+      );
     });
 
     it('DELETE answers the activity as it was, in both path styles', async () => {
@@ -185,7 +202,16 @@ describe('activities', () => {
     });
 
     it('refuses bad list parameters with 400', async () => {
-      for (const q of <Record<string, string>[]>[{ type: 'sms' }, { type: 'Call' }, { status: 'open' }, { limit: '0' }, { limit: 'ten' }, { page: '0' }, { orderBy: 'dueDate' }, { orderByDir: 'random' }]) {
+      for (const q of <Record<string, string>[]>[
+        { type: 'sms' },
+        { type: 'Call' },
+        { status: 'open' },
+        { limit: '0' },
+        { limit: 'ten' },
+        { page: '0' },
+        { orderBy: 'dueDate' },
+        { orderByDir: 'random' },
+      ]) {
         expectError(await list(q), 400, 'validation_failed');
       }
     });
@@ -197,11 +223,21 @@ describe('activities', () => {
       expectError(await app.http.get('/api/activities').set('Authorization', noActivities), 403, 'forbidden');
       expectError(await app.http.get(`/api/activities/${a.id}`).set('Authorization', noActivities), 403, 'forbidden');
       expect((await app.http.get('/api/activities').set('Authorization', readOnly)).status).toBe(200);
-      expectError(await app.http.post('/api/activities').set('Authorization', readOnly).send({ type: 'call', subject: 'x', contact_id: contactId }), 403, 'forbidden');
+      expectError(
+        await app.http.post('/api/activities').set('Authorization', readOnly).send({ type: 'call', subject: 'x', contact_id: contactId }),
+        403,
+        'forbidden',
+      );
       expectError(await app.http.patch(`/api/activities/${a.id}`).set('Authorization', readOnly).send({ subject: 'x' }), 403, 'forbidden');
-      expectError(await app.http.put(`/api/activities/${a.id}/edit`).set('Authorization', readOnly).send({ type: 'call', subject: 'x', contact_id: contactId }), 403, 'forbidden');
+      expectError(
+        await app.http.put(`/api/activities/${a.id}/edit`).set('Authorization', readOnly).send({ type: 'call', subject: 'x', contact_id: contactId }),
+        403,
+        'forbidden',
+      );
       expectError(await app.http.delete(`/api/activities/${a.id}/delete`).set('Authorization', readWrite), 403, 'forbidden');
-      expect((await app.http.post('/api/activities/new').set('Authorization', readWrite).send({ type: 'call', subject: 'By writer', contact_id: contactId })).status).toBe(201);
+      expect(
+        (await app.http.post('/api/activities/new').set('Authorization', readWrite).send({ type: 'call', subject: 'By writer', contact_id: contactId })).status,
+      ).toBe(201);
       expectError(await app.http.get('/api/activities'), 401, 'unauthorized');
     });
 

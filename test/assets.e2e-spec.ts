@@ -216,7 +216,11 @@ describe('assets', () => {
       bundle: 'asset',
     });
 
-    const bad = expectError(await upload({ title: 'Bad', isPublished: 'yes', category: 'abc' }, { name: 'b.txt', data: Buffer.from('x') }), 400, 'validation_failed');
+    const bad = expectError(
+      await upload({ title: 'Bad', isPublished: 'yes', category: 'abc' }, { name: 'b.txt', data: Buffer.from('x') }),
+      400,
+      'validation_failed',
+    );
     expect(bad.details!.map((d) => d.field).sort()).toEqual(['category', 'isPublished']);
     expectError(await upload({ title: 'Bad', bogus: '1' }, { name: 'b.txt', data: Buffer.from('x') }), 400, 'validation_failed');
     expectError(await upload({ title: 'Bad', publishUp: '2026-01-01T10:00:00' }, { name: 'b.txt', data: Buffer.from('x') }), 400, 'validation_failed');
@@ -236,9 +240,19 @@ describe('assets', () => {
     expectError(await upload({ title: 'Bad alias', alias: 'Not An Alias' }, { name: 't.txt', data: Buffer.from('x') }), 400, 'validation_failed');
     // A second file, or a file in another field, is refused and the stored one removed.
     const two = multipart({ title: 'Two files' }, { name: 'one.txt', data: Buffer.from('1') }, [{ field: 'file', name: 'two.txt', data: Buffer.from('2') }]);
-    expectError(await app.http.post('/api/assets/new').set('Authorization', auth).set('Content-Type', two.contentType).send(two.body), 400, 'validation_failed');
-    const other = multipart({ title: 'Other field' }, { name: 'x.txt', data: Buffer.from('x') }, [{ field: 'attachment', name: 'y.txt', data: Buffer.from('y') }]);
-    expectError(await app.http.post('/api/assets/new').set('Authorization', auth).set('Content-Type', other.contentType).send(other.body), 400, 'validation_failed');
+    expectError(
+      await app.http.post('/api/assets/new').set('Authorization', auth).set('Content-Type', two.contentType).send(two.body),
+      400,
+      'validation_failed',
+    );
+    const other = multipart({ title: 'Other field' }, { name: 'x.txt', data: Buffer.from('x') }, [
+      { field: 'attachment', name: 'y.txt', data: Buffer.from('y') },
+    ]);
+    expectError(
+      await app.http.post('/api/assets/new').set('Authorization', auth).set('Content-Type', other.contentType).send(other.body),
+      400,
+      'validation_failed',
+    );
     expect(storedFileCount()).toBe(files + 1);
     const [{ n: after }] = await app.sql<{ n: string }>(`SELECT count(*) AS n FROM assets`);
     expect(Number(after)).toBe(Number(rows) + 1);
@@ -285,7 +299,11 @@ describe('assets', () => {
     expectError(await app.http.post('/api/assets/new').set('Authorization', auth).send({ title: 'JSON' }), 415, 'unsupported_media_type');
     expectError(await app.http.post('/api/assets').set('Authorization', auth).set('Content-Type', 'text/plain').send('hello'), 415, 'unsupported_media_type');
     const id = (await upload({ title: 'Edit types' }, { name: 'e.txt', data: Buffer.from('e') })).body.asset.id;
-    expectError(await app.http.patch(`/api/assets/${id}`).set('Authorization', auth).set('Content-Type', 'text/plain').send('x'), 415, 'unsupported_media_type');
+    expectError(
+      await app.http.patch(`/api/assets/${id}`).set('Authorization', auth).set('Content-Type', 'text/plain').send('x'),
+      415,
+      'unsupported_media_type',
+    );
   });
 
   it('serves a published asset publicly with Content-Type, Content-Disposition, ETag, Last-Modified and ranges', async () => {
@@ -367,7 +385,10 @@ describe('assets', () => {
     const future = (await upload({ title: 'Future', publishUp: new Date(Date.now() + 86400000).toISOString() }, file)).body.asset;
     const past = (await upload({ title: 'Past', publishDown: new Date(Date.now() - 1000).toISOString() }, file)).body.asset;
     const current = (
-      await upload({ title: 'Current', publishUp: new Date(Date.now() - 86400000).toISOString(), publishDown: new Date(Date.now() + 86400000).toISOString() }, file)
+      await upload(
+        { title: 'Current', publishUp: new Date(Date.now() - 86400000).toISOString(), publishDown: new Date(Date.now() + 86400000).toISOString() },
+        file,
+      )
     ).body.asset;
     for (const a of [unpublished, future, past]) {
       const res = await download(a.downloadUrl);
@@ -384,7 +405,10 @@ describe('assets', () => {
     expect(patched.status).toBe(200);
     expect((await download(unpublished.downloadUrl)).status).toBe(200);
     expectError(
-      await app.http.patch(`/api/assets/${unpublished.id}`).set('Authorization', auth).send({ publishUp: '2026-05-01T00:00:00Z', publishDown: '2026-04-01T00:00:00Z' }),
+      await app.http
+        .patch(`/api/assets/${unpublished.id}`)
+        .set('Authorization', auth)
+        .send({ publishUp: '2026-05-01T00:00:00Z', publishDown: '2026-04-01T00:00:00Z' }),
       400,
       'validation_failed',
     );
@@ -392,7 +416,9 @@ describe('assets', () => {
 
   it('counts 50 concurrent downloads exactly, and unique downloads once per client', async () => {
     const a = (await upload({ title: 'Popular' }, { name: 'popular.txt', data: Buffer.from('popular content\n') })).body.asset;
-    const results = await Promise.all(Array.from({ length: 50 }, () => download(a.downloadUrl, { 'User-Agent': 'agent-one' }).then(async (r) => [r.status, await r.text()] as const)));
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () => download(a.downloadUrl, { 'User-Agent': 'agent-one' }).then(async (r) => [r.status, await r.text()] as const)),
+    );
     expect(results.every(([s, t]) => s === 200 && t === 'popular content\n')).toBe(true);
     await download(a.downloadUrl, { 'User-Agent': 'agent-two' }).then((r) => r.text());
     const got = await app.http.get(`/api/assets/${a.id}`).set('Authorization', auth);
@@ -412,7 +438,15 @@ describe('assets', () => {
     const { contentType, body } = multipart({ description: '' }, { name: 'v2.png', data: png });
     const replaced = await app.http.patch(`/api/assets/${a.id}`).set('Authorization', auth).set('Content-Type', contentType).send(body);
     expect(replaced.status).toBe(200);
-    expect(replaced.body.asset).toMatchObject({ revision: 2, mime: 'image/png', extension: 'png', size: png.length, originalFilename: 'v2.png', description: null, title: 'Versioned doc' });
+    expect(replaced.body.asset).toMatchObject({
+      revision: 2,
+      mime: 'image/png',
+      extension: 'png',
+      size: png.length,
+      originalFilename: 'v2.png',
+      description: null,
+      title: 'Versioned doc',
+    });
     expect(existsSync(join(storageDir, oldKey))).toBe(false);
     const newKey = await keyOf(a.id);
     expect(existsSync(join(storageDir, newKey))).toBe(true);
@@ -432,7 +466,12 @@ describe('assets', () => {
   });
 
   it('PUT replaces metadata (defaults for omitted ones) or creates with a new id', async () => {
-    const a = (await upload({ title: 'Put me', language: 'fr', isPublished: 'false', category: String(categoryId), description: 'd' }, { name: 'p.txt', data: Buffer.from('p') })).body.asset;
+    const a = (
+      await upload(
+        { title: 'Put me', language: 'fr', isPublished: 'false', category: String(categoryId), description: 'd' },
+        { name: 'p.txt', data: Buffer.from('p') },
+      )
+    ).body.asset;
     const put = await app.http.put(`/api/assets/${a.id}`).set('Authorization', auth).send({ title: 'Put me' });
     expect(put.status).toBe(200);
     expect(put.body.asset).toMatchObject({ id: a.id, alias: 'put-me', language: 'en', isPublished: true, category: null, description: null, revision: 1 });

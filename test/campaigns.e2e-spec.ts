@@ -148,7 +148,10 @@ describe('campaigns', () => {
       expect(completed.status).toBe(200);
       expect(completed.body.campaign.status).toBe('completed');
       expectError(
-        await app.http.put(`/api/campaigns/${c.id}`).set('Authorization', auth).send({ name: 'x', startDate: '2026-02-01T00:00:00Z', endDate: '2026-01-01T00:00:00Z' }),
+        await app.http
+          .put(`/api/campaigns/${c.id}`)
+          .set('Authorization', auth)
+          .send({ name: 'x', startDate: '2026-02-01T00:00:00Z', endDate: '2026-01-01T00:00:00Z' }),
         400,
         'validation_failed',
       );
@@ -233,7 +236,16 @@ describe('campaigns', () => {
     });
 
     it('refuses bad list parameters with 400', async () => {
-      for (const q of <Record<string, string>[]>[{ status: 'archived' }, { status: 'ACTIVE' }, { limit: '0' }, { limit: '201' }, { page: '0' }, { orderBy: 'secret' }, { orderByDir: 'sideways' }, { foo: 'bar' }]) {
+      for (const q of <Record<string, string>[]>[
+        { status: 'archived' },
+        { status: 'ACTIVE' },
+        { limit: '0' },
+        { limit: '201' },
+        { page: '0' },
+        { orderBy: 'secret' },
+        { orderByDir: 'sideways' },
+        { foo: 'bar' },
+      ]) {
         expectError(await list(q), 400, 'validation_failed');
       }
     });
@@ -424,7 +436,9 @@ describe('campaigns', () => {
     });
 
     it('documents the delete cascade and the envelopes in the OpenAPI document', async () => {
-      const doc = (await app.http.get('/api/docs-json')).body as { paths: Record<string, Record<string, { summary?: string; description?: string; responses: Record<string, unknown> }>> };
+      const doc = (await app.http.get('/api/docs-json')).body as {
+        paths: Record<string, Record<string, { summary?: string; description?: string; responses: Record<string, unknown> }>>;
+      };
       const del = doc.paths['/api/campaigns/{id}/delete'].delete;
       expect(`${del.summary} ${del.description}`).toMatch(/membership/i);
       expect(JSON.stringify(doc.paths['/api/campaigns'].get.responses['200'])).toContain('CampaignRecordDto');

@@ -115,7 +115,10 @@ describe('categories', () => {
     expect(res.status).toBe(200);
     expect(res.body.total).toBe(3);
     expect(res.body.categories.map((c: { title: string }) => c.title)).toEqual(['Alpha report', 'Mid report', 'Zeta report']);
-    const page = await app.http.get('/api/categories').query({ search: 'quarterly-list', limit: 2, page: 2, orderBy: 'title', orderByDir: 'desc' }).set('Authorization', auth);
+    const page = await app.http
+      .get('/api/categories')
+      .query({ search: 'quarterly-list', limit: 2, page: 2, orderBy: 'title', orderByDir: 'desc' })
+      .set('Authorization', auth);
     expect(page.body.total).toBe(4);
     expect(page.body.categories.map((c: { title: string }) => c.title)).toEqual(['Mid report', 'Alpha report']);
     const all = await app.http.get('/api/categories').query({ bundle: 'sms' }).set('Authorization', auth);

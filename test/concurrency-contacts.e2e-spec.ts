@@ -19,7 +19,10 @@ describe('concurrency: contacts, fields, notifications', () => {
     await app.token('contacts:read', { user: 'owner@conc.test', plan: 'enterprise' });
     ownerId = (await app.sql<{ id: number }>(`SELECT id FROM users WHERE email = 'owner@conc.test'`))[0].id;
     for (let i = 1; i <= CUSTOM; i++) {
-      const res = await app.http.post('/api/fields/contact/new').set('Authorization', auth).send({ label: `Conc ${i}`, alias: `conc_${i}`, type: 'text' });
+      const res = await app.http
+        .post('/api/fields/contact/new')
+        .set('Authorization', auth)
+        .send({ label: `Conc ${i}`, alias: `conc_${i}`, type: 'text' });
       expect(res.status).toBe(201);
     }
   });
@@ -27,7 +30,10 @@ describe('concurrency: contacts, fields, notifications', () => {
 
   it(`parallel PATCHes of different properties and custom values of one contact all survive (${ROUNDS} rounds)`, async () => {
     for (let round = 0; round < ROUNDS; round++) {
-      const created = await app.http.post('/api/contacts').set('Authorization', auth).send({ name: `Conc ${round}`, email: `conc${round}@conc.test` });
+      const created = await app.http
+        .post('/api/contacts')
+        .set('Authorization', auth)
+        .send({ name: `Conc ${round}`, email: `conc${round}@conc.test` });
       expect(created.status).toBe(201);
       const id = created.body.contact.id as number;
       const patches: object[] = [
@@ -47,7 +53,12 @@ describe('concurrency: contacts, fields, notifications', () => {
 
   it('a PUT racing PATCHes of custom values is applied whole, before or after each PATCH, never half', async () => {
     for (let round = 0; round < ROUNDS; round++) {
-      const id = (await app.http.post('/api/contacts').set('Authorization', auth).send({ name: `Put ${round}`, email: `put${round}@conc.test` })).body.contact.id as number;
+      const id = (
+        await app.http
+          .post('/api/contacts')
+          .set('Authorization', auth)
+          .send({ name: `Put ${round}`, email: `put${round}@conc.test` })
+      ).body.contact.id as number;
       const patches = Array.from({ length: 8 }, (_, i) => ({ fields: { [`conc_${i + 1}`]: `p${i + 1}` } }));
       const put = { name: `Put ${round} replaced`, email: `put${round}@conc.test`, title: 'Replaced' };
       const results = await Promise.all([
@@ -65,7 +76,10 @@ describe('concurrency: contacts, fields, notifications', () => {
 
   it('parallel PATCHes of different properties of one field all survive', async () => {
     for (let round = 0; round < ROUNDS; round++) {
-      const created = await app.http.post('/api/fields/company/new').set('Authorization', auth).send({ label: `Field round ${round}`, type: 'text' });
+      const created = await app.http
+        .post('/api/fields/company/new')
+        .set('Authorization', auth)
+        .send({ label: `Field round ${round}`, type: 'text' });
       expect(created.status).toBe(201);
       const id = created.body.field.id as number;
       const patches: [object, object][] = [
@@ -88,8 +102,12 @@ describe('concurrency: contacts, fields, notifications', () => {
 
   it('parallel PATCHes of a contact field rename its values and change its properties together', async () => {
     const field = (await app.http.post('/api/fields/contact/new').set('Authorization', auth).send({ label: 'Renamed Later', type: 'text' })).body.field;
-    const contact = (await app.http.post('/api/contacts').set('Authorization', auth).send({ name: 'Holder', email: 'holder@conc.test', fields: { [field.alias]: 'kept' } }))
-      .body.contact;
+    const contact = (
+      await app.http
+        .post('/api/contacts')
+        .set('Authorization', auth)
+        .send({ name: 'Holder', email: 'holder@conc.test', fields: { [field.alias]: 'kept' } })
+    ).body.contact;
     const results = await Promise.all([
       app.http.patch(`/api/fields/contact/${field.id}/edit`).set('Authorization', auth).send({ alias: 'renamed_now' }),
       app.http.patch(`/api/fields/contact/${field.id}/edit`).set('Authorization', auth).send({ description: 'described' }),
@@ -105,7 +123,8 @@ describe('concurrency: contacts, fields, notifications', () => {
 
   it('parallel DELETEs of one contact, one field and one notification: exactly one 200 each, the others 404', async () => {
     const N = 20;
-    const contactId = (await app.http.post('/api/contacts').set('Authorization', auth).send({ name: 'Doomed', email: 'doomed@conc.test', ownerId })).body.contact.id;
+    const contactId = (await app.http.post('/api/contacts').set('Authorization', auth).send({ name: 'Doomed', email: 'doomed@conc.test', ownerId })).body
+      .contact.id;
     const fieldId = (await app.http.post('/api/fields/contact/new').set('Authorization', auth).send({ label: 'Doomed Field' })).body.field.id;
     const companyFieldId = (await app.http.post('/api/fields/company/new').set('Authorization', auth).send({ label: 'Doomed Company Field' })).body.field.id;
     const ownerToken = `Bearer ${await app.token('*', { user: 'owner@conc.test', plan: 'enterprise' })}`;

@@ -16,18 +16,33 @@ describe('CRM resources under concurrency', () => {
   beforeAll(async () => {
     app = await startApp();
     auth = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
-    const res = await app.http.post('/api/contacts').set('Authorization', auth).send({ name: 'Concurrent', email: `conc-${Date.now()}@crm.test` });
+    const res = await app.http
+      .post('/api/contacts')
+      .set('Authorization', auth)
+      .send({ name: 'Concurrent', email: `conc-${Date.now()}@crm.test` });
     expect(res.status).toBe(201);
     contactId = res.body.contact.id;
   });
   afterAll(async () => app?.stop());
 
   const post = (path: string, body: object | string) =>
-    app.http.post(path).set('Authorization', auth).set('Content-Type', 'application/json').send(body as object);
+    app.http
+      .post(path)
+      .set('Authorization', auth)
+      .set('Content-Type', 'application/json')
+      .send(body as object);
   const patch = (path: string, body: object | string) =>
-    app.http.patch(path).set('Authorization', auth).set('Content-Type', 'application/json').send(body as object);
+    app.http
+      .patch(path)
+      .set('Authorization', auth)
+      .set('Content-Type', 'application/json')
+      .send(body as object);
   const put = (path: string, body: object | string) =>
-    app.http.put(path).set('Authorization', auth).set('Content-Type', 'application/json').send(body as object);
+    app.http
+      .put(path)
+      .set('Authorization', auth)
+      .set('Content-Type', 'application/json')
+      .send(body as object);
 
   /** Per resource: how to create one, and per round the PATCH bodies (one property each) sent at once. */
   const resources: { name: string; path: string; key: string; create: () => object; rounds: (r: number) => Record<string, unknown>[] }[] = [
@@ -109,7 +124,7 @@ describe('CRM resources under concurrency', () => {
         expect(now.status).toBe(200);
         const expected: Record<string, unknown> = Object.assign({}, ...bodies);
         for (const k of ['startDate', 'endDate', 'due_date']) {
-          if (typeof expected[k] === 'string') expected[k] = new Date(expected[k] as string).toISOString().replace('.000Z', '+00:00');
+          if (typeof expected[k] === 'string') expected[k] = new Date(expected[k]).toISOString().replace('.000Z', '+00:00');
         }
         expect(now.body[key]).toMatchObject(expected);
       }

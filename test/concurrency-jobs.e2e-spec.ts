@@ -101,7 +101,10 @@ describe('concurrency: assets, reports, text messages', () => {
 
     it('a download address holding NUL is a 404 without an error-level log', async () => {
       const a = (await upload({ title: 'Nul target' })).body.asset;
-      const errorsBefore = app.logs.join('').split('\n').filter((l) => l.includes('"level":"error"')).length;
+      const errorsBefore = app.logs
+        .join('')
+        .split('\n')
+        .filter((l) => l.includes('"level":"error"')).length;
       for (const path of ['/api/assets/1:x%00', `/api/assets/${a.id}:${a.alias}%00`, '/api/assets/1:%00', `/api/assets/${a.id}:%00${a.alias}`]) {
         const res = await app.http.get(path);
         expect(res.status).toBe(404);
@@ -110,7 +113,10 @@ describe('concurrency: assets, reports, text messages', () => {
       // The asset itself is still served.
       expect((await app.http.get(`/api/assets/${a.id}:${a.alias}`)).status).toBe(200);
       await new Promise((r) => setTimeout(r, 200));
-      const errorsAfter = app.logs.join('').split('\n').filter((l) => l.includes('"level":"error"')).length;
+      const errorsAfter = app.logs
+        .join('')
+        .split('\n')
+        .filter((l) => l.includes('"level":"error"')).length;
       expect(errorsAfter).toBe(errorsBefore);
     });
   });
@@ -118,7 +124,10 @@ describe('concurrency: assets, reports, text messages', () => {
   describe('reports', () => {
     it('parallel PATCHes of different properties all survive', async () => {
       for (let round = 0; round < ROUNDS; round++) {
-        const r = await app.http.post('/api/reports/new').set('Authorization', auth).send({ name: `Report ${round}`, type: 'sales' });
+        const r = await app.http
+          .post('/api/reports/new')
+          .set('Authorization', auth)
+          .send({ name: `Report ${round}`, type: 'sales' });
         expect(r.status).toBe(201);
         const id = r.body.report.id;
         const changes = [
@@ -164,14 +173,18 @@ describe('concurrency: assets, reports, text messages', () => {
 
     it('parallel DELETEs: one 200, the rest 404', async () => {
       for (let round = 0; round < 3; round++) {
-        const id = (await app.http.post('/api/text-messages/new').set('Authorization', auth).send({ content: 'bye', recipient: '+14155550100' })).body.textMessage.id;
+        const id = (await app.http.post('/api/text-messages/new').set('Authorization', auth).send({ content: 'bye', recipient: '+14155550100' })).body
+          .textMessage.id;
         const res = await Promise.all(Array.from({ length: DELETERS }, () => app.http.delete(`/api/text-messages/${id}`).set('Authorization', auth)));
         expect(statuses(res)).toEqual([200, ...Array(DELETERS - 1).fill(404)]);
       }
     });
 
     it('a campaign that does not exist is a 400 naming campaignId (the foreign key, no pre-check)', async () => {
-      const res = await app.http.post('/api/text-messages/new').set('Authorization', auth).send({ content: 'x', recipient: '+14155550100', campaignId: 999999 });
+      const res = await app.http
+        .post('/api/text-messages/new')
+        .set('Authorization', auth)
+        .send({ content: 'x', recipient: '+14155550100', campaignId: 999999 });
       expect(res.status).toBe(400);
       expect(res.body.error.details).toEqual([{ field: 'campaignId', message: 'campaign 999999 does not exist' }]);
     });

@@ -29,8 +29,26 @@ describe('contact custom field values', () => {
     await field({ label: 'Work Email', type: 'email' });
     await field({ label: 'Site', type: 'url' });
     await field({ label: 'Mobile', type: 'tel' });
-    await field({ label: 'Tier', type: 'select', properties: { list: [{ label: 'Gold', value: 'gold' }, { label: 'Silver', value: 'silver' }] } });
-    await field({ label: 'Topics', type: 'multiselect', properties: { list: [{ label: 'A', value: 'a' }, { label: 'B', value: 'b' }] } });
+    await field({
+      label: 'Tier',
+      type: 'select',
+      properties: {
+        list: [
+          { label: 'Gold', value: 'gold' },
+          { label: 'Silver', value: 'silver' },
+        ],
+      },
+    });
+    await field({
+      label: 'Topics',
+      type: 'multiselect',
+      properties: {
+        list: [
+          { label: 'A', value: 'a' },
+          { label: 'B', value: 'b' },
+        ],
+      },
+    });
     await field({ label: 'Source', type: 'text', defaultValue: 'api' });
     await field({ label: 'Hidden', type: 'text', isPublished: false });
   });
@@ -95,10 +113,16 @@ describe('contact custom field values', () => {
 
   it('PATCH merges values, null removes one; PUT replaces them', async () => {
     const id = (await contact({ fields: { city: 'Oslo', score: 1 } })).body.contact.id;
-    const patched = await app.http.patch(`/api/contacts/${id}/edit`).set('Authorization', auth).send({ fields: { score: 2, tier: 'silver' } });
+    const patched = await app.http
+      .patch(`/api/contacts/${id}/edit`)
+      .set('Authorization', auth)
+      .send({ fields: { score: 2, tier: 'silver' } });
     expect(patched.status).toBe(200);
     expect(patched.body.contact.fields).toEqual({ city: 'Oslo', score: 2, tier: 'silver', source: 'api' });
-    const removed = await app.http.patch(`/api/contacts/${id}`).set('Authorization', auth).send({ fields: { city: null } });
+    const removed = await app.http
+      .patch(`/api/contacts/${id}`)
+      .set('Authorization', auth)
+      .send({ fields: { city: null } });
     expect(removed.body.contact.fields).toEqual({ score: 2, tier: 'silver', source: 'api' });
     const untouched = await app.http.patch(`/api/contacts/${id}`).set('Authorization', auth).send({ title: 'CEO' });
     expect(untouched.body.contact.fields).toEqual({ score: 2, tier: 'silver', source: 'api' });
@@ -120,10 +144,31 @@ describe('contact custom field values', () => {
     const id = ok.body.contact.id;
     // an older contact without the value can still be patched on other properties
     expect((await app.http.patch(`/api/contacts/${keep}`).set('Authorization', auth).send({ title: 'x' })).status).toBe(200);
-    const cleared = expectError(await app.http.patch(`/api/contacts/${id}`).set('Authorization', auth).send({ fields: { account_code: null } }), 400, 'validation_failed');
+    const cleared = expectError(
+      await app.http
+        .patch(`/api/contacts/${id}`)
+        .set('Authorization', auth)
+        .send({ fields: { account_code: null } }),
+      400,
+      'validation_failed',
+    );
     expect(cleared.details?.[0].field).toBe('fields.account_code');
-    expectError(await app.http.put(`/api/contacts/${id}`).set('Authorization', auth).send({ name: 'P', email: `p${id}@cf.test` }), 400, 'validation_failed');
-    expect((await app.http.put(`/api/contacts/${id}`).set('Authorization', auth).send({ name: 'P', email: `p${id}@cf.test`, fields: { account_code: 'AC-2' } })).status).toBe(200);
+    expectError(
+      await app.http
+        .put(`/api/contacts/${id}`)
+        .set('Authorization', auth)
+        .send({ name: 'P', email: `p${id}@cf.test` }),
+      400,
+      'validation_failed',
+    );
+    expect(
+      (
+        await app.http
+          .put(`/api/contacts/${id}`)
+          .set('Authorization', auth)
+          .send({ name: 'P', email: `p${id}@cf.test`, fields: { account_code: 'AC-2' } })
+      ).status,
+    ).toBe(200);
     // no longer required once unpublished
     await app.http.patch(`/api/fields/contact/${req.id}/edit`).set('Authorization', auth).send({ isPublished: false }).expect(200);
     expect((await contact({})).status).toBe(201);
@@ -137,9 +182,23 @@ describe('contact custom field values', () => {
     const err = expectError(await contact({ fields: { external_id: 'EXT-1' } }), 409, 'conflict');
     expect(err.details?.[0]).toMatchObject({ field: 'fields.external_id', existingId: first.body.contact.id });
     // saving the same contact with its own value is fine
-    expect((await app.http.patch(`/api/contacts/${first.body.contact.id}`).set('Authorization', auth).send({ fields: { external_id: 'EXT-1' } })).status).toBe(200);
+    expect(
+      (
+        await app.http
+          .patch(`/api/contacts/${first.body.contact.id}`)
+          .set('Authorization', auth)
+          .send({ fields: { external_id: 'EXT-1' } })
+      ).status,
+    ).toBe(200);
     const other = (await contact({ fields: { external_id: 'EXT-2' } })).body.contact.id;
-    expectError(await app.http.patch(`/api/contacts/${other}`).set('Authorization', auth).send({ fields: { external_id: 'EXT-1' } }), 409, 'conflict');
+    expectError(
+      await app.http
+        .patch(`/api/contacts/${other}`)
+        .set('Authorization', auth)
+        .send({ fields: { external_id: 'EXT-1' } }),
+      409,
+      'conflict',
+    );
 
     const racers = await Promise.all(Array.from({ length: 6 }, () => contact({ fields: { external_id: 'EXT-RACE' } })));
     expect(racers.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
@@ -191,7 +250,11 @@ describe('contact custom field values', () => {
     const multi = (await contact({ fields: { topics: ['b'], city: 'Quuxtown' } })).body.contact.id;
     const byCity = await app.http.get('/api/contacts').query({ search: 'QUUXTOWN' }).set('Authorization', auth);
     expect(byCity.body.contacts.map((c: { id: number }) => c.id)).toEqual([multi]);
-    await app.http.patch(`/api/contacts/${id}`).set('Authorization', auth).send({ fields: { city: null } }).expect(200);
+    await app.http
+      .patch(`/api/contacts/${id}`)
+      .set('Authorization', auth)
+      .send({ fields: { city: null } })
+      .expect(200);
     const after = await app.http.get('/api/contacts').query({ search: 'zanzibar' }).set('Authorization', auth);
     expect(after.body.total).toBe(0);
   });

@@ -84,9 +84,7 @@ describe('contacts', () => {
   });
 
   it('50 parallel creates of the same email: one 201, the rest 409', async () => {
-    const results = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => create({ name: `Racer ${i}`, email: 'race@example.com' })),
-    );
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => create({ name: `Racer ${i}`, email: 'race@example.com' })));
     expect(results.filter((r) => r.status === 201)).toHaveLength(1);
     for (const r of results.filter((r) => r.status !== 201)) expectError(r, 409, 'conflict');
   });
@@ -111,7 +109,10 @@ describe('contacts', () => {
     expect(page1.status).toBe(200);
     expect(page1.body.total).toBe(5);
     expect(page1.body.contacts.map((c: { name: string }) => c.name)).toEqual(['Pager 4', 'Pager 3']);
-    const page3 = await app.http.get('/api/contacts').query({ search: 'PAGING.TEST', limit: 2, page: 3, orderBy: 'name', orderByDir: 'desc' }).set('Authorization', auth);
+    const page3 = await app.http
+      .get('/api/contacts')
+      .query({ search: 'PAGING.TEST', limit: 2, page: 3, orderBy: 'name', orderByDir: 'desc' })
+      .set('Authorization', auth);
     expect(page3.body.contacts.map((c: { name: string }) => c.name)).toEqual(['Pager 0']);
     const wildcard = await app.http.get('/api/contacts').query({ search: '%' }).set('Authorization', auth);
     expect(wildcard.body.total).toBe(0);
@@ -135,7 +136,9 @@ describe('contacts', () => {
     const res = await create({ name: 'Owned Lead', email: 'owned@example.com', ownerId });
     expect(res.status).toBe(201);
     expect(res.body.contact.owner).toEqual({ id: ownerId, name: expect.any(String) });
-    const notes = await app.sql<{ type: string; details: { leadId: number; leadName: string } }>(`SELECT type, details FROM notifications WHERE user_id = $1`, [ownerId]);
+    const notes = await app.sql<{ type: string; details: { leadId: number; leadName: string } }>(`SELECT type, details FROM notifications WHERE user_id = $1`, [
+      ownerId,
+    ]);
     expect(notes).toEqual([{ type: 'lead_assigned', details: { leadId: res.body.contact.id, leadName: 'Owned Lead' } }]);
     expectError(await create({ name: 'Ghost owner', email: 'ghost@example.com', ownerId: 987654 }), 400, 'validation_failed');
   });

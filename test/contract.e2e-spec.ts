@@ -32,7 +32,11 @@ describe('request contract', () => {
   /** Sends a JSON text as is (so that `__proto__` stays a key, as any client can send it). */
   const sendJson = (method: 'post' | 'patch' | 'put', path: string, json: string) =>
     app.http[method](path).set('Authorization', auth).set('Content-Type', 'application/json').send(json);
-  const errorLogs = () => app.logs.join('').split('\n').filter((l) => l.includes('"level":"error"'));
+  const errorLogs = () =>
+    app.logs
+      .join('')
+      .split('\n')
+      .filter((l) => l.includes('"level":"error"'));
 
   describe('keys named after built-in object members are unknown properties (11.12)', () => {
     it.each(RESERVED)('%s: refused at the top level and inside fields, on create and on edit', async (key) => {
@@ -40,7 +44,11 @@ describe('request contract', () => {
       const top = expectError(await sendJson('post', '/api/contacts/new', `{"name":"R","email":"${email}","${key}":{"x":1}}`), 400, 'validation_failed');
       expect(top.details).toContainEqual({ field: key, message: expect.any(String) });
       expect(top.message).toContain(key);
-      const nested = expectError(await sendJson('post', '/api/contacts/new', `{"name":"R","email":"${email}","fields":{"${key}":"x"}}`), 400, 'validation_failed');
+      const nested = expectError(
+        await sendJson('post', '/api/contacts/new', `{"name":"R","email":"${email}","fields":{"${key}":"x"}}`),
+        400,
+        'validation_failed',
+      );
       expect(nested.details).toContainEqual({ field: `fields.${key}`, message: expect.any(String) });
       expect(await app.sql(`SELECT id FROM contacts WHERE email = $1`, [email])).toEqual([]);
 
@@ -79,10 +87,16 @@ describe('request contract', () => {
       const c = await createCampaign(app, auth, { name: 'Offsets', startDate: '2026-03-01T12:00:00+02', endDate: '2026-03-02T12:00:00-05' });
       expect(c.startDate).toBe('2026-03-01T10:00:00+00:00');
       expect(c.endDate).toBe('2026-03-02T17:00:00+00:00');
-      const deal = await app.http.post('/api/deals').set('Authorization', auth).send({ title: 'D', value: 1, contact_id: contactId, status: 'won', closed_at: '2026-03-01T12:00+02' });
+      const deal = await app.http
+        .post('/api/deals')
+        .set('Authorization', auth)
+        .send({ title: 'D', value: 1, contact_id: contactId, status: 'won', closed_at: '2026-03-01T12:00+02' });
       expect(deal.status).toBe(201);
       expect(deal.body.deal.closed_at).toBe('2026-03-01T10:00:00+00:00');
-      const activity = await app.http.post('/api/activities').set('Authorization', auth).send({ type: 'call', subject: 'A', contact_id: contactId, due_date: '2026-03-01T12:00:00.5+0530' });
+      const activity = await app.http
+        .post('/api/activities')
+        .set('Authorization', auth)
+        .send({ type: 'call', subject: 'A', contact_id: contactId, due_date: '2026-03-01T12:00:00.5+0530' });
       expect(activity.status).toBe(201);
       expect(activity.body.activity.due_date).toBe('2026-03-01T06:30:00+00:00');
     });
@@ -117,10 +131,20 @@ describe('request contract', () => {
         ['/api/activities', 'contact_id'],
       ]) {
         for (const v of ['0', '-1', '00']) {
-          const e = expectError(await app.http.get(path).query({ [param]: v }).set('Authorization', auth), 400, 'validation_failed');
+          const e = expectError(
+            await app.http
+              .get(path)
+              .query({ [param]: v })
+              .set('Authorization', auth),
+            400,
+            'validation_failed',
+          );
           expect(e.details).toEqual([{ field: param, message: expect.stringContaining('positive') }]);
         }
-        const ok = await app.http.get(path).query({ [param]: String(param === 'campaignId' ? campaignId : contactId) }).set('Authorization', auth);
+        const ok = await app.http
+          .get(path)
+          .query({ [param]: String(param === 'campaignId' ? campaignId : contactId) })
+          .set('Authorization', auth);
         expect(ok.status).toBe(200);
       }
     });
@@ -167,7 +191,11 @@ describe('request contract', () => {
       const email = uniqueEmail('text.test');
       const lone = expectError(await sendJson('post', '/api/contacts/new', `{"name":"a\\ud800b","email":"${email}"}`), 400, 'validation_failed');
       expect(lone.details).toContainEqual({ field: 'name', message: expect.any(String) });
-      const nested = expectError(await sendJson('post', '/api/contacts/new', `{"name":"n","email":"${email}","fields":{"x":"a\\udc00"}}`), 400, 'validation_failed');
+      const nested = expectError(
+        await sendJson('post', '/api/contacts/new', `{"name":"n","email":"${email}","fields":{"x":"a\\udc00"}}`),
+        400,
+        'validation_failed',
+      );
       expect(nested.details).toContainEqual({ field: 'fields.x', message: expect.any(String) });
       expectError(await sendJson('post', '/api/categories/new', '{"title":"t\\ud800","bundle":"global"}'), 400, 'validation_failed');
       expect(await app.sql(`SELECT id FROM contacts WHERE email = $1`, [email])).toEqual([]);

@@ -188,17 +188,37 @@ describe('deals', () => {
       expect(a.body.deal.modifiedAt).toMatch(ISO);
       expect(a.body.deal.modifiedBy).toBe(adminId);
       const other = await newContact('Other Deal Contact');
-      const b = await app.http.patch(`/api/deals/${d.id}`).set('Authorization', auth).send({ contact_id: other, stage: null, quantity: null, owner_id: otherUserId });
+      const b = await app.http
+        .patch(`/api/deals/${d.id}`)
+        .set('Authorization', auth)
+        .send({ contact_id: other, stage: null, quantity: null, owner_id: otherUserId });
       expect(b.status).toBe(200);
       expect(b.body.deal).toMatchObject({ contact_id: other, stage: null, quantity: 1, owner_id: otherUserId, title: 'Patchable' });
-      for (const body of [{ title: null }, { value: null }, { contact_id: null }, { contact_id: 987654 }, { owner_id: 987654 }, { title: '  ' }, { unknown: 1 }]) {
+      for (const body of [
+        { title: null },
+        { value: null },
+        { contact_id: null },
+        { contact_id: 987654 },
+        { owner_id: 987654 },
+        { title: '  ' },
+        { unknown: 1 },
+      ]) {
         expectError(await app.http.patch(`/api/deals/${d.id}`).set('Authorization', auth).send(body), 400, 'validation_failed');
       }
       expectError(await app.http.patch('/api/deals/424242/edit').set('Authorization', auth).send({ title: 'x' }), 404, 'not_found');
     });
 
     it('PUT replaces (200, omitted properties reset to defaults) or creates with a new id (201)', async () => {
-      const d = await newDeal({ title: 'Replaceable', stage: 'lead', probability: 10, product: 'Gizmo', quantity: 5, status: 'won', owner_id: otherUserId, expected_close_date: '2026-06-01' });
+      const d = await newDeal({
+        title: 'Replaceable',
+        stage: 'lead',
+        probability: 10,
+        product: 'Gizmo',
+        quantity: 5,
+        status: 'won',
+        owner_id: otherUserId,
+        expected_close_date: '2026-06-01',
+      });
       const put = await app.http.put(`/api/deals/${d.id}/edit`).set('Authorization', auth).send({ title: 'Replaced', value: 5, contact_id: contactId });
       expect(put.status).toBe(200);
       expect(put.body.deal).toMatchObject({
@@ -221,7 +241,11 @@ describe('deals', () => {
       expect(created.status).toBe(201);
       expect(created.body.deal.id).not.toBe(999999);
       expect(created.body.deal).toMatchObject({ title: 'By PUT', status: 'open', owner_id: adminId });
-      expectError(await app.http.put(`/api/deals/${d.id}`).set('Authorization', auth).send({ title: 'No value', contact_id: contactId }), 400, 'validation_failed');
+      expectError(
+        await app.http.put(`/api/deals/${d.id}`).set('Authorization', auth).send({ title: 'No value', contact_id: contactId }),
+        400,
+        'validation_failed',
+      );
     });
 
     it('DELETE answers the deal as it was, in both path styles', async () => {
@@ -280,7 +304,17 @@ describe('deals', () => {
     });
 
     it('refuses bad list parameters with 400', async () => {
-      for (const q of <Record<string, string>[]>[{ status: 'closed' }, { contact_id: 'x' }, { limit: '0' }, { limit: '201' }, { page: '0' }, { page: '-1' }, { orderBy: 'contactId' }, { orderByDir: 'up' }, { type: 'call' }]) {
+      for (const q of <Record<string, string>[]>[
+        { status: 'closed' },
+        { contact_id: 'x' },
+        { limit: '0' },
+        { limit: '201' },
+        { page: '0' },
+        { page: '-1' },
+        { orderBy: 'contactId' },
+        { orderByDir: 'up' },
+        { type: 'call' },
+      ]) {
         expectError(await list(q), 400, 'validation_failed');
       }
     });
@@ -328,7 +362,11 @@ describe('deals', () => {
       expect((await app.http.get(`/api/deals/${d.id}`).set('Authorization', readOnly)).status).toBe(200);
       expectError(await app.http.post('/api/deals').set('Authorization', readOnly).send({ title: 'x', value: 1, contact_id: contactId }), 403, 'forbidden');
       expectError(await app.http.patch(`/api/deals/${d.id}/edit`).set('Authorization', readOnly).send({ title: 'x' }), 403, 'forbidden');
-      expectError(await app.http.put(`/api/deals/${d.id}`).set('Authorization', readOnly).send({ title: 'x', value: 1, contact_id: contactId }), 403, 'forbidden');
+      expectError(
+        await app.http.put(`/api/deals/${d.id}`).set('Authorization', readOnly).send({ title: 'x', value: 1, contact_id: contactId }),
+        403,
+        'forbidden',
+      );
       expectError(await app.http.delete(`/api/deals/${d.id}`).set('Authorization', readWrite), 403, 'forbidden');
       const byWriter = await app.http.post('/api/deals/new').set('Authorization', readWrite).send({ title: 'Writer deal', value: 1, contact_id: contactId });
       expect(byWriter.status).toBe(201);

@@ -24,7 +24,10 @@ describe('embedded mode', () => {
   });
 
   it('creates, lists, searches, edits and deletes contacts', async () => {
-    const created = await app.http.post('/api/contacts/new').set('Authorization', auth).send({ name: 'Embedded Ed', email: 'ed@embedded.test', company: 'Wasm Works' });
+    const created = await app.http
+      .post('/api/contacts/new')
+      .set('Authorization', auth)
+      .send({ name: 'Embedded Ed', email: 'ed@embedded.test', company: 'Wasm Works' });
     expect(created.status).toBe(201);
     const id = created.body.contact.id;
     const found = await app.http.get('/api/contacts').query({ search: 'wasm' }).set('Authorization', auth);

@@ -137,7 +137,11 @@ describe('fields', () => {
     expectError(await app.http.patch(`/api/fields/contact/${f.id}/edit`).set('Authorization', auth).send({ object: 'company' }), 400, 'validation_failed');
     expectError(await app.http.patch(`/api/fields/contact/${f.id}/edit`).set('Authorization', auth).send({ label: null }), 400, 'validation_failed');
     // changing to select needs a list
-    const err = expectError(await app.http.patch(`/api/fields/contact/${f.id}/edit`).set('Authorization', auth).send({ type: 'select' }), 400, 'validation_failed');
+    const err = expectError(
+      await app.http.patch(`/api/fields/contact/${f.id}/edit`).set('Authorization', auth).send({ type: 'select' }),
+      400,
+      'validation_failed',
+    );
     expect(err.details?.[0].field).toBe('properties.list');
   });
 
@@ -145,7 +149,16 @@ describe('fields', () => {
     const f = (await post('contact', { label: 'Region', type: 'text', description: 'd', group: 'g', order: 7, isRequired: true })).body.field;
     const put = await app.http.put(`/api/fields/contact/${f.id}/edit`).set('Authorization', auth).send({ label: 'Sales Region' });
     expect(put.status).toBe(200);
-    expect(put.body.field).toMatchObject({ id: f.id, label: 'Sales Region', alias: 'region', description: null, group: null, order: 0, isRequired: false, type: 'text' });
+    expect(put.body.field).toMatchObject({
+      id: f.id,
+      label: 'Sales Region',
+      alias: 'region',
+      description: null,
+      group: null,
+      order: 0,
+      isRequired: false,
+      type: 'text',
+    });
     const created = await app.http.put(`/api/fields/company/888888/edit`).set('Authorization', auth).send({ label: 'Made by PUT', type: 'boolean' });
     expect(created.status).toBe(201);
     expect(created.body.field.id).not.toBe(888888);

@@ -7,7 +7,6 @@ import { FakeGateway, sign, waitFor } from './support/sms-gateway.js';
 
 const SECRET = 'embedded-secret';
 
-
 // The "today" date range is checked against deals seeded today: never straddle midnight UTC.
 await awayFromMidnight();
 
@@ -39,23 +38,34 @@ describe('jobs without Redis: embedded PostgreSQL, everything in one process', (
     const sellerId = Number(/user (\d+) created/.exec(seller.stdout)![1]);
     const contact = await http().post('/api/contacts').set('Authorization', auth).send({ name: 'Buyer', email: 'buyer@example.com' });
     const now = new Date().toISOString();
-    const deal = (body: object) => http().post('/api/deals').set('Authorization', auth).send({ contact_id: contact.body.contact.id, status: 'won', closed_at: now, ...body });
+    const deal = (body: object) =>
+      http()
+        .post('/api/deals')
+        .set('Authorization', auth)
+        .send({ contact_id: contact.body.contact.id, status: 'won', closed_at: now, ...body });
     expect((await deal({ title: 'a', value: 10, product: 'Widget', quantity: 2, owner_id: sellerId })).status).toBe(201);
     expect((await deal({ title: 'b', value: 5.25, product: 'Widget', quantity: 1, owner_id: sellerId })).status).toBe(201);
     expect((await deal({ title: 'c', value: 100, product: 'Gadget', quantity: 1 })).status).toBe(201);
     expect((await deal({ title: 'd', value: 999, product: 'Widget', status: 'open', closed_at: null })).status).toBe(201);
 
-    const rep = await http().post('/api/reports/new').set('Authorization', auth).send({ name: 'North', type: 'sales', filters: { dateRange: 'today', salesTeam: 'north' }, columns: ['product', 'salesperson', 'revenue', 'quantity'] });
+    const rep = await http()
+      .post('/api/reports/new')
+      .set('Authorization', auth)
+      .send({ name: 'North', type: 'sales', filters: { dateRange: 'today', salesTeam: 'north' }, columns: ['product', 'salesperson', 'revenue', 'quantity'] });
     expect(rep.status).toBe(201);
     const id = rep.body.report.id;
     expectError(await http().get(`/api/reports/${id}/results`).set('Authorization', auth), 404, 'not_found');
     const run = await http().post(`/api/reports/${id}/run`).set('Authorization', auth);
     expect(run.status).toBe(200);
     expect(run.body.status).toBe('queued');
-    const results = await waitFor(async () => {
-      const r = await http().get(`/api/reports/${id}/results`).set('Authorization', auth);
-      return r.status === 200 ? r.body.results : undefined;
-    }, 20000, 'report results');
+    const results = await waitFor(
+      async () => {
+        const r = await http().get(`/api/reports/${id}/results`).set('Authorization', auth);
+        return r.status === 200 ? r.body.results : undefined;
+      },
+      20000,
+      'report results',
+    );
     expect(results.data).toEqual([{ product: 'Widget', salesperson: 'Sam Seller', revenue: 15.25, quantity: 3 }]);
     expect(results.summary).toMatchObject({ totalRevenue: 15.25, totalQuantity: 3 });
 
@@ -63,10 +73,14 @@ describe('jobs without Redis: embedded PostgreSQL, everything in one process', (
     const first = (await http().get(`/api/reports/${id}`).set('Authorization', auth)).body.report.lastRun;
     const scheduled = await http().patch(`/api/reports/${id}`).set('Authorization', auth).send({ schedule: 'daily' });
     expect(Date.parse(scheduled.body.report.nextRun) % 2000).toBe(0);
-    await waitFor(async () => {
-      const r = (await http().get(`/api/reports/${id}`).set('Authorization', auth)).body.report;
-      return r.lastRun !== first ? true : undefined;
-    }, 15000, 'a scheduled run');
+    await waitFor(
+      async () => {
+        const r = (await http().get(`/api/reports/${id}`).set('Authorization', auth)).body.report;
+        return r.lastRun !== first ? true : undefined;
+      },
+      15000,
+      'a scheduled run',
+    );
     const off = await http().patch(`/api/reports/${id}`).set('Authorization', auth).send({ isPublished: false });
     expect(off.body.report.nextRun).toBeNull();
   }, 90000);
@@ -84,8 +98,16 @@ describe('jobs without Redis: embedded PostgreSQL, everything in one process', (
     await waitStatus(t.id, 'sent');
     expect(gateway.requestsTo('+14155550150').map((r) => r.headers['idempotency-key'])).toEqual([`textmessage-${t.id}-1`, `textmessage-${t.id}-1`]);
     const body = JSON.stringify({ reference: `textmessage-${t.id}-1`, status: 'delivered' });
-    expectError(await http().post('/api/text-messages/delivery-reports').set('Content-Type', 'application/json').set('X-Signature', sign('nope', body)).send(body), 401, 'unauthorized');
-    const ok = await http().post('/api/text-messages/delivery-reports').set('Content-Type', 'application/json').set('X-Signature', sign(SECRET, body)).send(body);
+    expectError(
+      await http().post('/api/text-messages/delivery-reports').set('Content-Type', 'application/json').set('X-Signature', sign('nope', body)).send(body),
+      401,
+      'unauthorized',
+    );
+    const ok = await http()
+      .post('/api/text-messages/delivery-reports')
+      .set('Content-Type', 'application/json')
+      .set('X-Signature', sign(SECRET, body))
+      .send(body);
     expect(ok.body).toEqual({ accepted: true, status: 'delivered' });
     expect((await get(t.id)).deliveredAt).not.toBeNull();
 
@@ -110,12 +132,17 @@ describe('jobs on PostgreSQL without Redis, default log provider', () => {
   afterAll(async () => app?.stop());
 
   it('the log provider records the send and reports it delivered', async () => {
-    const t = (await app.http.post('/api/text-messages/new').set('Authorization', auth).send({ content: 'logged', recipient: '+14155550160' })).body.textMessage;
+    const t = (await app.http.post('/api/text-messages/new').set('Authorization', auth).send({ content: 'logged', recipient: '+14155550160' })).body
+      .textMessage;
     expect((await app.http.post(`/api/text-messages/${t.id}/send`).set('Authorization', auth)).status).toBe(202);
-    const done = await waitFor(async () => {
-      const m = (await app.http.get(`/api/text-messages/${t.id}`).set('Authorization', auth)).body.textMessage;
-      return m.status === 'delivered' ? m : undefined;
-    }, 20000, 'delivered');
+    const done = await waitFor(
+      async () => {
+        const m = (await app.http.get(`/api/text-messages/${t.id}`).set('Authorization', auth)).body.textMessage;
+        return m.status === 'delivered' ? m : undefined;
+      },
+      20000,
+      'delivered',
+    );
     expect(done.sentAt).not.toBeNull();
     expect(done.deliveredAt).not.toBeNull();
     const [row] = await app.sql<{ provider: string; claim_token: string | null }>(`SELECT provider, claim_token FROM text_messages WHERE id = $1`, [t.id]);
@@ -123,16 +150,21 @@ describe('jobs on PostgreSQL without Redis, default log provider', () => {
   });
 
   it('re-queues messages left queued when the process starts again', async () => {
-    const t = (await app.http.post('/api/text-messages/new').set('Authorization', auth).send({ content: 'orphan', recipient: '+14155550161' })).body.textMessage;
+    const t = (await app.http.post('/api/text-messages/new').set('Authorization', auth).send({ content: 'orphan', recipient: '+14155550161' })).body
+      .textMessage;
     // As if the process had died after queueing: queued in the database, no job anywhere.
     await app.sql(`UPDATE text_messages SET status = 'queued', send_count = 1, queued_at = now() WHERE id = $1`, [t.id]);
     await app.kill('SIGTERM');
     const again = await startApp({ shareWith: app });
     try {
-      await waitFor(async () => {
-        const [m] = await app.sql<{ status: string }>(`SELECT status FROM text_messages WHERE id = $1`, [t.id]);
-        return m.status === 'delivered' ? true : undefined;
-      }, 20000, 'the orphan to be sent after restart');
+      await waitFor(
+        async () => {
+          const [m] = await app.sql<{ status: string }>(`SELECT status FROM text_messages WHERE id = $1`, [t.id]);
+          return m.status === 'delivered' ? true : undefined;
+        },
+        20000,
+        'the orphan to be sent after restart',
+      );
     } finally {
       await again.stop();
     }
@@ -145,10 +177,14 @@ describe('jobs when Redis is unreachable', () => {
   beforeAll(async () => {
     app = await startApp({ env: { REDIS_URL: `redis://127.0.0.1:${await freePort()}` } });
     // The admin CLI itself waits for Redis when REDIS_URL is set: make the token without it.
-    const { stdout } = await promisify(execFile)(process.execPath, ['dist/cli.js', 'token:create', '--user', 'admin@example.com', '--name', 't', '--permissions', '*'], {
-      cwd: ROOT,
-      env: { ...app.env, REDIS_URL: '' },
-    });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['dist/cli.js', 'token:create', '--user', 'admin@example.com', '--name', 't', '--permissions', '*'],
+      {
+        cwd: ROOT,
+        env: { ...app.env, REDIS_URL: '' },
+      },
+    );
     auth = `Bearer ${stdout.trim().split('\n').pop()}`;
   }, 120000);
   afterAll(async () => app?.stop());
@@ -162,7 +198,10 @@ describe('jobs when Redis is unreachable', () => {
     const [row] = await app.sql<{ status: string; send_count: number }>(`SELECT status, send_count FROM text_messages WHERE id = $1`, [t.id]);
     expect(row).toEqual({ status: 'draft', send_count: 0 });
     expectError(
-      await app.http.post('/api/text-messages/new').set('Authorization', auth).send({ content: 'later', recipient: '+14155550171', scheduledFor: '2030-01-01T00:00:00Z' }),
+      await app.http
+        .post('/api/text-messages/new')
+        .set('Authorization', auth)
+        .send({ content: 'later', recipient: '+14155550171', scheduledFor: '2030-01-01T00:00:00Z' }),
       503,
       'unavailable',
     );

@@ -49,13 +49,21 @@ describe.each([
     expect(sample(await scrape(), 'jobs_total', { name: 'reports.run', outcome: 'completed' })).toBeUndefined();
 
     expect((await app.http.post(`/api/reports/${id}/run`).set('Authorization', auth)).status).toBe(200);
-    await waitFor(async () => ((await app.http.get(`/api/reports/${id}/results`).set('Authorization', auth)).status === 200 ? true : undefined), 30000, 'the report result');
+    await waitFor(
+      async () => ((await app.http.get(`/api/reports/${id}/results`).set('Authorization', auth)).status === 200 ? true : undefined),
+      30000,
+      'the report result',
+    );
 
     // The result is committed inside the job; the outcome is counted right after the handler returns.
-    const text = await waitFor(async () => {
-      const t = await scrape();
-      return sample(t, 'jobs_total', { name: 'reports.run', outcome: 'completed' }) === 1 ? t : undefined;
-    }, 10000, 'jobs_total for reports.run');
+    const text = await waitFor(
+      async () => {
+        const t = await scrape();
+        return sample(t, 'jobs_total', { name: 'reports.run', outcome: 'completed' }) === 1 ? t : undefined;
+      },
+      10000,
+      'jobs_total for reports.run',
+    );
     for (const queue of ['reports', 'sms', 'maintenance']) {
       for (const state of ['waiting', 'active', 'delayed']) {
         expect(sample(text, 'queue_jobs', { queue, state })).toEqual(expect.any(Number));

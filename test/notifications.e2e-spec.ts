@@ -39,7 +39,10 @@ describe('notifications', () => {
     await assign('Lead One', idA);
     await assign('Lead Two', idA);
     await assign('Lead Three', idB);
-    await app.sql(`INSERT INTO notifications (user_id, type, message, details) VALUES ($1, 'report_ready', 'Report Weekly sales is ready', '{"reportId": 7}')`, [idA]);
+    await app.sql(
+      `INSERT INTO notifications (user_id, type, message, details) VALUES ($1, 'report_ready', 'Report Weekly sales is ready', '{"reportId": 7}')`,
+      [idA],
+    );
   });
   afterAll(async () => app?.stop());
 

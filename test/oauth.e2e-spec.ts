@@ -17,13 +17,19 @@ interface Client {
 
 /** Creates an API token through the account API (the calling token needs tokens:write and the permissions). */
 async function newClient(app: TestApp, admin: string, permissions: string[], extra: Record<string, unknown> = {}): Promise<Client> {
-  const res = await app.http.post('/api/account/tokens').set('Authorization', admin).send({ name: 'oauth client', permissions, ...extra });
+  const res = await app.http
+    .post('/api/account/tokens')
+    .set('Authorization', admin)
+    .send({ name: 'oauth client', permissions, ...extra });
   if (res.status !== 201) throw new Error(`token create failed: ${res.status} ${JSON.stringify(res.body)}`);
   return { id: res.body.token.id, secret: res.body.token.secret };
 }
 
 async function accessToken(app: TestApp, c: Client): Promise<string> {
-  const res = await app.http.post(TOKEN).type('form').send({ grant_type: 'client_credentials', client_id: String(c.id), client_secret: c.secret });
+  const res = await app.http
+    .post(TOKEN)
+    .type('form')
+    .send({ grant_type: 'client_credentials', client_id: String(c.id), client_secret: c.secret });
   if (res.status !== 200) throw new Error(`token grant failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.access_token;
 }
@@ -68,7 +74,10 @@ describe('OAuth2 endpoints', () => {
     }
 
     it('issues a token for form-encoded credentials (client_secret_post)', async () => {
-      const res = await app.http.post(TOKEN).type('form').send({ grant_type: 'client_credentials', client_id: String(client.id), client_secret: client.secret });
+      const res = await app.http
+        .post(TOKEN)
+        .type('form')
+        .send({ grant_type: 'client_credentials', client_id: String(client.id), client_secret: client.secret });
       expectTokenResponse(res);
     });
 
@@ -78,9 +87,15 @@ describe('OAuth2 endpoints', () => {
     });
 
     it('issues a token for HTTP Basic credentials (client_secret_basic), also with client_id repeated in the body', async () => {
-      expectTokenResponse(await app.http.post(TOKEN).set('Authorization', basic(client.id, client.secret)).type('form').send({ grant_type: 'client_credentials' }));
       expectTokenResponse(
-        await app.http.post(TOKEN).set('Authorization', basic(client.id, client.secret)).type('form').send({ grant_type: 'client_credentials', client_id: String(client.id) }),
+        await app.http.post(TOKEN).set('Authorization', basic(client.id, client.secret)).type('form').send({ grant_type: 'client_credentials' }),
+      );
+      expectTokenResponse(
+        await app.http
+          .post(TOKEN)
+          .set('Authorization', basic(client.id, client.secret))
+          .type('form')
+          .send({ grant_type: 'client_credentials', client_id: String(client.id) }),
       );
     });
 
@@ -88,10 +103,20 @@ describe('OAuth2 endpoints', () => {
       const res = await app.http
         .post(TOKEN)
         .type('form')
-        .send({ grant_type: 'client_credentials', client_id: String(client.id), client_secret: client.secret, scope: 'contacts:write everything', audience: 'x', resource: 'y' });
+        .send({
+          grant_type: 'client_credentials',
+          client_id: String(client.id),
+          client_secret: client.secret,
+          scope: 'contacts:write everything',
+          audience: 'x',
+          resource: 'y',
+        });
       expectTokenResponse(res);
       // scope does not widen the token: it still has only contacts:read
-      const write = await app.http.post('/api/contacts').set('Authorization', `Bearer ${res.body.access_token}`).send({ name: 'X', email: 'scope@example.com' });
+      const write = await app.http
+        .post('/api/contacts')
+        .set('Authorization', `Bearer ${res.body.access_token}`)
+        .send({ name: 'X', email: 'scope@example.com' });
       expectError(write, 403, 'forbidden');
     });
 
@@ -145,16 +170,26 @@ describe('OAuth2 endpoints', () => {
 
     it('invalid_request 400 for a missing grant_type, a repeated parameter, a lone secret, two auth methods or a malformed body', async () => {
       expectError(await form().send({ client_id: String(client.id), client_secret: client.secret }), 400, 'invalid_request');
-      expectError(await form().send(`grant_type=client_credentials&grant_type=client_credentials&client_id=${client.id}&client_secret=${client.secret}`), 400, 'invalid_request');
+      expectError(
+        await form().send(`grant_type=client_credentials&grant_type=client_credentials&client_id=${client.id}&client_secret=${client.secret}`),
+        400,
+        'invalid_request',
+      );
       expectError(await form().send({ grant_type: 'client_credentials', client_secret: client.secret }), 400, 'invalid_request');
       expectError(
-        await form().set('Authorization', basic(client.id, client.secret)).send({ grant_type: 'client_credentials', client_id: String(client.id), client_secret: client.secret }),
+        await form()
+          .set('Authorization', basic(client.id, client.secret))
+          .send({ grant_type: 'client_credentials', client_id: String(client.id), client_secret: client.secret }),
         400,
         'invalid_request',
       );
       expectError(await app.http.post(TOKEN).set('Content-Type', 'application/json').send('{"grant_type":'), 400, 'invalid_request');
       expectError(await app.http.post(TOKEN).send(['client_credentials']), 400, 'invalid_request');
-      expectError(await app.http.post(TOKEN).send({ grant_type: 'client_credentials', client_id: String(client.id), client_secret: 42 }), 400, 'invalid_request');
+      expectError(
+        await app.http.post(TOKEN).send({ grant_type: 'client_credentials', client_id: String(client.id), client_secret: 42 }),
+        400,
+        'invalid_request',
+      );
     });
 
     it('invalid_client 401 with WWW-Authenticate for missing or wrong credentials', async () => {
@@ -173,7 +208,12 @@ describe('OAuth2 endpoints', () => {
     });
 
     it('invalid_client 401 with WWW-Authenticate: Basic for wrong or malformed Basic credentials', async () => {
-      for (const header of [basic(client.id, client.secret + 'x'), basic(client.id + 1000, client.secret), 'Basic !!!', 'Basic ' + Buffer.from('no-colon').toString('base64')]) {
+      for (const header of [
+        basic(client.id, client.secret + 'x'),
+        basic(client.id + 1000, client.secret),
+        'Basic !!!',
+        'Basic ' + Buffer.from('no-colon').toString('base64'),
+      ]) {
         const res = await form().set('Authorization', header).send({ grant_type: 'client_credentials' });
         expectError(res, 401, 'invalid_client');
         expect(res.headers['www-authenticate']).toMatch(/^Basic /);
@@ -226,9 +266,15 @@ describe('OAuth2 endpoints', () => {
       const res = await app.http.post(REVOKE).send({ token: parent.secret });
       expect(res.status).toBe(200);
       for (const t of [parent.secret, a1, a2]) expectError(await contacts(app, t), 401, 'unauthorized');
-      const rows = await app.sql<{ n: number }>('SELECT count(*)::int AS n FROM oauth_access_tokens WHERE api_token_id = $1 AND revoked_at IS NULL', [parent.id]);
+      const rows = await app.sql<{ n: number }>('SELECT count(*)::int AS n FROM oauth_access_tokens WHERE api_token_id = $1 AND revoked_at IS NULL', [
+        parent.id,
+      ]);
       expect(rows[0].n).toBe(0);
-      expectError(await app.http.post(TOKEN).send({ grant_type: 'client_credentials', client_id: String(parent.id), client_secret: parent.secret }), 400, 'invalid_grant');
+      expectError(
+        await app.http.post(TOKEN).send({ grant_type: 'client_credentials', client_id: String(parent.id), client_secret: parent.secret }),
+        400,
+        'invalid_grant',
+      );
     });
 
     it('answers 200 for unknown, malformed and already revoked tokens', async () => {
@@ -247,7 +293,7 @@ describe('OAuth2 endpoints', () => {
       expectError(await app.http.post(REVOKE), 400, 'invalid_request');
     });
 
-    it('with client authentication: valid credentials revoke the client\'s own tokens, wrong ones are invalid_client, others\' tokens unauthorized_client', async () => {
+    it("with client authentication: valid credentials revoke the client's own tokens, wrong ones are invalid_client, others' tokens unauthorized_client", async () => {
       const other = await newClient(app, admin, ['contacts:read']);
       const mine = await accessToken(app, client);
       const theirs = await accessToken(app, other);
@@ -257,10 +303,17 @@ describe('OAuth2 endpoints', () => {
       expect(wrong.headers['www-authenticate']).toMatch(/^Basic /);
       expect((await contacts(app, mine)).status).toBe(200);
 
-      expectError(await app.http.post(REVOKE).set('Authorization', basic(client.id, client.secret)).type('form').send({ token: theirs }), 400, 'unauthorized_client');
+      expectError(
+        await app.http.post(REVOKE).set('Authorization', basic(client.id, client.secret)).type('form').send({ token: theirs }),
+        400,
+        'unauthorized_client',
+      );
       expect((await contacts(app, theirs)).status).toBe(200);
 
-      const ok = await app.http.post(REVOKE).type('form').send({ token: mine, client_id: String(client.id), client_secret: client.secret });
+      const ok = await app.http
+        .post(REVOKE)
+        .type('form')
+        .send({ token: mine, client_id: String(client.id), client_secret: client.secret });
       expect(ok.status).toBe(200);
       expectError(await contacts(app, mine), 401, 'unauthorized');
       // an unknown token with valid credentials is still a 200
@@ -276,7 +329,8 @@ describe('OAuth2 endpoints', () => {
         undefined,
         auth === 'basic' ? oidc.ClientSecretBasic(c.secret) : oidc.ClientSecretPost(c.secret),
       );
-      oidc.allowInsecureRequests(config); // plain HTTP on the loopback test server
+      // eslint-disable-next-line @typescript-eslint/no-deprecated -- openid-client marks it deprecated only to make it stand out; the loopback test server speaks plain HTTP
+      oidc.allowInsecureRequests(config);
       return config;
     }
 
@@ -323,7 +377,7 @@ describe('OAuth2 endpoints', () => {
       await refusedWithinASecond(second, at);
     });
 
-    it('sees a parent revoked through the second instance\'s revocation endpoint on the first instance', async () => {
+    it("sees a parent revoked through the second instance's revocation endpoint on the first instance", async () => {
       const parent = await newClient(app, admin, ['contacts:read']);
       const at = await accessToken(app, parent);
       expect((await contacts(app, at)).status).toBe(200);
@@ -347,7 +401,10 @@ describe('OAuth2 with short lifetimes and a strict rate limit', () => {
   afterAll(async () => app?.stop());
 
   it('an access token expires after expires_in seconds', async () => {
-    const res = await app.http.post(TOKEN).set('X-Forwarded-For', '192.0.2.10').send({ grant_type: 'client_credentials', client_id: String(client.id), client_secret: client.secret });
+    const res = await app.http
+      .post(TOKEN)
+      .set('X-Forwarded-For', '192.0.2.10')
+      .send({ grant_type: 'client_credentials', client_id: String(client.id), client_secret: client.secret });
     expect(res.status).toBe(200);
     expect(res.body.expires_in).toBe(2);
     const at = res.body.access_token as string;
@@ -369,7 +426,12 @@ describe('OAuth2 with short lifetimes and a strict rate limit', () => {
     expect(first.headers['x-ratelimit-limit']).toBe('4');
     expect(first.headers['x-ratelimit-remaining']).toBe('3');
     expect(Number(first.headers['x-ratelimit-reset'])).toBeGreaterThan(0);
-    for (let i = 1; i < 3; i++) expectError(await guesser.token({ grant_type: 'client_credentials', client_id: String(client.id), client_secret: `sf_guess${i}` }), 401, 'invalid_client');
+    for (let i = 1; i < 3; i++)
+      expectError(
+        await guesser.token({ grant_type: 'client_credentials', client_id: String(client.id), client_secret: `sf_guess${i}` }),
+        401,
+        'invalid_client',
+      );
     expect((await guesser.revoke({ token: 'sfat_guess' })).status).toBe(200);
 
     // the fifth request in the minute is refused, even with the right secret
@@ -382,7 +444,9 @@ describe('OAuth2 with short lifetimes and a strict rate limit', () => {
     expectError(await guesser.revoke({ token: 'sfat_guess' }), 429, 'rate_limited');
 
     // another address is unaffected, and so is the rest of the API for the same address
-    expect((await from('198.51.100.8').token({ grant_type: 'client_credentials', client_id: String(client.id), client_secret: client.secret })).status).toBe(200);
+    expect((await from('198.51.100.8').token({ grant_type: 'client_credentials', client_id: String(client.id), client_secret: client.secret })).status).toBe(
+      200,
+    );
     const api = await app.http.get('/api/contacts').set('X-Forwarded-For', '198.51.100.7').set('Authorization', `Bearer ${client.secret}`);
     expect(api.status).toBe(200);
     expect(api.headers['x-ratelimit-limit']).toBe('1000');

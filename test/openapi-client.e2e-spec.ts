@@ -90,7 +90,9 @@ describe('a typed client generated from the OpenAPI document', () => {
   it('generates, type-checks and runs a program that lists with search and paging and reads error codes', async () => {
     const doc = (await app.http.get('/api/docs-json')).body;
     writeFileSync(join(dir, 'openapi.json'), JSON.stringify(doc));
-    await run(process.execPath, [join(ROOT, 'node_modules/openapi-typescript/bin/cli.js'), join(dir, 'openapi.json'), '-o', join(dir, 'schema.d.ts')], { cwd: ROOT });
+    await run(process.execPath, [join(ROOT, 'node_modules/openapi-typescript/bin/cli.js'), join(dir, 'openapi.json'), '-o', join(dir, 'schema.d.ts')], {
+      cwd: ROOT,
+    });
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module', private: true }));
     writeFileSync(join(dir, 'program.ts'), PROGRAM);
     writeFileSync(

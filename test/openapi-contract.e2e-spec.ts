@@ -90,8 +90,7 @@ describe('the OpenAPI document against the running server', () => {
   });
   afterAll(async () => app?.stop());
 
-  const operations = () =>
-    Object.entries(doc.paths).flatMap(([path, item]) => METHODS.filter((m) => item[m]).map((m) => ({ path, method: m, op: item[m]! })));
+  const operations = () => Object.entries(doc.paths).flatMap(([path, item]) => METHODS.filter((m) => item[m]).map((m) => ({ path, method: m, op: item[m] })));
 
   function resolve(schema: Schema | undefined): Schema {
     if (!schema) return {};
@@ -113,7 +112,12 @@ describe('the OpenAPI document against the running server', () => {
   function jsonSchemaOf(value: unknown): unknown {
     if (Array.isArray(value)) return value.map(jsonSchemaOf);
     if (!value || typeof value !== 'object') return value;
-    const out = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, k === 'properties' ? Object.fromEntries(Object.entries(v as object).map(([pk, pv]) => [pk, jsonSchemaOf(pv)])) : jsonSchemaOf(v)]));
+    const out = Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [
+        k,
+        k === 'properties' ? Object.fromEntries(Object.entries(v as object).map(([pk, pv]) => [pk, jsonSchemaOf(pv)])) : jsonSchemaOf(v),
+      ]),
+    );
     if (out.nullable !== true) return out;
     const { nullable: _, description, ...rest } = out;
     return { description, anyOf: [rest, { type: 'null' }] };
@@ -122,11 +126,13 @@ describe('the OpenAPI document against the running server', () => {
   /** Checks one answer against the document; returns what is wrong, or null. */
   function check(path: string, method: string, op: Operation, res: { status: number; body: unknown; headers: Record<string, string> }): string | null {
     const documented = responseOf(op, res.status);
-    if (!documented) return `status ${res.status} is not documented (documented: ${Object.keys(op.responses).join(', ')}): ${JSON.stringify(res.body).slice(0, 300)}`;
+    if (!documented)
+      return `status ${res.status} is not documented (documented: ${Object.keys(op.responses).join(', ')}): ${JSON.stringify(res.body).slice(0, 300)}`;
     const content = documented.content ?? {};
     const json = content['application/json'];
     if (!json) return null; // documented without a JSON body (a file, a 304, text metrics)
-    if (!String(res.headers['content-type'] ?? '').startsWith('application/json')) return `status ${res.status} documented as application/json, got ${res.headers['content-type']}`;
+    if (!(res.headers['content-type'] ?? '').startsWith('application/json'))
+      return `status ${res.status} documented as application/json, got ${res.headers['content-type']}`;
     if (!json.schema) return null;
     const key = `${method} ${path} ${res.status}`;
     let validate = validators.get(key);
@@ -153,8 +159,10 @@ describe('the OpenAPI document against the running server', () => {
     else if (s.allOf?.length) arb = valueArb(s.allOf[0], depth + 1);
     else if (s.enum?.length) arb = fc.constantFrom(...s.enum);
     else if (s.type === 'string') {
-      if (s.format === 'date-time') arb = fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 19) + '+00:00');
-      else if (s.format === 'date') arb = fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10));
+      if (s.format === 'date-time')
+        arb = fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 19) + '+00:00');
+      else if (s.format === 'date')
+        arb = fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10));
       else if (s.format === 'email') arb = fc.emailAddress().filter((e) => e.length <= (s.maxLength ?? 254));
       else if (s.format === 'binary') arb = fc.constant('file');
       else if (s.pattern) arb = fc.stringMatching(new RegExp(s.pattern)).filter((v) => v.length >= (s.minLength ?? 0) && v.length <= (s.maxLength ?? 1e9));
@@ -164,7 +172,10 @@ describe('the OpenAPI document against the running server', () => {
       const max = s.maximum ?? 1000;
       const ids = fixtureIds().filter((id) => id >= min && id <= max);
       arb = fc.oneof(fc.integer({ min, max: Math.min(max, min + 100000) }), ...(ids.length ? [fc.constantFrom(...ids)] : []));
-    } else if (s.type === 'number') arb = fc.double({ min: s.minimum ?? -1e6, max: Math.min(s.maximum ?? 1e6, 1e9), noNaN: true, noDefaultInfinity: true }).map((n) => Math.round(n * 100) / 100);
+    } else if (s.type === 'number')
+      arb = fc
+        .double({ min: s.minimum ?? -1e6, max: Math.min(s.maximum ?? 1e6, 1e9), noNaN: true, noDefaultInfinity: true })
+        .map((n) => Math.round(n * 100) / 100);
     else if (s.type === 'boolean') arb = fc.boolean();
     else if (s.type === 'array') arb = fc.array(valueArb(s.items, depth + 1), { minLength: s.minItems ?? 0, maxLength: Math.min(s.maxItems ?? 3, 3) });
     else if (s.properties && depth < 4) arb = objectArb(s, depth + 1);
@@ -177,7 +188,7 @@ describe('the OpenAPI document against the running server', () => {
     const required = new Set(s.required ?? []);
     return fc.record(Object.fromEntries(Object.entries(props).map(([k, v]) => [k, valueArb(v, depth)])), {
       requiredKeys: Object.keys(props).filter((k) => required.has(k)),
-    }) as fc.Arbitrary<Record<string, unknown>>;
+    });
   }
 
   /** A body: usually documented, sometimes with an unknown property, a wrong type or not an object at all. */
@@ -186,7 +197,12 @@ describe('the OpenAPI document against the running server', () => {
     const valid = s.properties ? objectArb(s, 0) : valueArb(s);
     return fc.oneof(
       { weight: 6, arbitrary: valid },
-      { weight: 1, arbitrary: fc.tuple(valid, fc.string({ minLength: 1, maxLength: 10 }), fc.jsonValue()).map(([b, k, v]) => (b && typeof b === 'object' ? { ...(b as object), [`x${k}`]: v } : b)) },
+      {
+        weight: 1,
+        arbitrary: fc
+          .tuple(valid, fc.string({ minLength: 1, maxLength: 10 }), fc.jsonValue())
+          .map(([b, k, v]) => (b && typeof b === 'object' ? { ...b, [`x${k}`]: v } : b)),
+      },
       { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
     );
   }
@@ -197,7 +213,10 @@ describe('the OpenAPI document against the running server', () => {
     if (s.type === 'integer') {
       const resource = path.split('/')[2]?.replace('_', '-');
       const own = p.name === 'contactId' ? fixtures.contacts : p.name === 'campaignId' ? fixtures.campaigns : fixtures[resource ?? ''];
-      return fc.oneof({ weight: 4, arbitrary: fc.constant(String(own ?? 1)) }, { weight: 1, arbitrary: fc.integer({ min: s.minimum ?? 1, max: s.maximum ?? 2147483647 }).map(String) });
+      return fc.oneof(
+        { weight: 4, arbitrary: fc.constant(String(own ?? 1)) },
+        { weight: 1, arbitrary: fc.integer({ min: s.minimum ?? 1, max: s.maximum ?? 2147483647 }).map(String) },
+      );
     }
     if (s.enum?.length) return fc.constantFrom(...s.enum.map(String));
     return fc.string({ minLength: 1, maxLength: 12 }).map((v) => encodeURIComponent(v));
@@ -206,9 +225,21 @@ describe('the OpenAPI document against the running server', () => {
   function queryArb(op: Operation): fc.Arbitrary<Record<string, string>> {
     const params = (op.parameters ?? []).filter((p) => p.in === 'query');
     if (!params.length) return fc.constant({});
-    const valid = fc.record(Object.fromEntries(params.map((p) => [p.name, valueArb(p.schema).filter((v) => v !== null).map((v) => String(v))])), { requiredKeys: [] });
+    const valid = fc.record(
+      Object.fromEntries(
+        params.map((p) => [
+          p.name,
+          valueArb(p.schema)
+            .filter((v) => v !== null)
+            .map((v) => String(v)),
+        ]),
+      ),
+      { requiredKeys: [] },
+    );
     // Out of the documented range now and then: the 400 must be documented too.
-    const hostile = fc.tuple(valid, fc.constantFrom(...params.map((p) => p.name)), fc.constantFrom('0', '-1', '999999999', 'x', '')).map(([q, k, v]) => ({ ...q, [k]: v }));
+    const hostile = fc
+      .tuple(valid, fc.constantFrom(...params.map((p) => p.name)), fc.constantFrom('0', '-1', '999999999', 'x', ''))
+      .map(([q, k, v]) => ({ ...q, [k]: v }));
     return fc.oneof({ weight: 4, arbitrary: valid }, { weight: 1, arbitrary: hostile }) as fc.Arbitrary<Record<string, string>>;
   }
 
@@ -253,7 +284,9 @@ describe('the OpenAPI document against the running server', () => {
     expect(problems).toEqual([]);
     const error = doc.components.schemas.ApiErrorBody.properties!.error;
     expect(error.required).toEqual(['code', 'message', 'status']);
-    expect(error.properties!.code.enum).toEqual(expect.arrayContaining(['validation_failed', 'not_found', 'conflict', 'rate_limited', 'unavailable', 'invalid_client']));
+    expect(error.properties!.code.enum).toEqual(
+      expect.arrayContaining(['validation_failed', 'not_found', 'conflict', 'rate_limited', 'unavailable', 'invalid_client']),
+    );
   });
 
   it('request bodies say what the validation refuses: no unknown properties, integers, non-empty strings, date-times with an offset', () => {
@@ -268,22 +301,30 @@ describe('the OpenAPI document against the running server', () => {
     expect(contact.additionalProperties).toBe(false);
   });
 
-
   it('each path answers its undocumented methods with 405 and an Allow header naming the documented ones', async () => {
     const failures: string[] = [];
     for (const [path, item] of Object.entries(doc.paths)) {
       const documented = METHODS.filter((m) => item[m]);
-      const url = path.replace(/\{([^}]+)\}/g, (_, name: string) => (name === 'object' ? 'contact' : name === 'alias' ? 'x' : name === 'segment' ? 'contact' : '1'));
+      const url = path.replace(/\{([^}]+)\}/g, (_, name: string) =>
+        name === 'object' ? 'contact' : name === 'alias' ? 'x' : name === 'segment' ? 'contact' : '1',
+      );
       for (const m of METHODS.filter((x) => !documented.includes(x))) {
         // `/api/assets/1:x` is also an id under `/api/assets/{id}`, `/api/fields/contact` under `/api/fields/{id}`: that operation answers.
         const servedElsewhere = Object.entries(doc.paths).some(([other, o]) => other !== path && o[m] && templateMatches(other, url));
         if (servedElsewhere) continue;
         const res = await app.http[m](url).set('Authorization', admin);
-        const allow = String(res.headers.allow ?? '').split(/,\s*/).filter(Boolean).sort();
-        if (res.status !== 405 || (res.body as { error?: { code?: string } }).error?.code !== 'method_not_allowed') failures.push(`${m.toUpperCase()} ${url}: ${res.status}`);
+        const allow = (res.headers.allow ?? '').split(/,\s*/).filter(Boolean).sort();
+        if (res.status !== 405 || (res.body as { error?: { code?: string } }).error?.code !== 'method_not_allowed')
+          failures.push(`${m.toUpperCase()} ${url}: ${res.status}`);
         else {
           // Every documented operation whose path template matches this URL (`/api/notifications/read-all` is also an {id}).
-          const expected = [...new Set(Object.entries(doc.paths).filter(([t]) => templateMatches(t, url)).flatMap(([, o]) => METHODS.filter((x) => o[x]).map((x) => x.toUpperCase())))].sort();
+          const expected = [
+            ...new Set(
+              Object.entries(doc.paths)
+                .filter(([t]) => templateMatches(t, url))
+                .flatMap(([, o]) => METHODS.filter((x) => o[x]).map((x) => x.toUpperCase())),
+            ),
+          ].sort();
           if (JSON.stringify(allow) !== JSON.stringify(expected)) failures.push(`${m.toUpperCase()} ${url}: Allow ${allow} but documented ${expected}`);
         }
       }
@@ -299,7 +340,8 @@ describe('the OpenAPI document against the running server', () => {
       const url = path.replace('/api/fields/{id}', '/api/fields/contact').replace('{id}', String(fixtures.campaigns));
       const documented = (op.parameters ?? []).filter((p) => p.in === 'query');
       const refused = await app.http.get(url).query({ undocumentedParameter: '1' }).set('Authorization', admin);
-      const allowed = /allowed: (.*)$/.exec((refused.body as { error?: { details?: { message: string }[] } }).error?.details?.[0]?.message ?? '')?.[1]?.split(', ') ?? [];
+      const allowed =
+        /allowed: (.*)$/.exec((refused.body as { error?: { details?: { message: string }[] } }).error?.details?.[0]?.message ?? '')?.[1]?.split(', ') ?? [];
       if (refused.status !== 400) failures.push(`GET ${url}?undocumentedParameter=1: ${refused.status}`);
       if (!documented.some((p) => p.name === 'search')) {
         // The name is known to every list, but a list without search refuses a search term.
@@ -312,10 +354,13 @@ describe('the OpenAPI document against the running server', () => {
       }
       for (const p of documented) {
         for (const value of resolve(p.schema).enum ?? (resolve(p.schema).type === 'boolean' ? [true, false] : [])) {
-          const res = await app.http.get(url).query({ [p.name]: String(value) }).set('Authorization', admin);
+          const res = await app.http
+            .get(url)
+            .query({ [p.name]: String(value) })
+            .set('Authorization', admin);
           if (res.status !== 200) failures.push(`GET ${url}?${p.name}=${value}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
           else {
-            const problem = check(path, 'get', op, res as unknown as { status: number; body: unknown; headers: Record<string, string> });
+            const problem = check(path, 'get', op, res);
             if (problem) failures.push(`GET ${url}?${p.name}=${value}: ${problem}`);
           }
         }
@@ -348,8 +393,11 @@ describe('the OpenAPI document against the running server', () => {
             req = req.set('Content-Type', 'application/json').send(JSON.stringify(payload));
           }
           const res = await req;
-          const problem = check(path, method, op, res as unknown as { status: number; body: unknown; headers: Record<string, string> });
-          if (problem) failures.push(`${method.toUpperCase()} ${url}?${new URLSearchParams(query)} ${payload === undefined ? '' : JSON.stringify(payload).slice(0, 200)} → ${problem}`);
+          const problem = check(path, method, op, res);
+          if (problem)
+            failures.push(
+              `${method.toUpperCase()} ${url}?${new URLSearchParams(query)} ${payload === undefined ? '' : JSON.stringify(payload).slice(0, 200)} → ${problem}`,
+            );
         }),
         { numRuns: 12, seed: 17 },
       );

@@ -113,8 +113,19 @@ describe('platform: system routes, errors, authentication', () => {
     });
 
     it('a JSON array or scalar body → 400', async () => {
-      expectError(await app.http.post('/api/contacts').set('Authorization', admin).send([{ name: 'x' }]), 400, 'validation_failed');
-      expectError(await app.http.post('/api/contacts').set('Authorization', admin).set('Content-Type', 'application/json').send('"x"'), 400, 'validation_failed');
+      expectError(
+        await app.http
+          .post('/api/contacts')
+          .set('Authorization', admin)
+          .send([{ name: 'x' }]),
+        400,
+        'validation_failed',
+      );
+      expectError(
+        await app.http.post('/api/contacts').set('Authorization', admin).set('Content-Type', 'application/json').send('"x"'),
+        400,
+        'validation_failed',
+      );
     });
 
     it('body over the limit → 413 payload_too_large', async () => {
@@ -257,7 +268,10 @@ describe('platform: logs and CORS', () => {
     await app.http.get('/api/contacts').set('Authorization', `Bearer ${secret}`).set('X-Request-Id', 'log-check-1');
     await app.http.post('/api/oauth/v2/token').type('form').send({ grant_type: 'client_credentials', client_id: '1', client_secret: secret });
     await new Promise((r) => setTimeout(r, 200));
-    const lines = app.logs.join('').split('\n').filter((l) => l.startsWith('{'));
+    const lines = app.logs
+      .join('')
+      .split('\n')
+      .filter((l) => l.startsWith('{'));
     const entries = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(entries.some((e) => e.requestId === 'log-check-1' && e.status === 200 && e.method === 'GET')).toBe(true);
     expect(app.logs.join('')).not.toContain(secret);
@@ -279,7 +293,10 @@ describe('platform: start-up', () => {
   it('two instances starting together on an empty database apply the migrations once', async () => {
     const db = await createDatabase();
     try {
-      const [a, b] = await Promise.all([startApp({ noRedis: true, env: { DATABASE_URL: db.url } }), startApp({ noRedis: true, env: { DATABASE_URL: db.url } })]);
+      const [a, b] = await Promise.all([
+        startApp({ noRedis: true, env: { DATABASE_URL: db.url } }),
+        startApp({ noRedis: true, env: { DATABASE_URL: db.url } }),
+      ]);
       try {
         const rows = await a.sql<{ n: string }>(`SELECT count(*)::text AS n FROM migrations`);
         const files = readFileSync(join(ROOT, 'src/database/migrations/index.ts'), 'utf8').match(/^import \{ \w+ \}/gm) ?? [];
@@ -322,7 +339,17 @@ describe('platform: admin CLI', () => {
   });
 
   it('token:create prints the secret last, and sets the plan when given', async () => {
-    const r = await app.cli(['token:create', '--user', 'new-user@example.com', '--name', 'ci', '--permissions', 'contacts:read,contacts:write', '--plan', 'enterprise']);
+    const r = await app.cli([
+      'token:create',
+      '--user',
+      'new-user@example.com',
+      '--name',
+      'ci',
+      '--permissions',
+      'contacts:read,contacts:write',
+      '--plan',
+      'enterprise',
+    ]);
     expect(r.code).toBe(0);
     const secret = r.stdout.trim().split('\n').pop()!;
     expect(secret).toMatch(/^sf_[A-Za-z0-9_-]{40,}$/);

@@ -97,7 +97,10 @@ describe('point groups', () => {
     await create({ name: 'Tier Gamma', description: 'listing-tier', minimumPoints: 30, maximumPoints: 40, isPublished: false });
     await create({ name: 'Tier Alpha', description: 'listing-tier', minimumPoints: 10, maximumPoints: 20 });
     await create({ name: 'Tier Beta', description: 'listing-tier', minimumPoints: 20, maximumPoints: 30 });
-    const res = await app.http.get('/api/point-groups').query({ search: 'listing-tier', orderBy: 'minimumPoints', orderByDir: 'desc' }).set('Authorization', auth);
+    const res = await app.http
+      .get('/api/point-groups')
+      .query({ search: 'listing-tier', orderBy: 'minimumPoints', orderByDir: 'desc' })
+      .set('Authorization', auth);
     expect(res.status).toBe(200);
     expect(res.body.total).toBe(3);
     expect(res.body.pointGroups.map((g: { name: string }) => g.name)).toEqual(['Tier Gamma', 'Tier Beta', 'Tier Alpha']);
@@ -119,8 +122,16 @@ describe('point groups', () => {
   it('checks permissions under both spellings', async () => {
     expect((await app.http.get('/api/point-groups').set('Authorization', readOnly)).status).toBe(200);
     expect((await app.http.get('/api/point_groups').set('Authorization', readOnly)).status).toBe(200);
-    expectError(await app.http.post('/api/point-groups/new').set('Authorization', readOnly).send({ name: 'x', minimumPoints: 0, maximumPoints: 1 }), 403, 'forbidden');
-    expectError(await app.http.post('/api/point_groups').set('Authorization', readOnly).send({ name: 'x', minimumPoints: 0, maximumPoints: 1 }), 403, 'forbidden');
+    expectError(
+      await app.http.post('/api/point-groups/new').set('Authorization', readOnly).send({ name: 'x', minimumPoints: 0, maximumPoints: 1 }),
+      403,
+      'forbidden',
+    );
+    expectError(
+      await app.http.post('/api/point_groups').set('Authorization', readOnly).send({ name: 'x', minimumPoints: 0, maximumPoints: 1 }),
+      403,
+      'forbidden',
+    );
     expectError(await app.http.patch('/api/point_groups/1').set('Authorization', readOnly).send({ name: 'x' }), 403, 'forbidden');
     expectError(await app.http.delete('/api/point-groups/1/delete').set('Authorization', readOnly), 403, 'forbidden');
     const other = `Bearer ${await app.token('categories:read', { user: 'c@example.com', plan: 'enterprise' })}`;

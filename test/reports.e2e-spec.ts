@@ -27,7 +27,6 @@ interface SeedDeal {
   status?: 'won' | 'open' | 'lost';
 }
 
-
 // The "today" date range is checked against deals seeded today: never straddle midnight UTC.
 await awayFromMidnight();
 
@@ -65,10 +64,16 @@ describe('reports (API and worker in separate processes, BullMQ on Redis)', () =
     const ids = Object.fromEntries(users.map((u) => [u.email.split('@')[0], u.id]));
     const [{ id: contactId }] = await api.sql<{ id: number }>(`INSERT INTO contacts (name, email) VALUES ('Buyer', 'buyer@example.com') RETURNING id`);
     for (const d of deals) {
-      await api.sql(
-        `INSERT INTO deals (title, value, contact_id, status, product, quantity, closed_at, owner_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-        [`Deal ${d.key}`, d.value, contactId, d.status ?? 'won', d.product, d.quantity, d.closedAt.toISOString(), ids[d.owner]],
-      );
+      await api.sql(`INSERT INTO deals (title, value, contact_id, status, product, quantity, closed_at, owner_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
+        `Deal ${d.key}`,
+        d.value,
+        contactId,
+        d.status ?? 'won',
+        d.product,
+        d.quantity,
+        d.closedAt.toISOString(),
+        ids[d.owner],
+      ]);
     }
   }, 120000);
   afterAll(async () => {
@@ -84,10 +89,14 @@ describe('reports (API and worker in separate processes, BullMQ on Redis)', () =
     const run = await api.http.post(`/api/reports/${id}/run`).set('Authorization', auth);
     expect(run.status).toBe(200);
     expect(run.body).toEqual({ status: 'queued', message: expect.any(String), jobId: expect.any(String) });
-    await waitFor(async () => {
-      const [{ n }] = await api.sql<{ n: number }>(`SELECT count(*)::int AS n FROM report_results WHERE report_id = $1`, [id]);
-      return n > before ? true : undefined;
-    }, 20000, `a result of report ${id}`);
+    await waitFor(
+      async () => {
+        const [{ n }] = await api.sql<{ n: number }>(`SELECT count(*)::int AS n FROM report_results WHERE report_id = $1`, [id]);
+        return n > before ? true : undefined;
+      },
+      20000,
+      `a result of report ${id}`,
+    );
     const res = await api.http.get(`/api/reports/${id}/results`).set('Authorization', auth);
     expect(res.status).toBe(200);
     return res.body.results as { generatedAt: string; data: Record<string, unknown>[]; summary: { totalRevenue: number; totalQuantity: number } };
@@ -105,7 +114,9 @@ describe('reports (API and worker in separate processes, BullMQ on Redis)', () =
       g.quantity += d.quantity;
       groups.set(k, g);
     }
-    const rows = [...groups.values()].sort((a, b) => a.date.localeCompare(b.date) || a.product.localeCompare(b.product) || a.salesperson.localeCompare(b.salesperson));
+    const rows = [...groups.values()].sort(
+      (a, b) => a.date.localeCompare(b.date) || a.product.localeCompare(b.product) || a.salesperson.localeCompare(b.salesperson),
+    );
     return {
       rows,
       totalRevenue: Math.round(won.reduce((s, d) => s + d.value, 0) * 100) / 100,
@@ -129,7 +140,12 @@ describe('reports (API and worker in separate processes, BullMQ on Redis)', () =
 
   it('answers 404 for results before the first run, then the right rows and totals for each dateRange', async () => {
     for (const [dateRange, filter] of ranges) {
-      const rep = await create({ name: `Sales ${dateRange}`, type: 'sales', filters: { dateRange }, columns: ['date', 'product', 'salesperson', 'revenue', 'quantity'] });
+      const rep = await create({
+        name: `Sales ${dateRange}`,
+        type: 'sales',
+        filters: { dateRange },
+        columns: ['date', 'product', 'salesperson', 'revenue', 'quantity'],
+      });
       expect(rep.status).toBe(201);
       const id = rep.body.report.id;
       if (dateRange === 'today') expectError(await api.http.get(`/api/reports/${id}/results`).set('Authorization', auth), 404, 'not_found');
@@ -156,7 +172,9 @@ describe('reports (API and worker in separate processes, BullMQ on Redis)', () =
     expect(byProduct.data.map((r) => r.product)).toEqual(['Gadget', 'Gadget', 'Gadget', 'Gadget']);
     expect(byProduct.summary).toMatchObject({ totalRevenue: 659.99, totalQuantity: 12 });
 
-    const east = await runAndRead((await create({ name: 'East', type: 'sales', filters: { salesTeam: 'east' }, columns: ['salesperson', 'revenue', 'quantity'] })).body.report.id);
+    const east = await runAndRead(
+      (await create({ name: 'East', type: 'sales', filters: { salesTeam: 'east' }, columns: ['salesperson', 'revenue', 'quantity'] })).body.report.id,
+    );
     expect(east.data).toEqual([
       { salesperson: 'Alice Archer', revenue: 900, quantity: 10 },
       { salesperson: 'Carol Cruz', revenue: 700, quantity: 7 },
@@ -164,7 +182,14 @@ describe('reports (API and worker in separate processes, BullMQ on Redis)', () =
     expect(east.summary).toMatchObject({ totalRevenue: 1600, totalQuantity: 17 });
 
     const projected = await runAndRead(
-      (await create({ name: 'Products 30d', type: 'sales', filters: { dateRange: 'last_30_days', products: ['Widget', 'Gadget'] }, columns: ['product', 'revenue'] })).body.report.id,
+      (
+        await create({
+          name: 'Products 30d',
+          type: 'sales',
+          filters: { dateRange: 'last_30_days', products: ['Widget', 'Gadget'] },
+          columns: ['product', 'revenue'],
+        })
+      ).body.report.id,
     );
     expect(projected.data).toEqual([
       { product: 'Gadget', revenue: 599.99 },
@@ -173,7 +198,10 @@ describe('reports (API and worker in separate processes, BullMQ on Redis)', () =
     for (const row of projected.data) expect(Object.keys(row)).toEqual(['product', 'revenue']);
     expect(projected.summary).toMatchObject({ totalRevenue: 750.49, totalQuantity: 9 });
 
-    const totalsOnly = await runAndRead((await create({ name: 'Totals', type: 'sales', filters: { salesTeam: 'west', dateRange: '2020-01-01..2020-01-31' }, columns: ['revenue', 'quantity'] })).body.report.id);
+    const totalsOnly = await runAndRead(
+      (await create({ name: 'Totals', type: 'sales', filters: { salesTeam: 'west', dateRange: '2020-01-01..2020-01-31' }, columns: ['revenue', 'quantity'] }))
+        .body.report.id,
+    );
     expect(totalsOnly.data).toEqual([{ revenue: 30, quantity: 3 }]);
   }, 90000);
 
@@ -189,7 +217,9 @@ describe('reports (API and worker in separate processes, BullMQ on Redis)', () =
   it('computes a marketing report per campaign: members and text messages by status', async () => {
     const [c1] = await api.sql<{ id: number }>(`INSERT INTO campaigns (name) VALUES ('Spring') RETURNING id`);
     const [c2] = await api.sql<{ id: number }>(`INSERT INTO campaigns (name) VALUES ('Autumn') RETURNING id`);
-    const contacts = await api.sql<{ id: number }>(`INSERT INTO contacts (name, email) SELECT 'M' || g, 'm' || g || '@example.com' FROM generate_series(1, 3) g RETURNING id`);
+    const contacts = await api.sql<{ id: number }>(
+      `INSERT INTO contacts (name, email) SELECT 'M' || g, 'm' || g || '@example.com' FROM generate_series(1, 3) g RETURNING id`,
+    );
     for (const c of contacts) await api.sql(`INSERT INTO campaign_members (campaign_id, contact_id) VALUES ($1, $2)`, [c1.id, c.id]);
     await api.sql(`INSERT INTO campaign_members (campaign_id, contact_id) VALUES ($1, $2)`, [c2.id, contacts[0].id]);
     await api.sql(
@@ -227,7 +257,10 @@ describe('reports (API and worker in separate processes, BullMQ on Redis)', () =
     // Changing the type keeps columns that no longer fit: refused.
     const id = (await create({ name: 'typed', type: 'sales', columns: ['product', 'revenue'] })).body.report.id;
     expectError(await api.http.patch(`/api/reports/${id}/edit`).set('Authorization', auth).send({ type: 'marketing' }), 400, 'validation_failed');
-    const ok = await api.http.patch(`/api/reports/${id}/edit`).set('Authorization', auth).send({ type: 'marketing', columns: ['campaign', 'sent'] });
+    const ok = await api.http
+      .patch(`/api/reports/${id}/edit`)
+      .set('Authorization', auth)
+      .send({ type: 'marketing', columns: ['campaign', 'sent'] });
     expect(ok.status).toBe(200);
     expect(ok.body.report).toMatchObject({ type: 'marketing', columns: ['campaign', 'sent'] });
   });
@@ -301,22 +334,30 @@ describe('reports (API and worker in separate processes, BullMQ on Redis)', () =
       expect(next).toBeLessThanOrEqual(Date.now() + 2000);
       expect(await schedulers()).toContain(`report-schedule-${id}`);
 
-      const lastRun = await waitFor(async () => {
-        const r = (await api.http.get(`/api/reports/${id}`).set('Authorization', auth)).body.report;
-        return r.lastRun ?? undefined;
-      }, 15000, 'a scheduled run');
+      const lastRun = await waitFor(
+        async () => {
+          const r = (await api.http.get(`/api/reports/${id}`).set('Authorization', auth)).body.report;
+          return r.lastRun ?? undefined;
+        },
+        15000,
+        'a scheduled run',
+      );
       const triggers = await api.sql<{ trigger: string }>(`SELECT trigger FROM report_results WHERE report_id = $1`, [id]);
       expect(triggers.map((t) => t.trigger)).toContain('schedule');
       // It keeps running: a second scheduled run moves lastRun on.
-      await waitFor(async () => {
-        const r = (await api.http.get(`/api/reports/${id}`).set('Authorization', auth)).body.report;
-        return r.lastRun !== lastRun ? true : undefined;
-      }, 15000, 'a second scheduled run');
+      await waitFor(
+        async () => {
+          const r = (await api.http.get(`/api/reports/${id}`).set('Authorization', auth)).body.report;
+          return r.lastRun !== lastRun ? true : undefined;
+        },
+        15000,
+        'a second scheduled run',
+      );
       const got = (await api.http.get(`/api/reports/${id}`).set('Authorization', auth)).body.report;
       expect(Date.parse(got.nextRun)).toBeGreaterThan(Date.parse(got.lastRun) - 1000);
 
       const weekly = (await api.http.patch(`/api/reports/${id}`).set('Authorization', auth).send({ schedule: 'weekly' })).body.report;
-      const nextMonday = new Date(today + (((8 - new Date(today).getUTCDay()) % 7 || 7) * DAY));
+      const nextMonday = new Date(today + ((8 - new Date(today).getUTCDay()) % 7 || 7) * DAY);
       expect(weekly.nextRun).toBe(nextMonday.toISOString().slice(0, 19) + '+00:00');
       const monthly = (await api.http.patch(`/api/reports/${id}`).set('Authorization', auth).send({ schedule: 'monthly' })).body.report;
       expect(monthly.nextRun).toBe(new Date(Date.UTC(y, m + 1, 1)).toISOString().slice(0, 19) + '+00:00');

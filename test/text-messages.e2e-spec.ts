@@ -40,10 +40,14 @@ describe('text messages (API and worker in separate processes, HTTP provider aga
   const create = (body: object) => api.http.post('/api/text-messages/new').set('Authorization', auth).send(body);
   const get = async (id: number) => (await api.http.get(`/api/text-messages/${id}`).set('Authorization', auth)).body.textMessage;
   const waitStatus = (id: number, status: string, ms = 20000) =>
-    waitFor(async () => {
-      const t = await get(id);
-      return t.status === status ? t : undefined;
-    }, ms, `message ${id} to be ${status}`);
+    waitFor(
+      async () => {
+        const t = await get(id);
+        return t.status === status ? t : undefined;
+      },
+      ms,
+      `message ${id} to be ${status}`,
+    );
   const report = (body: object, signature?: string) => {
     const raw = JSON.stringify(body);
     const req = api.http.post('/api/text-messages/delivery-reports').set('Content-Type', 'application/json');
@@ -105,7 +109,9 @@ describe('text messages (API and worker in separate processes, HTTP provider aga
     const failed = { reference: `textmessage-${t.id}-1`, status: 'undelivered', error: 'handset off' };
     expect((await report(failed, sign(SECRET, JSON.stringify(failed)))).status).toBe(200);
     expect(await get(t.id)).toMatchObject({ status: 'failed', failureCode: 'delivery_failed', failureReason: 'handset off' });
-    const notes = await api.sql<{ details: { textMessageId: number } }>(`SELECT details FROM notifications WHERE user_id = $1 AND type = 'sms_failed'`, [adminId]);
+    const notes = await api.sql<{ details: { textMessageId: number } }>(`SELECT details FROM notifications WHERE user_id = $1 AND type = 'sms_failed'`, [
+      adminId,
+    ]);
     expect(notes.map((n) => n.details.textMessageId)).toContain(t.id);
   }, 60000);
 
@@ -131,7 +137,9 @@ describe('text messages (API and worker in separate processes, HTTP provider aga
     const failed = await waitStatus(t.id, 'failed');
     expect(failed).toMatchObject({ failureCode: 'provider_rejected' });
     expect(failed.failureReason).toContain('422');
-    const notes = await api.sql<{ details: { textMessageId: number } }>(`SELECT details FROM notifications WHERE user_id = $1 AND type = 'sms_failed'`, [adminId]);
+    const notes = await api.sql<{ details: { textMessageId: number } }>(`SELECT details FROM notifications WHERE user_id = $1 AND type = 'sms_failed'`, [
+      adminId,
+    ]);
     expect(notes.map((n) => n.details.textMessageId)).toContain(t.id);
 
     // Failed messages can be edited and sent again (a new idempotency key).

@@ -12,7 +12,7 @@ import { AccountUsageService } from './account-usage.service.js';
 import { AccountService } from './account.service.js';
 import { newTokenPage, notificationsPage, overviewPage, revokePage, secretPage, tokensPage } from './account.views.js';
 import { ConsoleExceptionFilter } from './console.filter.js';
-import { ConsoleGuard, type ConsoleRequest, SignedIn } from './console.guard.js';
+import { ConsoleGuard, type ConsoleRequest, SignedIn, signedIn } from './console.guard.js';
 import { tokenRequestFromForm } from './token-form.js';
 
 /**
@@ -36,7 +36,7 @@ export class AccountPagesController {
 
   @Get()
   async overview(@Req() req: ConsoleRequest, @Res() res: Response): Promise<void> {
-    const s = req.console!;
+    const s = signedIn(req);
     const [usage, tokens, unread] = await Promise.all([
       this.usage.usage(s),
       this.tokens.list({ limit: '1' }, s.principal),
@@ -47,13 +47,13 @@ export class AccountPagesController {
 
   @Get('tokens')
   async tokenList(@Req() req: ConsoleRequest, @Res() res: Response): Promise<void> {
-    const { tokens } = await this.tokens.list({ limit: '200', orderBy: 'id', orderByDir: 'desc' }, req.console!.principal);
+    const { tokens } = await this.tokens.list({ limit: '200', orderBy: 'id', orderByDir: 'desc' }, signedIn(req).principal);
     sendPage(res, 200, tokensPage(chromeOf(req), { tokens }));
   }
 
   @Get('tokens/new')
   newToken(@Req() req: ConsoleRequest, @Res() res: Response): void {
-    const p = req.console!.principal.permissions;
+    const p = signedIn(req).principal.permissions;
     sendPage(res, 200, newTokenPage(chromeOf(req), { mayGrantAll: p.has('*'), granted: p }));
   }
 
@@ -61,7 +61,7 @@ export class AccountPagesController {
   @Post('tokens')
   @Consumes(FORM)
   async createToken(@Req() req: ConsoleRequest, @Body() body: unknown, @Res() res: Response): Promise<void> {
-    const principal = req.console!.principal;
+    const principal = signedIn(req).principal;
     const values = { name: field(body, 'name'), permissions: fields(body, 'permissions'), expires: field(body, 'expires') };
     try {
       const dto = await tokenRequestFromForm(values);
@@ -69,39 +69,43 @@ export class AccountPagesController {
       sendPage(res, 201, secretPage(chromeOf(req), token));
     } catch (e) {
       if (!(e instanceof AppError) || e.status >= 500) throw e;
-      sendPage(res, e.status, newTokenPage(chromeOf(req), { mayGrantAll: principal.permissions.has('*'), granted: principal.permissions, values, error: e.message }));
+      sendPage(
+        res,
+        e.status,
+        newTokenPage(chromeOf(req), { mayGrantAll: principal.permissions.has('*'), granted: principal.permissions, values, error: e.message }),
+      );
     }
   }
 
   @Get('tokens/:id/revoke')
   async confirmRevoke(@Req() req: ConsoleRequest, @Param('id', IdPipe) id: number, @Res() res: Response): Promise<void> {
-    sendPage(res, 200, revokePage(chromeOf(req), await this.tokens.get(id, req.console!.principal)));
+    sendPage(res, 200, revokePage(chromeOf(req), await this.tokens.get(id, signedIn(req).principal)));
   }
 
   @Post('tokens/:id/revoke')
   @Consumes(FORM)
   async revoke(@Req() req: ConsoleRequest, @Param('id', IdPipe) id: number, @Res() res: Response): Promise<void> {
-    await this.tokens.revoke(id, req.console!.principal);
+    await this.tokens.revoke(id, signedIn(req).principal);
     seeOther(res, '/account/tokens');
   }
 
   @Get('notifications')
   async notificationList(@Req() req: ConsoleRequest, @Res() res: Response): Promise<void> {
-    const { total, notifications } = await this.notifications.list({ limit: '100', orderBy: 'createdAt', orderByDir: 'desc' }, req.console!.principal);
+    const { total, notifications } = await this.notifications.list({ limit: '100', orderBy: 'createdAt', orderByDir: 'desc' }, signedIn(req).principal);
     sendPage(res, 200, notificationsPage(chromeOf(req), { total, notifications }));
   }
 
   @Post('notifications/read-all')
   @Consumes(FORM)
   async markAllRead(@Req() req: ConsoleRequest, @Res() res: Response): Promise<void> {
-    await this.notifications.markAllRead(req.console!.principal);
+    await this.notifications.markAllRead(signedIn(req).principal);
     seeOther(res, '/account/notifications');
   }
 
   @Post('notifications/:id/read')
   @Consumes(FORM)
   async markRead(@Req() req: ConsoleRequest, @Param('id', IdPipe) id: number, @Res() res: Response): Promise<void> {
-    await this.notifications.markRead(id, req.console!.principal);
+    await this.notifications.markRead(id, signedIn(req).principal);
     seeOther(res, '/account/notifications');
   }
 
@@ -116,7 +120,7 @@ export class AccountPagesController {
   @Post('sessions/revoke-all')
   @Consumes(FORM)
   async signOutEverywhere(@Req() req: ConsoleRequest, @Res() res: Response): Promise<void> {
-    await this.account.signOutEverywhere(req.console!.user.id);
+    await this.account.signOutEverywhere(signedIn(req).user.id);
     clearSessionCookie(res, this.config);
     seeOther(res, '/account/login');
   }

@@ -77,7 +77,8 @@ export class AccountRepository {
     s: { userId: number; tokenHash: string; csrfToken: string; expiresAt: Date; ip: string | null; userAgent: string | null },
     tx?: Tx,
   ): Promise<number> {
-    const rows: { id: number }[] = await this.db(tx).query(
+    // bigserial: pg answers the id as a string.
+    const rows: { id: string }[] = await this.db(tx).query(
       `INSERT INTO account_sessions (user_id, token_hash, csrf_token, expires_at, ip, user_agent) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
       [s.userId, s.tokenHash, s.csrfToken, s.expiresAt, s.ip, s.userAgent],
     );
@@ -85,7 +86,8 @@ export class AccountRepository {
   }
 
   async findSession(tokenHash: string): Promise<SessionRow | null> {
-    const rows: SessionRow[] = await this.db().query(
+    // bigserial: pg answers the id as a string.
+    const rows: (Omit<SessionRow, 'id'> & { id: string })[] = await this.db().query(
       `SELECT id, user_id AS "userId", csrf_token AS "csrfToken", created_at AS "createdAt", last_seen_at AS "lastSeenAt",
               expires_at AS "expiresAt", revoked_at AS "revokedAt"
          FROM account_sessions WHERE token_hash = $1`,

@@ -42,7 +42,9 @@ describe('AccountService (service layer, real PostgreSQL)', () => {
     await ctx.query(`UPDATE account_sessions SET expires_at = now() - interval '1 second', last_seen_at = now() ${byToken}`, [hashToken(c.token)]);
     expect(await account.resolve(c.token)).toBeNull();
     // the absolute expiry is the configured lifetime after sign-in
-    const [row] = await ctx.query<{ secs: number }>(`SELECT extract(epoch FROM expires_at - created_at)::int AS secs FROM account_sessions ${byToken}`, [hashToken(d.token)]);
+    const [row] = await ctx.query<{ secs: number }>(`SELECT extract(epoch FROM expires_at - created_at)::int AS secs FROM account_sessions ${byToken}`, [
+      hashToken(d.token),
+    ]);
     expect(Math.abs(row.secs - 3600)).toBeLessThanOrEqual(1);
     expect(await account.resolve(d.token)).not.toBeNull();
     expect(await account.resolve(undefined)).toBeNull();
@@ -73,7 +75,9 @@ describe('AccountService (service layer, real PostgreSQL)', () => {
 
   it('parallel wrong attempts cannot all pass the throttle: only the free ones are checked, the rest wait (429)', async () => {
     await userWithPassword('s4@example.com');
-    const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => account.signIn('s4@example.com', `wrong password ${i}`, { ...meta, ip: '192.0.2.44' })));
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) => account.signIn('s4@example.com', `wrong password ${i}`, { ...meta, ip: '192.0.2.44' })),
+    );
     const statuses = results.map((r) => (r.status === 'rejected' ? (r.reason as { status: number }).status : 200)).sort();
     expect(statuses).toEqual([401, 401, 401, 429, 429, 429, 429, 429]);
     const [row] = await ctx.query<{ failures: number }>(`SELECT failures FROM account_sign_in_failures WHERE key = 'email:s4@example.com'`);
@@ -90,10 +94,12 @@ describe('AccountService (service layer, real PostgreSQL)', () => {
       account.acceptInvitation(token, 'second long password', 'second long password', meta),
     ]);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
-    expect(results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason.status)).toEqual([404]);
+    expect(results.filter((r) => r.status === 'rejected').map((r) => r.reason.status)).toEqual([404]);
 
     const old = await account.invite('inv@example.com');
     await ctx.query(`UPDATE account_invitations SET expires_at = now() - interval '1 second' WHERE used_at IS NULL`);
-    await expect(account.acceptInvitation(new URL(old.url).hash.slice(1), 'third long password', 'third long password', meta)).rejects.toMatchObject({ status: 404 });
+    await expect(account.acceptInvitation(new URL(old.url).hash.slice(1), 'third long password', 'third long password', meta)).rejects.toMatchObject({
+      status: 404,
+    });
   });
 });

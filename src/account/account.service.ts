@@ -8,16 +8,7 @@ import { TokensService } from '../auth/tokens.service.js';
 import { type UserAccount as User, UsersService } from '../auth/users.service.js';
 import { AccountRepository } from './account.repository.js';
 import { decoyHash, hashPassword, passwordProblem, verifyPassword } from './passwords.js';
-import {
-  hashToken,
-  INVITATION_TTL_MS,
-  needsTouch,
-  newOpaqueToken,
-  sessionExpiry,
-  sessionState,
-  SIGN_IN_WINDOW_MS,
-  signInWait,
-} from './session.rules.js';
+import { hashToken, INVITATION_TTL_MS, needsTouch, newOpaqueToken, sessionExpiry, sessionState, SIGN_IN_WINDOW_MS, signInWait } from './session.rules.js';
 
 /** A signed-in console user, resolved from the session cookie by SessionGuard. */
 export interface ConsoleSession {
@@ -102,7 +93,9 @@ export class AccountService {
       ip: meta.ip,
       userAgent: meta.userAgent?.slice(0, 300) ?? null,
     });
-    void this.repo.deleteStale().catch((e: Error) => this.logger.warn({ msg: 'could not delete stale sessions', err: e.message }));
+    void this.repo
+      .deleteStale()
+      .catch((e: unknown) => this.logger.warn({ msg: 'could not delete stale sessions', err: e instanceof Error ? e.message : String(e) }));
     return { token };
   }
 

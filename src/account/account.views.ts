@@ -6,8 +6,9 @@ import { ACTIONS, RESOURCES } from '../auth/permissions.js';
 import type { AccountTokenRecord } from '../auth/account-tokens.service.js';
 import type { NotificationRecord } from '../notifications/notifications.service.js';
 
-export const esc = (v: unknown): string =>
-  String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+// eslint-disable-next-line @typescript-eslint/no-base-to-string -- page values are strings, numbers and Dates, whose String() is their text; render() unwraps Html and arrays first
+export const esc = (v: unknown): string => String(v ?? '').replace(/[&<>"']/g, (c) => ENTITIES[c] ?? c);
 
 type Html = { html: string };
 const raw = (html: string): Html => ({ html });
@@ -28,7 +29,8 @@ export interface Chrome {
   current?: 'overview' | 'tokens' | 'notifications';
 }
 
-const when = (iso: string | null) => (iso ? h`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>` : raw('<span class="muted">never</span>'));
+const when = (iso: string | null) =>
+  iso ? h`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>` : raw('<span class="muted">never</span>');
 
 export function layout(title: string, body: Html, chrome: Chrome = {}): string {
   const nav = (key: Chrome['current'], href: string, label: string) =>
@@ -108,7 +110,10 @@ export interface UsageView {
   resetSeconds: number;
 }
 
-export function overviewPage(chrome: Chrome, opts: { user: { name: string; email: string; team: string | null }; usage: UsageView; unread: number; tokens: number; notice?: string | null }): string {
+export function overviewPage(
+  chrome: Chrome,
+  opts: { user: { name: string; email: string; team: string | null }; usage: UsageView; unread: number; tokens: number; notice?: string | null },
+): string {
   const u = opts.usage;
   const pct = u.limit > 0 ? Math.min(100, Math.round((u.used / u.limit) * 100)) : 0;
   return layout(
@@ -169,16 +174,20 @@ ${
   );
 }
 
-export function newTokenPage(chrome: Chrome, opts: { mayGrantAll: boolean; granted: ReadonlySet<string>; values?: { name?: string; permissions?: string[]; expires?: string }; error?: string | null }): string {
+export function newTokenPage(
+  chrome: Chrome,
+  opts: { mayGrantAll: boolean; granted: ReadonlySet<string>; values?: { name?: string; permissions?: string[]; expires?: string }; error?: string | null },
+): string {
   const checked = new Set(opts.values?.permissions ?? []);
   const label = (r: string) => r.replace(/([A-Z])/g, ' $1').replace(/^./, (c) => c.toUpperCase());
   const groups = RESOURCES.map(
-    (r) => h`<fieldset class="perm-group"><legend>${label(r)}</legend>${ACTIONS.map((a) => {
-      const p = `${r}:${a}`;
-      return opts.granted.has('*') || opts.granted.has(p)
-        ? h`<label class="check"><input type="checkbox" name="permissions" value="${p}"${checked.has(p) ? raw(' checked') : ''}> ${a}</label>`
-        : '';
-    })}</fieldset>`,
+    (r) =>
+      h`<fieldset class="perm-group"><legend>${label(r)}</legend>${ACTIONS.map((a) => {
+        const p = `${r}:${a}`;
+        return opts.granted.has('*') || opts.granted.has(p)
+          ? h`<label class="check"><input type="checkbox" name="permissions" value="${p}"${checked.has(p) ? raw(' checked') : ''}> ${a}</label>`
+          : '';
+      })}</fieldset>`,
   );
   const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
   return layout(
@@ -262,6 +271,15 @@ ${
 }
 
 export function errorPage(status: number, message: string, chrome: Chrome = {}): string {
-  const title = status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : status === 429 ? 'Too many attempts' : status >= 500 ? 'Something went wrong' : 'That did not work';
+  const title =
+    status === 403
+      ? 'Not allowed'
+      : status === 404
+        ? 'Not found'
+        : status === 429
+          ? 'Too many attempts'
+          : status >= 500
+            ? 'Something went wrong'
+            : 'That did not work';
   return layout(title, h`<div class="alert alert-error" role="alert">${message}</div><p><a href="/account">Back to your account</a></p>`, chrome);
 }

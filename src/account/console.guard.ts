@@ -13,6 +13,12 @@ export interface ConsoleRequest extends AppRequest {
   console?: ConsoleSession;
 }
 
+/** The session ConsoleGuard put on a @SignedIn() route's request (401 if there is none). */
+export function signedIn(req: ConsoleRequest): ConsoleSession {
+  if (!req.console) throw new AppError('unauthorized', 'Sign in to continue');
+  return req.console;
+}
+
 const CONSOLE_KEY = 'sf:console';
 type ConsoleAccess = 'session' | 'form' | 'open';
 
@@ -50,15 +56,16 @@ export class ConsoleGuard implements CanActivate {
       throw new AppError('unauthorized', 'The account pages take no API token; sign in at /account/login');
     }
     const cookies = parseCookies(req.headers.cookie);
+    let session: ConsoleSession | null = null;
     if (access === 'session') {
-      const session = await this.account.resolve(cookies.get(SESSION_COOKIE));
+      session = await this.account.resolve(cookies.get(SESSION_COOKIE));
       if (!session) throw new AppError('unauthorized', 'Sign in to continue');
       req.console = session;
     }
     if (SAFE.has(req.method) || access === 'open') return true;
     this.checkOrigin(req);
-    const sent = typeof (req.body as Record<string, unknown> | undefined)?._csrf === 'string' ? ((req.body as Record<string, string>)._csrf) : '';
-    const expected = access === 'session' ? req.console!.csrfToken : (cookies.get(LOGIN_CSRF_COOKIE) ?? '');
+    const sent = typeof (req.body as Record<string, unknown> | undefined)?._csrf === 'string' ? (req.body as Record<string, string>)._csrf : '';
+    const expected = session ? session.csrfToken : (cookies.get(LOGIN_CSRF_COOKIE) ?? '');
     if (!sameToken(sent, expected)) {
       throw new AppError('forbidden', 'The form has expired or did not come from this site; reload the page and try again');
     }

@@ -62,7 +62,9 @@ describe('sign-in throttle', () => {
 describe('cookies', () => {
   it('are HttpOnly, SameSite=Lax, scoped to /account, and Secure only for https', () => {
     expect(serializeCookie('sf_session', 'abc', { secure: false })).toBe('sf_session=abc; Path=/account; HttpOnly; SameSite=Lax');
-    expect(serializeCookie('sf_session', 'abc', { secure: true, maxAgeSeconds: 0 })).toBe('sf_session=abc; Path=/account; HttpOnly; SameSite=Lax; Max-Age=0; Secure');
+    expect(serializeCookie('sf_session', 'abc', { secure: true, maxAgeSeconds: 0 })).toBe(
+      'sf_session=abc; Path=/account; HttpOnly; SameSite=Lax; Max-Age=0; Secure',
+    );
   });
 
   it('parses a Cookie header, first occurrence winning and bad encodings skipped', () => {

@@ -42,7 +42,14 @@ describe('ActivitiesService (service layer, real PostgreSQL)', () => {
 
   it('creates, reads back, and stamps the creator', async () => {
     const a = await activities.create({ type: 'call', subject: ' Intro ', contact_id: contactId, due_date: '2026-05-01T10:00:00+02:00' }, who);
-    expect(a).toMatchObject({ type: 'call', subject: 'Intro', contact_id: contactId, due_date: '2026-05-01T08:00:00+00:00', notes: null, createdBy: who.userId });
+    expect(a).toMatchObject({
+      type: 'call',
+      subject: 'Intro',
+      contact_id: contactId,
+      due_date: '2026-05-01T08:00:00+00:00',
+      notes: null,
+      createdBy: who.userId,
+    });
     expect(await activities.get(a.id)).toEqual(a);
     await expect(activities.get(987654)).rejects.toMatchObject({ status: 404 });
   });
@@ -59,10 +66,15 @@ describe('ActivitiesService (service layer, real PostgreSQL)', () => {
   it('PATCH keeps what is not given; nulls for required properties and an empty subject are refused', async () => {
     const other = await contact();
     const a = await activities.create({ type: 'meeting', subject: 'P', contact_id: contactId, notes: 'keep' }, who);
-    expect(await activities.patch(a.id, { outcome: 'done', contact_id: other }, who)).toMatchObject({ notes: 'keep', outcome: 'done', contact_id: other, modifiedBy: who.userId });
+    expect(await activities.patch(a.id, { outcome: 'done', contact_id: other }, who)).toMatchObject({
+      notes: 'keep',
+      outcome: 'done',
+      contact_id: other,
+      modifiedBy: who.userId,
+    });
     expect((await failure(activities.patch(a.id, { type: null, subject: null } as never, who))).details?.map((d) => d.field)).toEqual(['type', 'subject']);
     expect((await failure(activities.patch(a.id, { subject: '  ' }, who))).details?.[0].field).toBe('subject');
-    expect((await activities.patch(a.id, { notes: null, due_date: null }, who))).toMatchObject({ notes: null, due_date: null });
+    expect(await activities.patch(a.id, { notes: null, due_date: null }, who)).toMatchObject({ notes: null, due_date: null });
     await expect(activities.patch(987654, { subject: 'x' }, who)).rejects.toMatchObject({ status: 404 });
   });
 

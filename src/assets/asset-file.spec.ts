@@ -38,12 +38,20 @@ describe('clientExtension', () => {
 });
 
 describe('detectType', () => {
-  const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]), Buffer.from('IHDR'), Buffer.alloc(17), deflateSync(Buffer.alloc(4))]);
+  const png = Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]),
+    Buffer.from('IHDR'),
+    Buffer.alloc(17),
+    deflateSync(Buffer.alloc(4)),
+  ]);
 
   it('trusts the content, not the name', async () => {
     expect(await detectType(png, 'notes.txt')).toEqual({ mime: 'image/png', extension: 'png' });
     expect(await detectType(Buffer.from('%PDF-1.7\n%âãÏÓ\n'), 'x.png')).toEqual({ mime: 'application/pdf', extension: 'pdf' });
-    expect(await detectType(Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 0x4a, 0x46, 0x49, 0x46, 0]), 'photo')).toEqual({ mime: 'image/jpeg', extension: 'jpg' });
+    expect(await detectType(Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 0x4a, 0x46, 0x49, 0x46, 0]), 'photo')).toEqual({
+      mime: 'image/jpeg',
+      extension: 'jpg',
+    });
   });
 
   it('recognises text, with the subtype from an allow-listed extension', async () => {

@@ -54,7 +54,9 @@ export class LocalDiskStorage extends AssetStorage implements OnModuleInit {
     } catch (e) {
       throw new Error(`STORAGE_DIR ${this.root} cannot be created or written: ${(e as Error).message}`, { cause: e });
     }
-    await this.sweepStaleTemporaries().catch((e: unknown) => this.log.warn({ msg: 'could not sweep temporary uploads', err: e instanceof Error ? e.message : String(e) }));
+    await this.sweepStaleTemporaries().catch((e: unknown) =>
+      this.log.warn({ msg: 'could not sweep temporary uploads', err: e instanceof Error ? e.message : String(e) }),
+    );
   }
 
   /** The file path of a key (tests and operators only need the key; callers never pass client input). */

@@ -51,7 +51,10 @@ export class AssetUploadEngine implements StorageEngine {
 
   _removeFile(_req: Request, file: Express.Multer.File, cb: (error: Error | null) => void): void {
     const key = (file as Partial<UploadedAssetFile>).storageKey;
-    if (!key) return cb(null);
+    if (!key) {
+      cb(null);
+      return;
+    }
     this.storage.delete(key).then(
       () => cb(null),
       (e: unknown) => cb(e instanceof Error ? e : new Error(String(e))),

@@ -147,12 +147,7 @@ export class AssetsController {
   @ApiBody({ type: AssetEditFormDto })
   @ApiEnvelope('asset', AssetRecordDto)
   @ApiEnvelope('asset', AssetRecordDto, { status: 201 })
-  async put(
-    @Param('id', IdPipe) id: number,
-    @AssetRequest() input: AssetInput,
-    @CurrentPrincipal() who: Principal,
-    @Res({ passthrough: true }) res: Response,
-  ) {
+  async put(@Param('id', IdPipe) id: number, @AssetRequest() input: AssetInput, @CurrentPrincipal() who: Principal, @Res({ passthrough: true }) res: Response) {
     const { created, asset } = await this.assets.put(id, input, who);
     res.status(created ? 201 : 200);
     return { asset };

@@ -67,8 +67,7 @@ describe('AssetsService (service layer, real PostgreSQL)', () => {
     return translated;
   }
 
-  const create = async (fields: Record<string, unknown>, text = 'x') =>
-    assets.create({ body: fields, multipart: false, file: await stored(text) }, who);
+  const create = async (fields: Record<string, unknown>, text = 'x') => assets.create({ body: fields, multipart: false, file: await stored(text) }, who);
 
   it('creates an asset from an upload with a generated alias, then the next suffix for the same title', async () => {
     const a = await create({ title: 'Été Brochure' });
@@ -179,7 +178,7 @@ describe('AssetsService (service layer, real PostgreSQL)', () => {
     const key = (await ctx.get(AssetsRepository).findById(a.id))!.storageKey;
     const results = await Promise.allSettled(Array.from({ length: 6 }, () => assets.remove(a.id)));
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
-    for (const r of results.filter((x) => x.status === 'rejected')) expect((r as PromiseRejectedResult).reason).toMatchObject({ status: 404 });
+    for (const r of results.filter((x) => x.status === 'rejected')) expect(r.reason).toMatchObject({ status: 404 });
     expect(await exists(key)).toBe(false);
     await expect(assets.get(a.id)).rejects.toMatchObject({ status: 404 });
   });

@@ -153,7 +153,10 @@ export class AssetsService {
           : await withGeneratedAlias(
               slugify(asset.title),
               await this.assets.aliasesLike(slugify(asset.title), undefined),
-              (alias) => this.assets.insert({ ...asset, alias }),
+              (alias) => {
+                asset.alias = alias;
+                return this.assets.insert(asset);
+              },
               (e) => isUniqueViolation(e, ALIAS_CONSTRAINT),
               '-',
             );
@@ -234,7 +237,10 @@ export class AssetsService {
     await withGeneratedAlias(
       base,
       await this.assets.aliasesLike(base, asset.id, tx),
-      (alias) => this.transactions.run((sp) => this.assets.update(asset.id, { ...asset, alias }, sp), tx),
+      (alias) => {
+        asset.alias = alias;
+        return this.transactions.run((sp) => this.assets.update(asset.id, asset, sp), tx);
+      },
       (e) => isUniqueViolation(e, ALIAS_CONSTRAINT),
       '-',
     );

@@ -22,7 +22,10 @@ export class UploadInspector extends Transform {
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.size += chunk.length;
-    if (this.size > this.maxBytes) return cb(payloadTooLarge(this.maxBytes));
+    if (this.size > this.maxBytes) {
+      cb(payloadTooLarge(this.maxBytes));
+      return;
+    }
     this.hash.update(chunk);
     if (this.headLength < SNIFF_BYTES) {
       const part = chunk.subarray(0, SNIFF_BYTES - this.headLength);

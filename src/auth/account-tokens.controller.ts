@@ -37,7 +37,7 @@ export class AccountTokensController {
     summary: 'Create an API token for the calling user; the secret is in this response only',
     description:
       'Body: name, permissions (from the permission list), optional expiresAt (ISO 8601 with offset, in the future). The permissions may not exceed those of the calling token: asking for one it lacks (or `*` without holding `*`) is 403 `forbidden`, naming them. ' +
-      'Only an API token may create tokens: an OAuth access token gets 403 `forbidden`. The new token never outlives the calling token: its expiry is capped at the caller\'s (an omitted or later expiresAt becomes the caller\'s expiry), and revoking the calling token later revokes this one too (and what it creates, in turn). ' +
+      "Only an API token may create tokens: an OAuth access token gets 403 `forbidden`. The new token never outlives the calling token: its expiry is capped at the caller's (an omitted or later expiresAt becomes the caller's expiry), and revoking the calling token later revokes this one too (and what it creates, in turn). " +
       'The secret is stored only as a SHA-256 hash and cannot be shown again; the response is sent with `Cache-Control: no-store`. The token id is its OAuth2 client_id.',
   })
   @ApiEnvelope('token', CreatedAccountTokenRecordDto, { status: 201 })
@@ -61,7 +61,7 @@ export class AccountTokensController {
   @ApiOperation({
     summary: 'Revoke a token, the tokens it created and every access token issued from them; answers the token as it was',
     description:
-      'The token stops working at once on every API instance, also when it is the token making this request, and so does every token created with it (transitively) and every OAuth access token issued from any of them. The record stays listed as `revoked`; revoking it again answers 200 with it. Another user\'s token is a 404; a token holding a permission the calling token lacks is a 403 `forbidden`.',
+      "The token stops working at once on every API instance, also when it is the token making this request, and so does every token created with it (transitively) and every OAuth access token issued from any of them. The record stays listed as `revoked`; revoking it again answers 200 with it. Another user's token is a 404; a token holding a permission the calling token lacks is a 403 `forbidden`.",
   })
   @ApiEnvelope('token', AccountTokenRecordDto)
   async revoke(@Param('id', IdPipe) id: number, @CurrentPrincipal() who: Principal) {

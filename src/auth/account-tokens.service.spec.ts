@@ -28,7 +28,7 @@ describe('AccountTokensService (service layer, real PostgreSQL)', () => {
     await ctx?.close();
   });
 
-  it('creates a token within the caller\'s permissions, and refuses more (forbidden, naming them)', async () => {
+  it("creates a token within the caller's permissions, and refuses more (forbidden, naming them)", async () => {
     const who = await caller(['tokens:write', 'contacts:read']);
     const t = await service.create({ name: 'ok', permissions: ['contacts:read'] }, who);
     expect(t).toMatchObject({ name: 'ok', permissions: ['contacts:read'], state: 'active', expiresAt: null });

@@ -130,7 +130,9 @@ describe('clientCredentials', () => {
 
 describe('parseTokenRequest (grant validation)', () => {
   it('accepts client_credentials with credentials, ignoring extension parameters', () => {
-    expect(parseTokenRequest({ grant_type: 'client_credentials', client_id: '9', client_secret: 'sf_s', scope: 'contacts:read', audience: 'x' }, undefined)).toEqual({
+    expect(
+      parseTokenRequest({ grant_type: 'client_credentials', client_id: '9', client_secret: 'sf_s', scope: 'contacts:read', audience: 'x' }, undefined),
+    ).toEqual({
       clientId: '9',
       clientSecret: 'sf_s',
       via: 'body',

@@ -52,7 +52,7 @@ export class OAuthController {
       '`grant_type=client_credentials`; the client is an API token: `client_id` is its id, `client_secret` its secret (`sf_...`).',
       'Send them in the body, or as HTTP Basic credentials (`Authorization: Basic base64(urlencode(id):urlencode(secret))`, RFC 6749 §2.3.1).',
       'Answers `{ access_token, token_type: "Bearer", expires_in }` with `Cache-Control: no-store`.',
-      'The access token (`sfat_...`) acts as the API token\'s user with the same permissions on every route, and expires after',
+      "The access token (`sfat_...`) acts as the API token's user with the same permissions on every route, and expires after",
       '`expires_in` seconds (OAUTH_ACCESS_TOKEN_TTL_SECONDS, default 3600), never later than the API token. Revoking the API token revokes',
       'every access token issued from it. A revoked or expired API token with the right secret gets `invalid_grant`.',
       COMMON,
@@ -72,7 +72,10 @@ export class OAuthController {
   @Header('Pragma', 'no-cache')
   @ApiConsumes(FORM, JSON_TYPE)
   @ApiBody({ type: RevokeRequestDto })
-  @ApiOkResponse({ description: 'Always `{}` once the request is valid, whether or not the token existed (RFC 7009 §2.2).', schema: { type: 'object', properties: {} } })
+  @ApiOkResponse({
+    description: 'Always `{}` once the request is valid, whether or not the token existed (RFC 7009 §2.2).',
+    schema: { type: 'object', properties: {} },
+  })
   @ApiOperation({
     summary: 'Revoke a token (RFC 7009)',
     description: [

@@ -22,14 +22,16 @@ describe('OAuthService (service layer, real PostgreSQL)', () => {
     await ctx?.close();
   });
 
-  it('issues an access token that acts as the API token, for at most the API token\'s remaining life', async () => {
+  it("issues an access token that acts as the API token, for at most the API token's remaining life", async () => {
     const t = (await tokens.create(userId, 'client', ['contacts:read'], null))!;
     const res = await oauth.token(grant(t.id, t.secret), undefined);
     expect(res).toMatchObject({ token_type: 'Bearer', expires_in: 3600 });
     const p = await tokens.authenticate(res.access_token);
     expect(p).toMatchObject({ userId, apiTokenId: t.id, kind: 'access_token' });
     const short = (await tokens.create(userId, 'short', ['contacts:read'], new Date(Date.now() + 120_000)))!;
-    const capped = await oauth.token(grant(short.id, short.secret), `Basic ${Buffer.from(`${short.id}:${short.secret}`).toString('base64')}`).catch((e: unknown) => e);
+    const capped = await oauth
+      .token(grant(short.id, short.secret), `Basic ${Buffer.from(`${short.id}:${short.secret}`).toString('base64')}`)
+      .catch((e: unknown) => e);
     // both methods at once is refused (RFC 6749 §2.3)
     expect(code(capped)).toBe('invalid_request');
     const viaBasic = await oauth.token({ grant_type: 'client_credentials' }, `Basic ${Buffer.from(`${short.id}:${short.secret}`).toString('base64')}`);

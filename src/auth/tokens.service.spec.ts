@@ -54,7 +54,7 @@ describe('TokensService and UsersService (service layer, real PostgreSQL)', () =
     expect(await tokens.revokeAccessToken('sf_at_unknown')).toBe(false);
   });
 
-  it('revokes only the given user\'s token when a user is named', async () => {
+  it("revokes only the given user's token when a user is named", async () => {
     const t = (await tokens.create(userId, 'mine', ['contacts:read'], null))!;
     expect(await tokens.revokeApiToken(t.id, userId + 1000)).toBe(false);
     expect(await tokens.authenticate(t.secret)).not.toBeNull();

@@ -118,7 +118,10 @@ export class TokensService implements OnModuleInit {
       return null;
     }
     if (this.config.tokenCacheTtlSeconds > 0 && epoch === this.revocations) {
-      if (this.cache.size >= CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
+      if (this.cache.size >= CACHE_MAX) {
+        const oldest = this.cache.keys().next();
+        if (!oldest.done) this.cache.delete(oldest.value);
+      }
       this.cache.set(hash, { principal, cachedAt: now });
     }
     this.touch(principal.apiTokenId, now);
@@ -156,7 +159,13 @@ export class TokensService implements OnModuleInit {
    * With `parentTokenId` (the token that asked for it), only while that token is active: null when
    * it was revoked or expired in the meantime.
    */
-  async create(userId: number, name: string, permissions: string[], expiresAt: Date | null, parentTokenId: number | null = null): Promise<{ id: number; secret: string } | null> {
+  async create(
+    userId: number,
+    name: string,
+    permissions: string[],
+    expiresAt: Date | null,
+    parentTokenId: number | null = null,
+  ): Promise<{ id: number; secret: string } | null> {
     const secret = newSecret(API_TOKEN_PREFIX);
     const id = await this.apiTokens.insert({
       userId,

@@ -15,7 +15,6 @@ import { CAMPAIGN_LIST_SPEC, CampaignsRepository } from './campaigns.repository.
 export { CAMPAIGN_LIST_SPEC };
 import { checkCreateStatus, checkDateOrder, DEFAULT_CAMPAIGN_STATUS, rejectNulls } from './campaign.rules.js';
 
-
 /** A campaign as the API returns it (the one mapper from row to record). */
 export function toCampaignRecord(c: Campaign) {
   return {

@@ -63,10 +63,11 @@ export class CategoriesRepository {
 
   /** Aliases in the bundle that a generated alias from `base` could collide with (`base`, `base-2`, ...). */
   async aliasesLike(bundle: string, base: string, tx?: Tx): Promise<Set<string>> {
-    const rows: { alias: string }[] = await (tx ?? this.dataSource).query(
-      `SELECT alias FROM categories WHERE bundle = $1 AND (alias = $2 OR alias LIKE $3)`,
-      [bundle, base, `${base.replace(/[_%\\]/g, '\\$&')}-%`],
-    );
+    const rows: { alias: string }[] = await (tx ?? this.dataSource).query(`SELECT alias FROM categories WHERE bundle = $1 AND (alias = $2 OR alias LIKE $3)`, [
+      bundle,
+      base,
+      `${base.replace(/[_%\\]/g, '\\$&')}-%`,
+    ]);
     return new Set(rows.map((r) => r.alias));
   }
 

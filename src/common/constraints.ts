@@ -106,10 +106,7 @@ function placeholders(where: string): number {
  * when it is not one the registry knows. `lookup` runs the query that finds an existing record
  * (the filter gives it the pool: the failed transaction is over by then).
  */
-export async function translateConstraintError(
-  e: unknown,
-  lookup: (sql: string, params: string[]) => Promise<{ id: number }[]>,
-): Promise<AppError | null> {
+export async function translateConstraintError(e: unknown, lookup: (sql: string, params: string[]) => Promise<{ id: number }[]>): Promise<AppError | null> {
   const pg = pgErrorOf(e);
   if (!pg || !pg.code?.startsWith('23')) return null;
   const rule = constraintRule(pg.constraint);

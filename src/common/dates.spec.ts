@@ -18,7 +18,19 @@ describe('dates', () => {
 
   it('isCalendarDate: YYYY-MM-DD that exists, years 0001-9999 (one rule for deals and date custom fields)', () => {
     for (const v of ['2026-11-21', '2024-02-29', '0001-01-01', '0050-02-28', '9999-12-31']) expect(isCalendarDate(v)).toBe(true);
-    for (const v of ['2026-02-30', '2025-02-29', '0050-02-29', '2026-13-01', '2026-00-10', '2026-1-5', '0000-01-01', '2026-11-21T00:00:00Z', '', 20261121, null]) {
+    for (const v of [
+      '2026-02-30',
+      '2025-02-29',
+      '0050-02-29',
+      '2026-13-01',
+      '2026-00-10',
+      '2026-1-5',
+      '0000-01-01',
+      '2026-11-21T00:00:00Z',
+      '',
+      20261121,
+      null,
+    ]) {
       expect(isCalendarDate(v)).toBe(false);
     }
   });

@@ -13,8 +13,7 @@ export const isoRequired = (d: Date | string): string => iso(d) ?? '';
  * ISO 8601 date-time with an explicit offset (decisions §1): `Z`, `±hh:mm`, `±hhmm` or the hours-only
  * `±hh`; a value without one is refused. Seconds and a fraction of up to 9 digits are optional.
  */
-export const ISO_WITH_OFFSET =
-  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+-])(\d{2})(?::?(\d{2}))?)$/i;
+export const ISO_WITH_OFFSET = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+-])(\d{2})(?::?(\d{2}))?)$/i;
 
 const isLeap = (y: number): boolean => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
 const daysInMonth = (year: number, month: number): number => (month === 2 ? (isLeap(year) ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31);

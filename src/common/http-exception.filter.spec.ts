@@ -19,7 +19,9 @@ describe('labelBodyError (issue 11.16)', () => {
   it('labels busboy parse failures as a malformed multipart body, never JSON', () => {
     const cause = new Error('Unexpected end of form');
     const e = new BadRequestException('Multipart: Unexpected end of form', { cause });
-    expect(labelBodyError(e, req('multipart/form-data; boundary=x'), 'Multipart: Unexpected end of form')).toBe('Malformed multipart body: Unexpected end of form');
+    expect(labelBodyError(e, req('multipart/form-data; boundary=x'), 'Multipart: Unexpected end of form')).toBe(
+      'Malformed multipart body: Unexpected end of form',
+    );
   });
 
   it("labels multer's refusals of a well-formed body as such", () => {
@@ -31,7 +33,9 @@ describe('labelBodyError (issue 11.16)', () => {
   });
 
   it('leaves other 400s alone, whatever words their message holds', () => {
-    expect(labelBodyError(new BadRequestException('Unexpected token in name'), req('application/json'), 'Unexpected token in name')).toBe('Unexpected token in name');
+    expect(labelBodyError(new BadRequestException('Unexpected token in name'), req('application/json'), 'Unexpected token in name')).toBe(
+      'Unexpected token in name',
+    );
     const uri = new URIError('Failed to decode param');
     expect(labelBodyError(new BadRequestException(uri.message, { cause: uri }), req(), uri.message)).toBe('Failed to decode param');
   });

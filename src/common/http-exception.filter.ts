@@ -10,9 +10,7 @@ import { RouteTable } from './route-table.js';
  * HTTP status → code, for errors that do not come from our own AppError (Nest, Express, body-parser).
  * Only the generic codes: the OAuth codes share statuses with them (400, 401) and are thrown explicitly.
  */
-const CODE_BY_STATUS: Record<number, ErrorCode> = Object.fromEntries(
-  Object.entries(GENERIC_ERROR_STATUS).map(([code, status]) => [status, code as ErrorCode]),
-) as Record<number, ErrorCode>;
+const CODE_BY_STATUS: Record<number, ErrorCode> = Object.fromEntries(Object.entries(GENERIC_ERROR_STATUS).map(([code, status]) => [status, code as ErrorCode]));
 
 /** PostgreSQL SQLSTATEs that mean "the database is not reachable right now", not "the query is wrong". */
 const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08006']);
@@ -23,9 +21,7 @@ function isDatabaseUnavailable(err: unknown): boolean {
   const code = e?.driverError?.code ?? e?.code;
   if (code && (PG_UNAVAILABLE.has(code) || NET_UNAVAILABLE.has(code))) return true;
   const msg = e?.message ?? '';
-  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
-    msg,
-  );
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(msg);
 }
 
 /**
@@ -34,9 +30,16 @@ function isDatabaseUnavailable(err: unknown): boolean {
  * error's cause and the request's content type, not by words in the message: multer's
  * "Unexpected file field" is not about JSON).
  */
+/** An HttpException's message as text: strings as they are, a structured message as JSON (never "[object Object]"). */
+function textOf(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'object' && v !== null) return JSON.stringify(v);
+  return String(v);
+}
+
 export function labelBodyError(exception: HttpException, req: Pick<Request, 'headers'>, message: string): string {
   const cause = (exception as { cause?: unknown }).cause as { type?: unknown } | undefined;
-  const contentType = String(req.headers?.['content-type'] ?? '').toLowerCase();
+  const contentType = (req.headers?.['content-type'] ?? '').toLowerCase();
   if (cause instanceof SyntaxError || cause?.type === 'entity.parse.failed') return `Malformed JSON body: ${message}`;
   if (cause instanceof Error && contentType.startsWith('multipart/')) {
     // multer's own errors (a MulterError has a LIMIT_* style code) refuse a well-formed body; busboy's mean it does not parse.
@@ -115,8 +118,8 @@ export class HttpExceptionFilter implements ExceptionFilter {
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       const response = exception.getResponse();
-      let message = typeof response === 'string' ? response : ((response as { message?: unknown }).message ?? exception.message);
-      if (Array.isArray(message)) message = message.join('; ');
+      const raw = typeof response === 'string' ? response : ((response as { message?: unknown }).message ?? exception.message);
+      let message = textOf(Array.isArray(raw) ? raw.join('; ') : raw);
       // The router's own 404 ("Cannot GET /x"): a known path with another method is a 405.
       if (status === 404 && typeof message === 'string' && message.startsWith('Cannot ')) {
         const allowed = this.routes.methodsFor(req.path);
@@ -131,14 +134,14 @@ export class HttpExceptionFilter implements ExceptionFilter {
         return { code: 'not_found', status: 404, message: `No route for ${req.method} ${req.path}` };
       }
       const code = CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal_error' : 'validation_failed');
-      if (status === 400) message = labelBodyError(exception, req, String(message));
+      if (status === 400) message = labelBodyError(exception, req, message);
       if (status === 413) message = 'Request body is larger than the configured limit';
-      if (status === 415) message = `Unsupported content type: ${String(message)}`;
+      if (status === 415) message = `Unsupported content type: ${message}`;
       if (status === 429) return { code: 'rate_limited', status, message: 'Rate limit exceeded; see Retry-After' };
       if (status >= 500) return { code: 'internal_error', status: 500, message: 'Internal server error' };
       // The OAuth2 endpoints answer RFC 6749's invalid_request for a body that does not parse.
-      if (code === 'validation_failed' && req.path.startsWith('/api/oauth/')) return { code: 'invalid_request', status: 400, message: String(message) };
-      return { code, status: code === 'validation_failed' ? 400 : status, message: String(message) };
+      if (code === 'validation_failed' && req.path.startsWith('/api/oauth/')) return { code: 'invalid_request', status: 400, message };
+      return { code, status: code === 'validation_failed' ? 400 : status, message };
     }
     if (isDatabaseUnavailable(exception)) {
       return { code: 'unavailable', status: 503, message: 'The database is unavailable; retry shortly', headers: { 'Retry-After': '5' } };

@@ -57,7 +57,11 @@ describe('parseListQuery', () => {
   });
 
   it('parses booleans and ints in filters', () => {
-    expect(parseListQuery({ isPublished: '1', campaignId: '42', status: 'active' }, spec).filters).toEqual({ isPublished: true, campaignId: 42, status: 'active' });
+    expect(parseListQuery({ isPublished: '1', campaignId: '42', status: 'active' }, spec).filters).toEqual({
+      isPublished: true,
+      campaignId: 42,
+      status: 'active',
+    });
     expect(parseListQuery({ isPublished: 'FALSE' }, spec).filters).toEqual({ isPublished: false });
     expect(parseListQuery({ campaignId: '2147483647' }, spec).filters).toEqual({ campaignId: 2147483647 });
   });

@@ -3,7 +3,7 @@
  * orderByDir and a resource's exact-match filters. Resources declare a ListSpec; nothing else
  * parses these parameters.
  */
-import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
+import type { DataSource, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { AppError, type ErrorDetail } from './errors.js';
 import { parseId } from './id.pipe.js';
 
@@ -13,9 +13,7 @@ const MAX_PAGE = 1_000_000;
 const MAX_SEARCH = 200;
 
 export type FilterSpec =
-  | { type: 'string'; column: string; values?: readonly string[]; maxLength?: number }
-  | { type: 'boolean'; column: string }
-  | { type: 'int'; column: string };
+  { type: 'string'; column: string; values?: readonly string[]; maxLength?: number } | { type: 'boolean'; column: string } | { type: 'int'; column: string };
 
 export interface ListSpec {
   /** API property name → SQL expression to order by (qualified with the query's alias). */
@@ -153,7 +151,13 @@ export interface QueryParameterDoc {
  * names, ranges and allowed values, so the document cannot promise what the server refuses.
  */
 export function listQueryParameters(spec: ListSpec): QueryParameterDoc[] {
-  const q = (name: string, description: string, schema: Record<string, unknown>): QueryParameterDoc => ({ name, in: 'query', required: false, description, schema });
+  const q = (name: string, description: string, schema: Record<string, unknown>): QueryParameterDoc => ({
+    name,
+    in: 'query',
+    required: false,
+    description,
+    schema,
+  });
   const sortable = Object.keys(spec.sortable);
   const params: QueryParameterDoc[] = [];
   if (spec.searchExpression) {
@@ -185,10 +189,18 @@ export function applyListFilters<T extends ObjectLiteral>(qb: SelectQueryBuilder
     qb.andWhere(`${spec.searchExpression} LIKE :__search`, { __search: likePattern(q.search) });
   }
   for (const [name, value] of Object.entries(q.filters)) {
-    const f = spec.filters![name];
+    const f = spec.filters?.[name];
+    // parseListQuery accepts only the filters the spec declares.
+    if (!f) throw new Error(`list filter ${name} is not in the list spec`);
     qb.andWhere(`${f.column} = :__f_${name}`, { [`__f_${name}`]: value });
   }
   return qb;
+}
+
+/** The row count that the row_counts triggers keep for a table (bigint: pg answers it as a string). */
+async function countedRows(dataSource: DataSource, table: string): Promise<number> {
+  const rows: { n: string }[] = await dataSource.query(`SELECT coalesce(sum(n), 0)::bigint AS n FROM row_counts WHERE table_name = $1`, [table]);
+  return Number(rows[0].n);
 }
 
 /**
@@ -213,15 +225,16 @@ export async function paginate<T extends ObjectLiteral>(
     unfiltered && opts.scoped && opts.scopeCount
       ? await opts.scopeCount()
       : unfiltered && !opts.scoped && spec.countTable
-        ? Number(
-            (await qb.connection.query(`SELECT coalesce(sum(n), 0)::bigint AS n FROM row_counts WHERE table_name = $1`, [spec.countTable]))[0].n,
-          )
+        ? await countedRows(qb.dataSource, spec.countTable)
         : await qb.clone().orderBy().getCount();
   if (total === 0 || q.offset >= total) return { total, items: [] };
   const orderExpr = spec.sortable[q.orderBy] ?? idColumn;
   // Deferred join: the page's ids are found on their own (an index-only scan on the ordering index,
   // however deep the page) and only those rows are read, in the same statement.
-  const pageQb = qb.clone().select(idColumn).orderBy(orderExpr, q.orderByDir, q.orderByDir === 'ASC' ? 'NULLS LAST' : 'NULLS FIRST');
+  const pageQb = qb
+    .clone()
+    .select(idColumn)
+    .orderBy(orderExpr, q.orderByDir, q.orderByDir === 'ASC' ? 'NULLS LAST' : 'NULLS FIRST');
   if (orderExpr !== idColumn) pageQb.addOrderBy(idColumn, q.orderByDir);
   pageQb.offset(q.offset).limit(q.limit);
   qb.andWhere(`${idColumn} IN (${pageQb.getQuery()})`).setParameters(pageQb.getParameters());
@@ -235,9 +248,9 @@ export async function paginate<T extends ObjectLiteral>(
  * The `[rows, rowCount]` that TypeORM's `query()` answers for an UPDATE or DELETE (other statements
  * answer the rows alone), as named parts.
  */
-export function rowsAndCount<T = Record<string, unknown>>(result: unknown): { rows: T[]; count: number } {
+export function rowsAndCount(result: unknown): { rows: Record<string, unknown>[]; count: number } {
   if (Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number') {
-    return { rows: result[0] as T[], count: result[1] };
+    return { rows: result[0] as Record<string, unknown>[], count: result[1] };
   }
   throw new Error('expected the [rows, rowCount] result of an UPDATE or DELETE');
 }

@@ -79,7 +79,9 @@ function documentFor(): OpenAPIObject {
           responses: { 201: { description: '' } },
         },
       },
-      '/api/widgets/{id}': { get: { parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'number' } }], responses: { 200: { description: '' } } } },
+      '/api/widgets/{id}': {
+        get: { parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'number' } }], responses: { 200: { description: '' } } },
+      },
     },
     components: { schemas: { CreateWidgetDto: { type: 'object', properties: { name: prop('string'), size: prop('number'), due: prop('string') } } } },
   } as unknown as OpenAPIObject;
@@ -92,7 +94,8 @@ describe('completeOpenApi', () => {
     route('POST', '/api/widgets', 'contacts:write', 'create'),
     route('GET', '/api/widgets/:id', 'public', 'get'),
   ]);
-  const op = (path: string, method: string) => (doc.paths[path] as Record<string, { responses: Record<string, unknown>; parameters?: { name: string; schema: unknown }[] }>)[method];
+  const op = (path: string, method: string) =>
+    (doc.paths[path] as Record<string, { responses: Record<string, unknown>; parameters?: { name: string; schema: unknown }[] }>)[method];
 
   it('lists the error answers the route metadata implies', () => {
     expect(Object.keys(op('/api/widgets', 'get').responses).sort()).toEqual(['200', '400', '401', '403', '429', '503']);
@@ -121,7 +124,8 @@ describe('completeOpenApi', () => {
   });
 
   it('writes the validation rules into the body schema', () => {
-    const schema = (doc.components!.schemas as Record<string, { additionalProperties?: boolean; properties: Record<string, Record<string, unknown>> }>).CreateWidgetDto;
+    const schema = (doc.components!.schemas as Record<string, { additionalProperties?: boolean; properties: Record<string, Record<string, unknown>> }>)
+      .CreateWidgetDto;
     expect(schema.additionalProperties).toBe(false);
     expect(schema.properties.name.minLength).toBe(1);
     expect(schema.properties.size.type).toBe('integer');

@@ -106,7 +106,13 @@ function errorSchema(status: number, codes: ErrorCode[]) {
       {
         type: 'object',
         required: ['error'],
-        properties: { error: { type: 'object', required: ['code', 'status'], properties: { code: { type: 'string', enum: codes }, status: { type: 'integer', enum: [status] } } } },
+        properties: {
+          error: {
+            type: 'object',
+            required: ['code', 'status'],
+            properties: { code: { type: 'string', enum: codes }, status: { type: 'integer', enum: [status] } },
+          },
+        },
       },
     ],
   };
@@ -124,7 +130,8 @@ const ERROR_SCHEMAS = {
   ApiErrorDetail: {
     type: 'object',
     required: ['field', 'message'],
-    description: 'One problem: the field (dotted path for nested properties, or a query parameter) and what is wrong; some carry more (e.g. existingId on 409).',
+    description:
+      'One problem: the field (dotted path for nested properties, or a query parameter) and what is wrong; some carry more (e.g. existingId on 409).',
     properties: { field: { type: 'string' }, message: { type: 'string' }, existingId: { type: 'integer' } },
     additionalProperties: true,
   },
@@ -253,14 +260,18 @@ export function completeOpenApi(document: OpenAPIObject, routes: RouteInfo[]): v
     if (readsAuthorization) {
       // The route reads the Authorization header itself (OAuth client authentication): HTTP Basic, optional.
       // OpenAPI ignores header parameters named Authorization, so it is a security requirement instead.
-      op.parameters = op.parameters!.filter((p) => !(p.in === 'header' && p.name.toLowerCase() === 'authorization'));
+      op.parameters = (op.parameters ?? []).filter((p) => !(p.in === 'header' && p.name.toLowerCase() === 'authorization'));
       op.security = [{}, { basic: [] }];
     } else {
       op.security = SECURITY_BY_CREDENTIAL[r.credential];
     }
 
     // Path ids: IdPipe takes 1..2147483647, anything else is a 404.
-    const idParams = new Set(readArgs(r).filter((a) => a.data && (a.pipes ?? []).some((p) => p === IdPipe || p instanceof IdPipe)).map((a) => a.data!));
+    const idParams = new Set(
+      readArgs(r)
+        .filter((a) => (a.pipes ?? []).some((p) => p === IdPipe || p instanceof IdPipe))
+        .flatMap((a) => (a.data ? [a.data] : [])),
+    );
     for (const p of op.parameters ?? []) {
       if (p.in === 'path' && idParams.has(p.name)) p.schema = { type: 'integer', format: 'int32', minimum: 1, maximum: MAX_ID };
     }
@@ -281,7 +292,10 @@ export function completeOpenApi(document: OpenAPIObject, routes: RouteInfo[]): v
     if (isBodyRoute) {
       add(400);
       add(413);
-      add(415, `${DEFAULT_DESCRIPTIONS[415]} (${Object.keys((op.requestBody as { content?: object } | undefined)?.content ?? { 'application/json': 1 }).join(', ')})`);
+      add(
+        415,
+        `${DEFAULT_DESCRIPTIONS[415]} (${Object.keys((op.requestBody as { content?: object } | undefined)?.content ?? { 'application/json': 1 }).join(', ')})`,
+      );
     }
     if (spec) add(400, 'Invalid list parameters (unknown parameter, value out of range, orderBy not in the list); `details` names each parameter');
     if ((op.parameters ?? []).some((p) => p.in === 'path')) add(404);
@@ -340,7 +354,10 @@ function mergeSameTemplates(document: OpenAPIObject): void {
       if (Object.keys(from).some((m) => m in into)) continue;
       const rename = new Map(names(path).map((n, i) => [n, names(target)[i]]));
       for (const [method, op] of Object.entries(from)) {
-        for (const p of op.parameters ?? []) if (p.in === 'path' && rename.has(p.name)) p.name = rename.get(p.name)!;
+        for (const p of op.parameters ?? []) {
+          const renamed = p.in === 'path' ? rename.get(p.name) : undefined;
+          if (renamed !== undefined) p.name = renamed;
+        }
         into[method] = op;
       }
       delete document.paths[path];

@@ -4,7 +4,13 @@ import { lastValueFrom, of } from 'rxjs';
 import { PutStatusInterceptor, putOutcome } from './put-status.js';
 
 function run(value: unknown) {
-  const res = { statusCode: 200, status(code: number) { this.statusCode = code; return this; } };
+  const res = {
+    statusCode: 200,
+    status(code: number) {
+      this.statusCode = code;
+      return this;
+    },
+  };
   const context = {
     switchToHttp: () => ({ getResponse: () => res }),
     getClass: () => ({ name: 'ThingsController' }),

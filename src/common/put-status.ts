@@ -29,7 +29,10 @@ export class PutStatusInterceptor implements NestInterceptor {
           // A wiring mistake, not a client error: the handler forgot putOutcome().
           throw new Error(`${context.getClass().name}.${context.getHandler().name} is @CreateOrReplace() but did not return putOutcome(created, body)`);
         }
-        context.switchToHttp().getResponse<Response>().status(out.created ? 201 : 200);
+        context
+          .switchToHttp()
+          .getResponse<Response>()
+          .status(out.created ? 201 : 200);
         return out.body as unknown;
       }),
     );

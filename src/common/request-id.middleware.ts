@@ -22,7 +22,10 @@ export class RequestIdMiddleware implements NestMiddleware {
     req.id = typeof given === 'string' && SAFE_ID.test(given) ? given : randomUUID();
     req.startedAt = process.hrtime.bigint();
     res.setHeader('X-Request-Id', req.id);
-    if (!this.logRequests) return next();
+    if (!this.logRequests) {
+      next();
+      return;
+    }
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - (req.startedAt ?? 0n)) / 1e6;
       this.logger.debug({

@@ -57,8 +57,7 @@ export function inspectBody(body: unknown): ErrorDetail[] {
   };
   const out: ErrorDetail[] = [];
   const stack: Node[] = [{ value: body, key: '', parent: null }];
-  while (stack.length && out.length < MAX_DETAILS) {
-    const node = stack.pop()!;
+  for (let node = stack.pop(); node && out.length < MAX_DETAILS; node = stack.pop()) {
     const v = node.value;
     if (typeof v === 'string') {
       if (!isValidText(v)) out.push({ field: pathOf(node), message: TEXT_MESSAGE });
@@ -116,14 +115,18 @@ export function requestTextMiddleware(req: Request, _res: Response, next: NextFu
   const details: ErrorDetail[] = [];
   if (!inspectPath(rawPath)) {
     if ((req.method === 'GET' || req.method === 'HEAD') && ASSET_DOWNLOAD.test(rawPath)) {
-      return next(new AppError('not_found', 'No published asset at this address'));
+      next(new AppError('not_found', 'No published asset at this address'));
+      return;
     }
     details.push({ field: 'path', message: `${TEXT_MESSAGE} (percent-encodings must decode to UTF-8)` });
   }
   if (q >= 0) details.push(...inspectQuery(url.slice(q + 1)));
   const body: unknown = req.body;
   if (body !== null && typeof body === 'object' && !Buffer.isBuffer(body)) details.push(...inspectBody(body));
-  if (!details.length) return next();
+  if (!details.length) {
+    next();
+    return;
+  }
   const summary = details
     .slice(0, 5)
     .map((d) => `${d.field}: ${d.message}`)

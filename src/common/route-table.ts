@@ -53,7 +53,13 @@ export class RouteTable {
 
   methodsFor(path: string): string[] {
     const normalized = path.replace(/\/+$/, '') || '/';
-    return [...new Set(this.all().filter((r) => r.pattern.test(normalized)).map((r) => r.method))];
+    return [
+      ...new Set(
+        this.all()
+          .filter((r) => r.pattern.test(normalized))
+          .map((r) => r.method),
+      ),
+    ];
   }
 
   private build(): RouteInfo[] {

@@ -12,12 +12,12 @@ const MAX_BODY_DEPTH = 32;
 export function nestingDepth(value: unknown, limit: number): number {
   let max = 0;
   const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length) {
-    const [v, depth] = stack.pop()!;
+  for (let entry = stack.pop(); entry; entry = stack.pop()) {
+    const [v, depth] = entry;
     if (v === null || typeof v !== 'object') continue;
     if (depth > max) max = depth;
     if (max > limit) return max;
-    for (const child of Object.values(v as object)) stack.push([child, depth + 1]);
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
   }
   return max;
 }
@@ -59,7 +59,10 @@ export class AppValidationPipe extends ValidationPipe {
       validationError: { target: false, value: true },
       exceptionFactory: (errors) => {
         const details = flatten(errors);
-        const summary = details.slice(0, 5).map((d) => `${d.field}: ${d.message}`).join('; ');
+        const summary = details
+          .slice(0, 5)
+          .map((d) => `${d.field}: ${d.message}`)
+          .join('; ');
         return new AppError('validation_failed', summary ? `Validation failed: ${summary}` : 'Validation failed', details);
       },
     });

@@ -54,6 +54,7 @@ describe('loadConfig', () => {
     expect(loadConfig({ TRUST_PROXY: '0' }).trustProxy).toBe(false);
     expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
     expect(loadConfig({ TRUST_PROXY: '10.0.0.5, 172.16.0.0/12,::1,loopback' }).trustProxy).toEqual(['10.0.0.5', '172.16.0.0/12', '::1', 'loopback']);
-    for (const bad of ['everyone', '10.0.0.0/33', '1.2.3', '10.0.0.1/8/1', '101', 'true']) expect(() => loadConfig({ TRUST_PROXY: bad })).toThrow('TRUST_PROXY');
+    for (const bad of ['everyone', '10.0.0.0/33', '1.2.3', '10.0.0.1/8/1', '101', 'true'])
+      expect(() => loadConfig({ TRUST_PROXY: bad })).toThrow('TRUST_PROXY');
   });
 });

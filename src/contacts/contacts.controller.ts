@@ -55,12 +55,7 @@ export class ContactsController {
   @ApiOperation({ summary: 'Replace a contact (200), or create one with a new id when the id does not exist (201)' })
   @ApiEnvelope('contact', ContactRecordDto)
   @ApiEnvelope('contact', ContactRecordDto, { status: 201 })
-  async put(
-    @Param('id', IdPipe) id: number,
-    @Body() dto: CreateContactDto,
-    @CurrentPrincipal() who: Principal,
-    @Res({ passthrough: true }) res: Response,
-  ) {
+  async put(@Param('id', IdPipe) id: number, @Body() dto: CreateContactDto, @CurrentPrincipal() who: Principal, @Res({ passthrough: true }) res: Response) {
     const { created, contact } = await this.contacts.put(id, dto, who);
     res.status(created ? 201 : 200);
     return { contact };

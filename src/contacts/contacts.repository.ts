@@ -16,7 +16,20 @@ import { Contact } from './contact.entity.js';
 /** A contact with its owner's name: what every read and write here answers (see toContactRecord). */
 export type ContactRow = Pick<
   Contact,
-  'id' | 'name' | 'email' | 'phone' | 'company' | 'title' | 'ownerId' | 'fields' | 'createdAt' | 'modifiedAt' | 'createdBy' | 'createdByUser' | 'modifiedBy' | 'modifiedByUser'
+  | 'id'
+  | 'name'
+  | 'email'
+  | 'phone'
+  | 'company'
+  | 'title'
+  | 'ownerId'
+  | 'fields'
+  | 'createdAt'
+  | 'modifiedAt'
+  | 'createdBy'
+  | 'createdByUser'
+  | 'modifiedBy'
+  | 'modifiedByUser'
 > & { ownerName: string | null };
 
 /** The writable columns of a contact. */

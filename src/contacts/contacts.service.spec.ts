@@ -112,7 +112,9 @@ describe('ContactsService (service layer, real PostgreSQL)', () => {
     expect(p.modifiedAt).not.toBeNull();
     expect((await contacts.patch(c.id, { company: null }, who)).company).toBeNull();
     expect((await contacts.patch(c.id, {}, who)).fields).toEqual({ city: 'Arlington' });
-    expect((await appError(contacts.patch(c.id, { fields: { nope: 1 } }, who))).details).toEqual([{ field: 'fields.nope', message: 'is not a published contact field' }]);
+    expect((await appError(contacts.patch(c.id, { fields: { nope: 1 } }, who))).details).toEqual([
+      { field: 'fields.nope', message: 'is not a published contact field' },
+    ]);
     expect((await appError(contacts.patch(424242, { title: 'x' }, who))).status).toBe(404);
   });
 
@@ -135,7 +137,9 @@ describe('ContactsService (service layer, real PostgreSQL)', () => {
     // Saving a contact with its own value again is not a conflict.
     expect((await contacts.patch(a.id, { fields: { badge: 'B-1' }, title: 'same' }, who)).title).toBe('same');
     // Concurrent creates with one new value: exactly one wins.
-    const results = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => contacts.create({ name: `R${i}`, email: email(), fields: { badge: 'B-race' } }, who)));
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) => contacts.create({ name: `R${i}`, email: email(), fields: { badge: 'B-race' } }, who)),
+    );
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
   });
 
@@ -149,7 +153,12 @@ describe('ContactsService (service layer, real PostgreSQL)', () => {
         contacts.patch(c.id, { fields: { city: 'Paris' } }, who),
         contacts.patch(c.id, { fields: { badge: `L-${round}` } }, who),
       ]);
-      expect(await contacts.get(c.id)).toMatchObject({ title: 'T', company: 'C', phone: '+14155550199', fields: { city: 'Paris', badge: `L-${round}`, source: 'api' } });
+      expect(await contacts.get(c.id)).toMatchObject({
+        title: 'T',
+        company: 'C',
+        phone: '+14155550199',
+        fields: { city: 'Paris', badge: `L-${round}`, source: 'api' },
+      });
     }
   });
 
@@ -159,13 +168,16 @@ describe('ContactsService (service layer, real PostgreSQL)', () => {
     const done = results.filter((r): r is PromiseFulfilledResult<Awaited<ReturnType<ContactsService['remove']>>> => r.status === 'fulfilled');
     expect(done).toHaveLength(1);
     expect(done[0].value).toMatchObject({ id: c.id, name: 'Gone', owner: { id: owner.userId, name: 'Service Spec' } });
-    for (const r of results.filter((r) => r.status === 'rejected')) expect((r as PromiseRejectedResult).reason).toMatchObject({ status: 404 });
+    for (const r of results.filter((r) => r.status === 'rejected')) expect(r.reason).toMatchObject({ status: 404 });
     expect((await appError(contacts.get(c.id))).status).toBe(404);
   });
 
   it('lists with search, paging, order, owners and a scope', async () => {
     const ids: number[] = [];
-    for (let i = 0; i < 4; i++) ids.push((await contacts.create({ name: `Pager ${i}`, email: `pager${i}@list.test`, company: 'ListCorp', ownerId: i === 0 ? owner.userId : null }, who)).id);
+    for (let i = 0; i < 4; i++)
+      ids.push(
+        (await contacts.create({ name: `Pager ${i}`, email: `pager${i}@list.test`, company: 'ListCorp', ownerId: i === 0 ? owner.userId : null }, who)).id,
+      );
     const page = await contacts.list({ search: 'listcorp', limit: '2', orderBy: 'name', orderByDir: 'asc' });
     expect(page.total).toBe(4);
     expect(page.contacts.map((c) => c.name)).toEqual(['Pager 0', 'Pager 1']);
@@ -174,7 +186,11 @@ describe('ContactsService (service layer, real PostgreSQL)', () => {
     const all = await contacts.list({ limit: '1' });
     const [{ n }] = await ctx.query<{ n: string }>(`SELECT count(*)::text AS n FROM contacts`);
     expect(all.total).toBe(Number(n));
-    const scoped = await contacts.list({}, (qb) => qb.andWhere('c.id IN (:...ids)', { ids: ids.slice(1, 3) }), async () => 2);
+    const scoped = await contacts.list(
+      {},
+      (qb) => qb.andWhere('c.id IN (:...ids)', { ids: ids.slice(1, 3) }),
+      async () => 2,
+    );
     expect(scoped).toMatchObject({ total: 2 });
     expect(scoped.contacts.map((c) => c.id).sort()).toEqual(ids.slice(1, 3).sort());
     expect((await appError(Promise.resolve().then(() => contacts.list({ orderBy: 'password' })))).status).toBe(400);

@@ -22,8 +22,7 @@ export class DealsController {
   @RequirePermission('deals:read')
   @ApiOperation({
     summary: 'List deals',
-    description:
-      'List parameters: search (title, stage, product), page, limit, orderBy, orderByDir; filters status (open, won, lost), contact_id, owner_id.',
+    description: 'List parameters: search (title, stage, product), page, limit, orderBy, orderByDir; filters status (open, won, lost), contact_id, owner_id.',
   })
   @ApiEnvelope('deals', DealRecordDto, { list: true })
   @ApiListQuery(DEAL_LIST_SPEC)

@@ -43,7 +43,16 @@ describe('DealsService (service layer, real PostgreSQL)', () => {
 
   it('creates with defaults (open, quantity 1, owner the caller) and reads it back', async () => {
     const d = await deals.create({ ...base(), title: ' Big ' }, who);
-    expect(d).toMatchObject({ title: 'Big', value: 100.5, status: 'open', quantity: 1, owner_id: who.userId, closed_at: null, probability: null, createdBy: who.userId });
+    expect(d).toMatchObject({
+      title: 'Big',
+      value: 100.5,
+      status: 'open',
+      quantity: 1,
+      owner_id: who.userId,
+      closed_at: null,
+      probability: null,
+      createdBy: who.userId,
+    });
     expect(await deals.get(d.id)).toEqual(d);
     await expect(deals.get(987654)).rejects.toMatchObject({ status: 404 });
   });
@@ -74,7 +83,13 @@ describe('DealsService (service layer, real PostgreSQL)', () => {
   it('PATCH keeps what is not given and refuses nulls for title, value and contact_id', async () => {
     const other = await contact();
     const d = await deals.create({ ...base(), stage: 'keep', product: 'p', quantity: 3 }, who);
-    expect(await deals.patch(d.id, { value: 7, contact_id: other }, who)).toMatchObject({ value: 7, contact_id: other, stage: 'keep', product: 'p', quantity: 3 });
+    expect(await deals.patch(d.id, { value: 7, contact_id: other }, who)).toMatchObject({
+      value: 7,
+      contact_id: other,
+      stage: 'keep',
+      product: 'p',
+      quantity: 3,
+    });
     expect((await failure(deals.patch(d.id, { title: null, value: null } as never, who))).details?.map((x) => x.field)).toEqual(['title', 'value']);
     expect((await failure(deals.patch(d.id, { title: ' ' }, who))).details?.[0].field).toBe('title');
     expect(await deals.patch(d.id, { quantity: null, stage: null }, who)).toMatchObject({ quantity: 1, stage: null });
@@ -85,7 +100,10 @@ describe('DealsService (service layer, real PostgreSQL)', () => {
     const otherOwner = await ctx.principal();
     const d = await deals.create({ ...base(), stage: 'gone', quantity: 9, owner_id: otherOwner.userId, probability: 50 }, who);
     const r = await deals.put(d.id, { title: 'R', value: 1, contact_id: contactId }, who);
-    expect(r).toMatchObject({ created: false, deal: { id: d.id, title: 'R', stage: null, quantity: 1, owner_id: who.userId, probability: null, status: 'open' } });
+    expect(r).toMatchObject({
+      created: false,
+      deal: { id: d.id, title: 'R', stage: null, quantity: 1, owner_id: who.userId, probability: null, status: 'open' },
+    });
     const n = await deals.put(987654, base(), who);
     expect(n.created).toBe(true);
     expect(n.deal.id).not.toBe(987654);

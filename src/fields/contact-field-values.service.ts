@@ -48,7 +48,9 @@ export class ContactFieldValuesService implements OnModuleInit {
     }
     const now = Date.now();
     return rows
-      .filter((r) => r.is_published && (!r.publish_up || new Date(r.publish_up).getTime() <= now) && (!r.publish_down || new Date(r.publish_down).getTime() > now))
+      .filter(
+        (r) => r.is_published && (!r.publish_up || new Date(r.publish_up).getTime() <= now) && (!r.publish_down || new Date(r.publish_down).getTime() > now),
+      )
       .map((r) => ({
         alias: r.alias,
         type: r.type,

@@ -33,7 +33,16 @@ describe('normalizeProperties', () => {
     ['empty label', { list: [{ label: '', value: 'a' }] }, 'properties.list[0].label'],
     ['extra key in option', { list: [{ label: 'A', value: 'a', color: 'x' }] }, 'properties.list[0].color'],
     ['extra key in properties', { list: [{ label: 'A', value: 'a' }], other: 1 }, 'properties.other'],
-    ['duplicate values', { list: [{ label: 'A', value: 'a' }, { label: 'B', value: 'a' }] }, 'properties.list[1].value'],
+    [
+      'duplicate values',
+      {
+        list: [
+          { label: 'A', value: 'a' },
+          { label: 'B', value: 'a' },
+        ],
+      },
+      'properties.list[1].value',
+    ],
   ])('refuses select properties: %s', (_, raw, field) => {
     const r = normalizeProperties('select', raw);
     expect(r.errors.map((e) => e.field)).toContain(field);
@@ -138,9 +147,7 @@ describe('applyCustomValues', () => {
     expect(r.errors).toEqual([]);
     expect(r.values).toEqual({ tier: 'gold', score: 2 });
     expect(r.changed).toEqual(['score']);
-    expect(applyCustomValues(rules, current, { tier: null }, 'patch').errors).toEqual([
-      { field: 'fields.tier', message: 'is required and cannot be cleared' },
-    ]);
+    expect(applyCustomValues(rules, current, { tier: null }, 'patch').errors).toEqual([{ field: 'fields.tier', message: 'is required and cannot be cleared' }]);
     expect(applyCustomValues(rules, current, null, 'patch').errors.map((e) => e.field)).toEqual(['fields.tier']);
   });
 

@@ -220,7 +220,13 @@ export function parseDefaultValue(rule: ValueRule, raw: string): ValueResult {
       return bad('must be true, false, 1 or 0 for boolean fields');
     }
     case 'multiselect':
-      return parseValue(rule, raw.split('|').map((s) => s.trim()).filter((s) => s !== ''));
+      return parseValue(
+        rule,
+        raw
+          .split('|')
+          .map((s) => s.trim())
+          .filter((s) => s !== ''),
+      );
     default:
       return parseValue(rule, raw);
   }

@@ -12,7 +12,7 @@ import type { FieldObject } from './field-rules.js';
 import { FieldsService, FIELD_COLLECTION_LIST_SPEC, FIELD_LIST_SPEC } from './fields.service.js';
 
 const LIST_DOC = 'List parameters: search (label, alias, description), page, limit, orderBy, orderByDir; filters isPublished (boolean) and type.';
-const DELETE_DOC = "Deletes the field and, for a contact field, removes its value from every contact (in the same transaction). Answers the field as it was.";
+const DELETE_DOC = 'Deletes the field and, for a contact field, removes its value from every contact (in the same transaction). Answers the field as it was.';
 const PUT_DOC =
   'Full replace (200): omitted optional properties reset to their defaults, except `alias`, which the field keeps when omitted. ' +
   'When the id does not exist, a new field is created with a new id (201); under /api/fields/<object>/..., a field of the other object counts as not existing.';
@@ -49,7 +49,12 @@ export class FieldsController {
   @ApiParam({
     name: 'segment',
     description: '`contact` or `company` (the list of that object), or a field id (that field); anything else is a 404',
-    schema: { oneOf: [{ type: 'string', enum: ['contact', 'company'] }, { type: 'integer', format: 'int32', minimum: 1, maximum: 2147483647 }] },
+    schema: {
+      oneOf: [
+        { type: 'string', enum: ['contact', 'company'] },
+        { type: 'integer', format: 'int32', minimum: 1, maximum: 2147483647 },
+      ],
+    },
   })
   @ApiOperation({
     summary: 'List the fields of an object (/api/fields/contact, /api/fields/company), or get one field by id (/api/fields/{id})',
@@ -61,7 +66,11 @@ export class FieldsController {
     description: '{ total, fields } for an object, { field } for an id',
     schema: {
       oneOf: [
-        { type: 'object', required: ['total', 'fields'], properties: { total: { type: 'integer' }, fields: { type: 'array', items: { $ref: getSchemaPath(FieldRecordDto) } } } },
+        {
+          type: 'object',
+          required: ['total', 'fields'],
+          properties: { total: { type: 'integer' }, fields: { type: 'array', items: { $ref: getSchemaPath(FieldRecordDto) } } },
+        },
         { type: 'object', required: ['field'], properties: { field: { $ref: getSchemaPath(FieldRecordDto) } } },
       ],
     },
@@ -71,7 +80,10 @@ export class FieldsController {
     return this.fields.listOrGet(segment, query);
   }
 
-  @ApiErrors({ status: 409, description: 'The alias is taken, the type cannot change while contacts hold values, or contacts share a value of a field made unique' })
+  @ApiErrors({
+    status: 409,
+    description: 'The alias is taken, the type cannot change while contacts hold values, or contacts share a value of a field made unique',
+  })
   @Patch(':id')
   @RequirePermission('fields:write')
   @ApiOperation({ summary: 'Edit a field (collection style)', description: `${PATCH_DOC} \`object\`, when given, must be the field's object.` })
@@ -80,7 +92,10 @@ export class FieldsController {
     return { field: await this.fields.patch(id, dto, who) };
   }
 
-  @ApiErrors({ status: 409, description: 'The alias is taken, the type cannot change while contacts hold values, or contacts share a value of a field made unique' })
+  @ApiErrors({
+    status: 409,
+    description: 'The alias is taken, the type cannot change while contacts hold values, or contacts share a value of a field made unique',
+  })
   @Put(':id')
   @RequirePermission('fields:write')
   @ApiOperation({ summary: 'Replace a field, or create one when the id does not exist (collection style; `object` required)', description: PUT_DOC })
@@ -110,7 +125,10 @@ export class FieldsController {
   @HttpCode(201)
   @RequirePermission('fields:write')
   @objectParam
-  @ApiOperation({ summary: 'Create a field of an object', description: '`object` in the body, when given, must match the path (400). 409 when a given alias is taken.' })
+  @ApiOperation({
+    summary: 'Create a field of an object',
+    description: '`object` in the body, when given, must match the path (400). 409 when a given alias is taken.',
+  })
   @ApiEnvelope('field', FieldRecordDto, { status: 201 })
   async create(@Param('object', FieldObjectPipe) object: FieldObject, @Body() dto: FieldInObjectBodyDto, @CurrentPrincipal() who: Principal) {
     return { field: await this.fields.create(dto, who, object) };
@@ -125,7 +143,10 @@ export class FieldsController {
     return { field: await this.fields.get(id, object) };
   }
 
-  @ApiErrors({ status: 409, description: 'The alias is taken, the type cannot change while contacts hold values, or contacts share a value of a field made unique' })
+  @ApiErrors({
+    status: 409,
+    description: 'The alias is taken, the type cannot change while contacts hold values, or contacts share a value of a field made unique',
+  })
   @Patch(':object/:id/edit')
   @RequirePermission('fields:write')
   @objectParam
@@ -140,7 +161,10 @@ export class FieldsController {
     return { field: await this.fields.patch(id, dto, who, object) };
   }
 
-  @ApiErrors({ status: 409, description: 'The alias is taken, the type cannot change while contacts hold values, or contacts share a value of a field made unique' })
+  @ApiErrors({
+    status: 409,
+    description: 'The alias is taken, the type cannot change while contacts hold values, or contacts share a value of a field made unique',
+  })
   @Put(':object/:id/edit')
   @RequirePermission('fields:write')
   @objectParam

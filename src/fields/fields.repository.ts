@@ -63,10 +63,11 @@ export class FieldsRepository {
 
   /** Aliases of the object's fields that are `base` or `base_<something>`: a hint for the first free generated alias. */
   async aliasesLike(object: FieldObject, base: string, tx?: Tx): Promise<Set<string>> {
-    const rows: { alias: string }[] = await (tx ?? this.transactions.db).query(
-      `SELECT alias FROM fields WHERE object = $1 AND (alias = $2 OR alias LIKE $3)`,
-      [object, base, `${base.replace(/_/g, '\\_')}\\_%`],
-    );
+    const rows: { alias: string }[] = await (tx ?? this.transactions.db).query(`SELECT alias FROM fields WHERE object = $1 AND (alias = $2 OR alias LIKE $3)`, [
+      object,
+      base,
+      `${base.replace(/_/g, '\\_')}\\_%`,
+    ]);
     return new Set(rows.map((r) => r.alias));
   }
 

@@ -46,7 +46,6 @@ export const FIELD_COLLECTION_LIST_SPEC: ListSpec = {
   filters: { ...FIELD_LIST_SPEC.filters, object: { type: 'string', column: 'f.object', values: FIELD_OBJECTS } },
 };
 
-
 export type FieldRecord = ReturnType<FieldsService['toRecord']>;
 type Mode = 'create' | 'replace' | 'patch';
 
@@ -85,7 +84,7 @@ export class FieldsService {
       defaultValue: f.defaultValue,
       isRequired: f.isRequired,
       isPubliclyUpdatable: f.isPubliclyUpdatable,
-      isUniqueIdentifier: f.isUniqueIdentifier === true,
+      isUniqueIdentifier: f.isUniqueIdentifier,
       properties: empty ? [] : props,
     };
   }
@@ -195,7 +194,7 @@ export class FieldsService {
    * contact values when the alias changes, and the checks against contacts' stored values.
    */
   private async change(field: Field, dto: UpdateFieldDto, mode: 'patch' | 'replace', who: Principal, pathObject: FieldObject | undefined, tx: Tx) {
-    const before = { ...field };
+    const before = Object.assign(new Field(), field);
     this.checkObject(field, dto.object, pathObject);
     this.assign(field, dto, mode);
     if (dto.alias) field.alias = dto.alias;
@@ -232,7 +231,7 @@ export class FieldsService {
     const errors: ErrorDetail[] = [];
     const has = (k: keyof UpdateFieldDto) => dto[k] !== undefined;
     const take = <K extends keyof UpdateFieldDto, V>(k: K, fallback: V, apply: (v: NonNullable<UpdateFieldDto[K]> | V) => void) => {
-      if (dto[k] !== undefined && dto[k] !== null) apply(dto[k] as NonNullable<UpdateFieldDto[K]>);
+      if (dto[k] !== undefined && dto[k] !== null) apply(dto[k]);
       else if (mode !== 'patch' || dto[k] === null) apply(fallback);
     };
     for (const k of ['label', 'type', 'order', 'isRequired', 'isPubliclyUpdatable', 'isUniqueIdentifier', 'isPublished'] as const) {

@@ -113,8 +113,13 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
               await existing.remove().catch(() => undefined);
             }
           }
-          const job = await queue.add(name, payload, { ...this.jobOptions(name), jobId, delay: options.delayMs && options.delayMs > 0 ? options.delayMs : undefined });
-          return { id: job.id! };
+          const job = await queue.add(name, payload, {
+            ...this.jobOptions(name),
+            jobId,
+            delay: options.delayMs && options.delayMs > 0 ? options.delayMs : undefined,
+          });
+          if (job.id === undefined) throw new Error(`BullMQ answered job ${name} without an id`);
+          return { id: job.id };
         })(),
         ENQUEUE_TIMEOUT_MS,
         'enqueue',
@@ -149,7 +154,9 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
     await withTimeout(
       queue.upsertJobScheduler(
         id,
-        options.pattern ? { pattern: options.pattern, tz: 'UTC', startDate: options.startDate } : { every: options.everyMs ?? 60_000, startDate: options.startDate },
+        options.pattern
+          ? { pattern: options.pattern, tz: 'UTC', startDate: options.startDate }
+          : { every: options.everyMs ?? 60_000, startDate: options.startDate },
         { name, data: payload, opts: { attempts, backoff, removeOnComplete, removeOnFail } },
       ),
       ENQUEUE_TIMEOUT_MS,
@@ -174,7 +181,10 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
 
   private createWorker(queueName: QueueName): Worker {
     const worker = new Worker(queueName, (job: Job, token?: string) => this.process(job, token), {
-      connection: this.redis.connectionOptions({ maxRetriesPerRequest: null, connectionName: `${this.config.redisPrefix}-worker-${queueName}` }) as ConnectionOptions,
+      connection: this.redis.connectionOptions({
+        maxRetriesPerRequest: null,
+        connectionName: `${this.config.redisPrefix}-worker-${queueName}`,
+      }) as ConnectionOptions,
       prefix: this.config.redisPrefix,
       concurrency: CONCURRENCY[queueName],
       lockDuration: this.config.jobLockMs,
@@ -207,7 +217,8 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
   private async process(job: Job, token?: string): Promise<unknown> {
     const handler = this.handlers.get(job.name as JobName);
     if (!handler) throw new UnrecoverableError(`no handler registered for ${job.name}`);
-    const ctx: JobContext = { jobId: job.id!, attempt: job.attemptsMade + 1, maxAttempts: job.opts.attempts ?? 1 };
+    if (job.id === undefined) throw new UnrecoverableError(`job ${job.name} has no id`);
+    const ctx: JobContext = { jobId: job.id, attempt: job.attemptsMade + 1, maxAttempts: job.opts.attempts ?? 1 };
     const name = job.name as JobName;
     try {
       const result = await handler(job.data as never, ctx);

@@ -70,9 +70,15 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationBootstra
     const wait = Math.min(Math.max(0, delayMs), 2_000_000_000);
     job.state = delayMs > 0 ? 'delayed' : 'waiting';
     job.timer = setTimeout(() => {
-      if (wait < delayMs) return this.schedule(job, delayMs - wait);
+      if (wait < delayMs) {
+        this.schedule(job, delayMs - wait);
+        return;
+      }
       const limited = this.rateLimitDelay(JOB_QUEUE[job.name]);
-      if (limited > 0) return this.schedule(job, limited);
+      if (limited > 0) {
+        this.schedule(job, limited);
+        return;
+      }
       job.state = 'active';
       const p = this.run(job);
       this.running.add(p);
@@ -140,15 +146,17 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationBootstra
 
   async upsertSchedule<N extends JobName>(schedulerId: string, name: N, payload: JobPayloads[N], options: ScheduleOptions): Promise<Date | null> {
     await this.removeSchedule(schedulerId);
-    const next = (from: Date): Date | null =>
-      options.pattern ? nextCronTime(options.pattern, from) : new Date(from.getTime() + (options.everyMs ?? 60_000));
+    const next = (from: Date): Date | null => (options.pattern ? nextCronTime(options.pattern, from) : new Date(from.getTime() + (options.everyMs ?? 60_000)));
     const start = options.startDate && options.startDate.getTime() > Date.now() ? options.startDate : new Date();
     const first = options.pattern ? next(new Date(start.getTime() - 1)) : start.getTime() > Date.now() ? start : next(new Date());
     const arm = (at: Date | null) => {
       if (!at || this.closing) return;
       const t = setTimeout(
         () => {
-          if (at.getTime() > Date.now()) return arm(at); // a long delay hopped
+          if (at.getTime() > Date.now()) {
+            arm(at);
+            return;
+          } // a long delay hopped
           void this.enqueue(name, payload, { jobId: `${schedulerId}:${at.getTime()}` });
           arm(next(new Date(Math.max(Date.now(), at.getTime()))));
         },

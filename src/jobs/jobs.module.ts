@@ -44,7 +44,11 @@ export class JobsModule {
         BullModule.forRootAsync({
           useFactory: (redis: RedisService, c: AppConfig) => ({
             // Producers fail fast while Redis is down (routes answer 503) instead of queueing in memory.
-            connection: redis.connectionOptions({ enableOfflineQueue: false, maxRetriesPerRequest: 1, connectionName: `${c.redisPrefix}-queue` }) as ConnectionOptions,
+            connection: redis.connectionOptions({
+              enableOfflineQueue: false,
+              maxRetriesPerRequest: 1,
+              connectionName: `${c.redisPrefix}-queue`,
+            }) as ConnectionOptions,
             prefix: c.redisPrefix,
           }),
           inject: [RedisService, APP_CONFIG],

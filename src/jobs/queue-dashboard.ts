@@ -84,7 +84,7 @@ export class QueueDashboardController {
       res.once('close', () => resolve());
       this.board(req, res, (err?: unknown) => {
         req.url = originalUrl;
-        if (err) reject(err instanceof Error ? err : new Error(String(err)));
+        if (err) reject(err instanceof Error ? err : new Error(typeof err === 'string' ? err : 'queue dashboard failed', { cause: err }));
         else reject(new NotFoundException(`No route for ${req.method} ${req.path}`));
       });
     });

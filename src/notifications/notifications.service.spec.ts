@@ -95,7 +95,7 @@ describe('NotificationsService (service layer, real PostgreSQL)', () => {
     const done = results.filter((r) => r.status === 'fulfilled');
     expect(done).toHaveLength(1);
     expect((done[0] as PromiseFulfilledResult<unknown>).value).toMatchObject({ id: n.id, message: 'Delete me', details: { textMessageId: 9 } });
-    for (const r of results.filter((r) => r.status === 'rejected')) expect((r as PromiseRejectedResult).reason).toMatchObject({ status: 404 });
+    for (const r of results.filter((r) => r.status === 'rejected')) expect(r.reason).toMatchObject({ status: 404 });
     expect(await rejection(notifications.get(n.id, alice))).toMatchObject({ status: 404 });
   });
 

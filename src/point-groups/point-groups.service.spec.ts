@@ -30,7 +30,15 @@ describe('PointGroupsService (service layer, real PostgreSQL)', () => {
 
   it('creates published by default, normalises the colour, and reads it back', async () => {
     const g = await groups.create({ name: ' Warm ', minimumPoints: 1, maximumPoints: 5, color: 'FF8800' }, who);
-    expect(g).toMatchObject({ name: 'Warm', isPublished: true, color: '#ff8800', description: null, minimumPoints: 1, maximumPoints: 5, createdBy: who.userId });
+    expect(g).toMatchObject({
+      name: 'Warm',
+      isPublished: true,
+      color: '#ff8800',
+      description: null,
+      minimumPoints: 1,
+      maximumPoints: 5,
+      createdBy: who.userId,
+    });
     expect(await groups.get(g.id)).toEqual(g);
     await expect(groups.get(987654)).rejects.toMatchObject({ status: 404 });
   });
@@ -44,10 +52,19 @@ describe('PointGroupsService (service layer, real PostgreSQL)', () => {
 
   it('PATCH keeps what is not given and checks the range against the stored bound', async () => {
     const g = await groups.create({ name: 'P', description: 'keep', minimumPoints: 10, maximumPoints: 20, isPublished: false }, who);
-    expect(await groups.patch(g.id, { maximumPoints: 15 }, who)).toMatchObject({ description: 'keep', isPublished: false, minimumPoints: 10, maximumPoints: 15 });
+    expect(await groups.patch(g.id, { maximumPoints: 15 }, who)).toMatchObject({
+      description: 'keep',
+      isPublished: false,
+      minimumPoints: 10,
+      maximumPoints: 15,
+    });
     expect((await failure(groups.patch(g.id, { minimumPoints: 16 }, who))).details?.[0].field).toBe('minimumPoints');
     expect((await failure(groups.patch(g.id, { maximumPoints: 9 }, who))).details?.[0].field).toBe('maximumPoints');
-    expect((await groups.patch(g.id, { color: '#00ff00', description: null }, who))).toMatchObject({ color: '#00ff00', description: null, modifiedBy: who.userId });
+    expect(await groups.patch(g.id, { color: '#00ff00', description: null }, who)).toMatchObject({
+      color: '#00ff00',
+      description: null,
+      modifiedBy: who.userId,
+    });
     await expect(groups.patch(987654, { name: 'x' }, who)).rejects.toMatchObject({ status: 404 });
   });
 

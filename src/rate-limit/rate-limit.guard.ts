@@ -42,12 +42,17 @@ export class RateLimitGuard extends ThrottlerGuard {
   }
 
   protected override async throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
-    throw new AppError('rate_limited', `Rate limit of ${detail.limit} requests per ${Math.round(detail.ttl / 1000)} s exceeded; retry in ${detail.timeToBlockExpire} s`, undefined, {
-      'Retry-After': String(detail.timeToBlockExpire),
-      // The limit headers on the refusal too, so a client sees which limit it hit and when it resets.
-      'X-RateLimit-Limit': String(detail.limit),
-      'X-RateLimit-Remaining': '0',
-      'X-RateLimit-Reset': String(detail.timeToBlockExpire),
-    });
+    throw new AppError(
+      'rate_limited',
+      `Rate limit of ${detail.limit} requests per ${Math.round(detail.ttl / 1000)} s exceeded; retry in ${detail.timeToBlockExpire} s`,
+      undefined,
+      {
+        'Retry-After': String(detail.timeToBlockExpire),
+        // The limit headers on the refusal too, so a client sees which limit it hit and when it resets.
+        'X-RateLimit-Limit': String(detail.limit),
+        'X-RateLimit-Remaining': '0',
+        'X-RateLimit-Reset': String(detail.timeToBlockExpire),
+      },
+    );
   }
 }

@@ -36,7 +36,8 @@ export class RateLimitStorage implements ThrottlerStorage {
   private incr(key: string, ttlMs: number): Promise<[number, number]> {
     const client = this.redis.client as unknown as { sfRateLimitIncr?: (key: string, ttl: number) => Promise<[number, number]> } & Redis;
     if (!client.sfRateLimitIncr) client.defineCommand('sfRateLimitIncr', { numberOfKeys: 1, lua: INCR_SCRIPT });
-    return client.sfRateLimitIncr!(key, ttlMs);
+    if (!client.sfRateLimitIncr) throw new Error('ioredis did not define the sfRateLimitIncr command');
+    return client.sfRateLimitIncr(key, ttlMs);
   }
 
   async increment(key: string, ttl: number, limit: number): Promise<StorageRecord> {
@@ -62,10 +63,11 @@ export class RateLimitStorage implements ThrottlerStorage {
 
   /** A counter's hits and the ms left in its window, without counting (the account console shows usage). */
   async peek(key: string): Promise<{ hits: number; resetMs: number }> {
-    if (this.redis.enabled && this.redis.ready) {
+    const client = this.redis.client;
+    if (this.redis.enabled && this.redis.ready && client) {
       try {
         const full = this.redis.key('rl', key);
-        const [hits, pttl] = await Promise.all([this.redis.client!.get(full), this.redis.client!.pttl(full)]);
+        const [hits, pttl] = await Promise.all([client.get(full), client.pttl(full)]);
         return { hits: Number(hits ?? 0), resetMs: pttl > 0 ? pttl : 0 };
       } catch {
         /* fall through to this instance's counters */

@@ -53,6 +53,13 @@ function utcDate(y: number, m: number, d: number): Date | null {
  * days; "last_7_days" and "last_30_days" include today; a custom range includes both end days.
  * Null for an invalid value.
  */
+/** The interval of a dateRange that validateFilters() already accepted. */
+function knownDateRange(range: string, now: Date): { from: Date; to: Date } {
+  const interval = dateRangeInterval(range, now);
+  if (!interval) throw new Error(`unknown dateRange ${range} reached the report query`);
+  return interval;
+}
+
 export function dateRangeInterval(range: string, now: Date): { from: Date; to: Date } | null {
   const y = now.getUTCFullYear();
   const m = now.getUTCMonth();
@@ -102,7 +109,10 @@ export function validateFilters(type: ReportType, filters: unknown): ErrorDetail
       });
     }
   }
-  if (f.salesTeam !== undefined && (typeof f.salesTeam !== 'string' || f.salesTeam.trim() === '' || f.salesTeam.length > 100 || f.salesTeam.includes('\u0000'))) {
+  if (
+    f.salesTeam !== undefined &&
+    (typeof f.salesTeam !== 'string' || f.salesTeam.trim() === '' || f.salesTeam.length > 100 || f.salesTeam.includes('\u0000'))
+  ) {
     errors.push({ field: 'filters.salesTeam', message: 'must be a non-empty string of at most 100 characters' });
   }
   if (f.products !== undefined) {
@@ -172,7 +182,7 @@ export function buildSalesQuery(filters: ReportFilters, columns: readonly string
   const params: unknown[] = [];
   const where = [`d.status = 'won'`];
   if (filters.dateRange) {
-    const range = dateRangeInterval(filters.dateRange, now)!;
+    const range = knownDateRange(filters.dateRange, now);
     params.push(range.from.toISOString(), range.to.toISOString());
     where.push(`d.closed_at >= $${params.length - 1}`, `d.closed_at < $${params.length}`);
   }
@@ -210,7 +220,7 @@ export function buildMarketingQuery(filters: ReportFilters, now: Date): BuiltQue
   let memberRange = '';
   let messageRange = '';
   if (filters.dateRange) {
-    const range = dateRangeInterval(filters.dateRange, now)!;
+    const range = knownDateRange(filters.dateRange, now);
     params.push(range.from.toISOString(), range.to.toISOString());
     memberRange = ` AND m.added_at >= $1 AND m.added_at < $2`;
     messageRange = ` AND t.created_at >= $1 AND t.created_at < $2`;
@@ -247,9 +257,9 @@ export function shapeSalesResult(rows: Record<string, unknown>[], columns: reado
   const totalRow = rows.find((r) => r.__total === true);
   const detail = rows.filter((r) => r.__total !== true);
   const hasDims = columns.some((c) => c === 'date' || c === 'product' || c === 'salesperson');
-  const data = (hasDims ? detail : totalRow ? [totalRow] : []).slice(0, MAX_RESULT_ROWS).map((r) =>
-    projectRow({ ...r, revenue: Number(r.revenue ?? 0), quantity: Number(r.quantity ?? 0) }, columns),
-  );
+  const data = (hasDims ? detail : totalRow ? [totalRow] : [])
+    .slice(0, MAX_RESULT_ROWS)
+    .map((r) => projectRow({ ...r, revenue: Number(r.revenue ?? 0), quantity: Number(r.quantity ?? 0) }, columns));
   return {
     data,
     summary: {
@@ -267,12 +277,7 @@ export function shapeMarketingResult(rows: Record<string, unknown>[], columns: r
   const sum = (k: string) => rows.reduce((acc, r) => acc + n(r, k), 0);
   const kept = rows.slice(0, MAX_RESULT_ROWS);
   return {
-    data: kept.map((r) =>
-      projectRow(
-        Object.fromEntries(Object.entries(r).map(([k, v]) => [k, k === 'campaign' ? v : Number(v)])),
-        columns,
-      ),
-    ),
+    data: kept.map((r) => projectRow(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, k === 'campaign' ? v : Number(v)])), columns)),
     summary: {
       totalCampaigns: kept.length,
       totalMembers: sum('members'),

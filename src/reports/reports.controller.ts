@@ -16,7 +16,10 @@ export class ReportsController {
 
   @Get()
   @RequirePermission('reports:read')
-  @ApiOperation({ summary: 'List reports', description: 'List parameters: search (name, description), page, limit, orderBy, orderByDir; filters type (sales|marketing), isPublished.' })
+  @ApiOperation({
+    summary: 'List reports',
+    description: 'List parameters: search (name, description), page, limit, orderBy, orderByDir; filters type (sales|marketing), isPublished.',
+  })
   @ApiEnvelope('reports', ReportRecordDto, { list: true })
   @ApiListQuery(REPORT_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
@@ -28,7 +31,8 @@ export class ReportsController {
   @RequirePermission('reports:write')
   @ApiOperation({
     summary: 'Create a report',
-    description: 'filters and columns are validated for the type. A schedule (daily/weekly/monthly, UTC) creates a job scheduler that runs the report on its period while it is published.',
+    description:
+      'filters and columns are validated for the type. A schedule (daily/weekly/monthly, UTC) creates a job scheduler that runs the report on its period while it is published.',
   })
   @ApiEnvelope('report', ReportRecordDto, { status: 201 })
   async create(@Body() dto: CreateReportDto, @CurrentPrincipal() who: Principal) {

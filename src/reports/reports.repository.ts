@@ -93,10 +93,10 @@ export class ReportsRepository {
 
   /** Stores a run's result, sets lastRun and prunes old results to KEEP_RESULTS; answers the result's id. */
   async storeResult(r: StoredResult, tx: Tx): Promise<number> {
-    const [{ id }] = (await tx.query(
+    const [{ id }]: { id: string }[] = await tx.query(
       `INSERT INTO report_results (report_id, generated_at, trigger, job_id, data, summary) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
       [r.reportId, r.generatedAt, r.trigger, r.jobId, JSON.stringify(r.output.data), JSON.stringify(r.output.summary)],
-    )) as { id: string }[];
+    );
     await tx.query(`UPDATE reports SET last_run = $2 WHERE id = $1`, [r.reportId, r.generatedAt]);
     await tx.query(
       `DELETE FROM report_results WHERE report_id = $1 AND id NOT IN

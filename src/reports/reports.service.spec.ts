@@ -25,7 +25,7 @@ describe('ReportsService (service layer, real PostgreSQL)', () => {
     await ctx.close();
   });
 
-  const create = (dto: Partial<CreateReportDto>) => reports.create({ name: 'R', type: 'sales', ...dto } as CreateReportDto, who);
+  const create = (dto: Partial<CreateReportDto>) => reports.create({ name: 'R', type: 'sales', ...dto }, who);
 
   it('creates a report with the type’s default columns, no schedule, and its owner', async () => {
     const r = await create({ name: '  Sales  ' });
@@ -38,7 +38,7 @@ describe('ReportsService (service layer, real PostgreSQL)', () => {
   it('a schedule gives a next run while published', async () => {
     const r = await create({ name: 'Daily', schedule: 'daily' });
     expect(r.nextRun).not.toBeNull();
-    const off = await reports.patch(r.id, { isPublished: false } as UpdateReportDto, who);
+    const off = await reports.patch(r.id, { isPublished: false }, who);
     expect(off.nextRun).toBeNull();
   });
 
@@ -81,25 +81,27 @@ describe('ReportsService (service layer, real PostgreSQL)', () => {
 
   it('PUT replaces (omitted properties reset) or creates a new report', async () => {
     const r = await create({ name: 'Full', description: 'x', schedule: 'weekly', columns: ['revenue'] });
-    const { created, report } = await reports.put(r.id, { name: 'Replaced', type: 'sales' } as CreateReportDto, who);
+    const { created, report } = await reports.put(r.id, { name: 'Replaced', type: 'sales' }, who);
     expect(created).toBe(false);
     expect(report).toMatchObject({ id: r.id, name: 'Replaced', description: null, schedule: null, filters: {} });
     expect(report.columns).toHaveLength(5);
-    const made = await reports.put(987654321, { name: 'New', type: 'marketing' } as CreateReportDto, who);
+    const made = await reports.put(987654321, { name: 'New', type: 'marketing' }, who);
     expect(made.created).toBe(true);
     expect(made.report.id).not.toBe(987654321);
-    await expect(reports.patch(987654320, { name: 'x' } as UpdateReportDto, who)).rejects.toMatchObject({ status: 404 });
+    await expect(reports.patch(987654320, { name: 'x' }, who)).rejects.toMatchObject({ status: 404 });
   });
 
   it('DELETE answers the report once and 404 to the others', async () => {
     const r = await create({ name: 'Delete race', schedule: 'monthly' });
     const results = await Promise.allSettled(Array.from({ length: 6 }, () => reports.remove(r.id)));
     expect(results.filter((x) => x.status === 'fulfilled')).toHaveLength(1);
-    for (const x of results.filter((y) => y.status === 'rejected')) expect((x as PromiseRejectedResult).reason).toMatchObject({ status: 404 });
+    for (const x of results.filter((y) => y.status === 'rejected')) expect(x.reason).toMatchObject({ status: 404 });
   });
 
   it('a run aggregates in SQL, stores the result, sets lastRun and notifies the owner', async () => {
-    const [seller] = await ctx.query<{ id: number }>(`INSERT INTO users (email, name, plan, team) VALUES ('seller-svc@example.test', 'Sam', 'enterprise', 'north') RETURNING id`);
+    const [seller] = await ctx.query<{ id: number }>(
+      `INSERT INTO users (email, name, plan, team) VALUES ('seller-svc@example.test', 'Sam', 'enterprise', 'north') RETURNING id`,
+    );
     const [contact] = await ctx.query<{ id: number }>(`INSERT INTO contacts (name, email) VALUES ('Buyer', 'buyer-svc@example.test') RETURNING id`);
     const closed = new Date().toISOString();
     for (const [product, value, quantity] of [

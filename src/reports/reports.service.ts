@@ -7,7 +7,7 @@ import { type ListSpec, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { JOB_IDS } from '../jobs/job-names.js';
 import { JobQueue } from '../jobs/job-queue.js';
-import { nextRunAt, REPORT_COLUMNS, type ReportFilters, REPORT_TYPES, validateColumns, validateFilters } from './report-definition.js';
+import { nextRunAt, REPORT_COLUMNS, REPORT_TYPES, validateColumns, validateFilters } from './report-definition.js';
 import { CreateReportDto, UpdateReportDto } from './report.dto.js';
 import { Report } from './report.entity.js';
 import { ReportsRepository } from './reports.repository.js';
@@ -166,9 +166,11 @@ export class ReportsService {
   }
 
   async removeScheduleQuietly(reportId: number): Promise<void> {
-    await this.jobs.removeSchedule(JOB_IDS.reportSchedule(reportId)).catch((e: unknown) =>
-      this.logger.warn({ msg: 'report schedule not removed; its runs will find no report', reportId, err: e instanceof Error ? e.message : String(e) }),
-    );
+    await this.jobs
+      .removeSchedule(JOB_IDS.reportSchedule(reportId))
+      .catch((e: unknown) =>
+        this.logger.warn({ msg: 'report schedule not removed; its runs will find no report', reportId, err: e instanceof Error ? e.message : String(e) }),
+      );
   }
 
   /** Copies DTO values onto the entity and validates the combined filters and columns for the type. */
@@ -184,7 +186,7 @@ export class ReportsService {
     if (dto.type !== undefined) r.type = dto.type;
     if (dto.schedule !== undefined || replace) r.schedule = dto.schedule ?? null;
     if (dto.isPublished !== undefined || replace) r.isPublished = dto.isPublished ?? true;
-    if (dto.filters !== undefined || replace) r.filters = (dto.filters ?? {}) as ReportFilters;
+    if (dto.filters !== undefined || replace) r.filters = dto.filters ?? {};
     if (dto.columns !== undefined || replace) r.columns = dto.columns ?? [...REPORT_COLUMNS[r.type]];
     if (r.filters === null) r.filters = {};
     const errors = [...validateFilters(r.type, r.filters), ...validateColumns(r.type, r.columns)];

@@ -70,7 +70,10 @@ export class HttpSmsProvider extends SmsProvider {
       const codes = errorCodes(e);
       if (codes.some((c) => NOT_SENT_CODES.has(c))) throw new SmsProviderError(`gateway unreachable (${codes.join(', ')})`, 'retryable');
       const timeout = (e as Error).name === 'TimeoutError' || (e as Error).name === 'AbortError';
-      throw new SmsProviderError(timeout ? `no answer from the gateway within ${this.options.timeoutMs} ms` : `connection to the gateway failed: ${(e as Error).message}`, 'unknown');
+      throw new SmsProviderError(
+        timeout ? `no answer from the gateway within ${this.options.timeoutMs} ms` : `connection to the gateway failed: ${(e as Error).message}`,
+        'unknown',
+      );
     }
     const text = await res.text().catch(() => '');
     if (res.ok) {

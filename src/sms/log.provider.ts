@@ -12,7 +12,13 @@ export class LogSmsProvider extends SmsProvider {
 
   async send(sms: OutboundSms): Promise<SendResult> {
     // The number is partly masked: logs are no place for full phone numbers.
-    this.logger.log({ msg: 'sms (log provider)', messageId: sms.messageId, to: sms.to.slice(0, -4) + '****', chars: sms.body.length, idempotencyKey: sms.idempotencyKey });
+    this.logger.log({
+      msg: 'sms (log provider)',
+      messageId: sms.messageId,
+      to: sms.to.slice(0, -4) + '****',
+      chars: sms.body.length,
+      idempotencyKey: sms.idempotencyKey,
+    });
     return { providerMessageId: `log-${sms.idempotencyKey}`, delivery: { status: 'delivered', at: new Date() } };
   }
 }

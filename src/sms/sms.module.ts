@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { APP_CONFIG, type AppConfig, ConfigError } from '../config/config.js';
 import { HttpSmsProvider } from './http.provider.js';
 import { LogSmsProvider } from './log.provider.js';
 import { SmsProvider } from './sms-provider.js';
@@ -9,15 +9,17 @@ import { SmsProvider } from './sms-provider.js';
   providers: [
     {
       provide: SmsProvider,
-      useFactory: (config: AppConfig): SmsProvider =>
-        config.smsProvider === 'http'
-          ? new HttpSmsProvider({
-              url: config.smsHttpUrl!,
-              token: config.smsHttpToken,
-              timeoutMs: config.smsHttpTimeoutMs,
-              callbackUrl: `${config.baseUrl}/api/text-messages/delivery-reports`,
-            })
-          : new LogSmsProvider(),
+      useFactory: (config: AppConfig): SmsProvider => {
+        if (config.smsProvider !== 'http') return new LogSmsProvider();
+        // loadConfig() already refuses SMS_PROVIDER=http without SMS_HTTP_URL.
+        if (!config.smsHttpUrl) throw new ConfigError('SMS_HTTP_URL', 'is required when SMS_PROVIDER=http');
+        return new HttpSmsProvider({
+          url: config.smsHttpUrl,
+          token: config.smsHttpToken,
+          timeoutMs: config.smsHttpTimeoutMs,
+          callbackUrl: `${config.baseUrl}/api/text-messages/delivery-reports`,
+        });
+      },
       inject: [APP_CONFIG],
     },
   ],

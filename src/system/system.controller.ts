@@ -42,10 +42,12 @@ export class SystemController {
   @ApiOperation({ summary: 'Every route the server has, with the permission it needs (generated from the live route table)' })
   @ApiOkResponse({ type: EndpointsDto })
   endpoints() {
-    return { endpoints: this.routes.all().map(({ method, path, permission, credential }) =>
+    return {
+      endpoints: this.routes.all().map(({ method, path, permission, credential }) =>
         // A bearer token (or nothing, on public routes) is the rule; other credentials are named.
         credential === 'token' || credential === 'none' ? { method, path, permission } : { method, path, permission, credential },
-      ) };
+      ),
+    };
   }
 
   @Get('health')

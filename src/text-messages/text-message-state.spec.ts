@@ -8,7 +8,11 @@ describe('text message transitions', () => {
   });
 
   it('delivery reports only move forward', () => {
-    const s = (status: (typeof TEXT_MESSAGE_STATUSES)[number], claimed = false, failureCode: 'outcome_unknown' | 'delivery_failed' | null = null) => ({ status, claimed, failureCode });
+    const s = (status: (typeof TEXT_MESSAGE_STATUSES)[number], claimed = false, failureCode: 'outcome_unknown' | 'delivery_failed' | null = null) => ({
+      status,
+      claimed,
+      failureCode,
+    });
     expect(deliveryTransition(s('sent'), 'delivered')).toBe('delivered');
     expect(deliveryTransition(s('sent'), 'failed')).toBe('failed');
     expect(deliveryTransition(s('queued', true), 'delivered')).toBe('delivered');

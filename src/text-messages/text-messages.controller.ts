@@ -17,7 +17,10 @@ export class TextMessagesController {
 
   @Get()
   @RequirePermission('textMessages:read')
-  @ApiOperation({ summary: 'List text messages', description: 'List parameters: search (content, recipient), page, limit, orderBy, orderByDir; filters status, campaignId.' })
+  @ApiOperation({
+    summary: 'List text messages',
+    description: 'List parameters: search (content, recipient), page, limit, orderBy, orderByDir; filters status, campaignId.',
+  })
   @ApiEnvelope('textMessages', TextMessageRecordDto, { list: true })
   @ApiListQuery(TEXT_MESSAGE_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
@@ -30,7 +33,7 @@ export class TextMessagesController {
   @ApiOperation({
     summary: 'Create a text message',
     description:
-      'Created as `draft`; with `scheduledFor` it is `queued` at once and sent at that time (503 `unavailable`, and nothing created, when the job queue is unreachable). `campaignId` must name an existing campaign; deleting the campaign later sets the message\'s campaign to null (ON DELETE SET NULL).',
+      "Created as `draft`; with `scheduledFor` it is `queued` at once and sent at that time (503 `unavailable`, and nothing created, when the job queue is unreachable). `campaignId` must name an existing campaign; deleting the campaign later sets the message's campaign to null (ON DELETE SET NULL).",
   })
   @ApiEnvelope('textMessage', TextMessageRecordDto, { status: 201 })
   async create(@Body() dto: CreateTextMessageDto, @CurrentPrincipal() who: Principal) {
@@ -45,7 +48,7 @@ export class TextMessagesController {
     summary: 'Delivery report callback of the HTTP SMS gateway (public, signed)',
     description:
       'Body: `{ reference, id?, status: "delivered"|"failed"|"undelivered", error?, timestamp? }` where `reference` is the Idempotency-Key the service sent (`textmessage-<id>-<sendCount>`). ' +
-      'Header `X-Signature: sha256=<hex HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>`, checked by the guard chain before the body is read; a missing or wrong signature is a 401 (and counts against the sender address\'s anonymous rate limit; signed reports are not rate limited). ' +
+      "Header `X-Signature: sha256=<hex HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>`, checked by the guard chain before the body is read; a missing or wrong signature is a 401 (and counts against the sender address's anonymous rate limit; signed reports are not rate limited). " +
       'Moves a sent message to delivered or failed (failed leaves an `sms_failed` notification for the creator); reports for an earlier send, or that would move a message backwards, are acknowledged with `accepted: false`.',
   })
   @ApiBody({ type: DeliveryReportDto })
@@ -90,7 +93,9 @@ export class TextMessagesController {
 
   @Delete([':id/delete', ':id'])
   @RequirePermission('textMessages:delete')
-  @ApiOperation({ summary: 'Delete a text message in any state; a queued one is then not sent (unless a worker was handing it to the provider at that moment)' })
+  @ApiOperation({
+    summary: 'Delete a text message in any state; a queued one is then not sent (unless a worker was handing it to the provider at that moment)',
+  })
   @ApiEnvelope('textMessage', TextMessageRecordDto)
   async remove(@Param('id', IdPipe) id: number) {
     return { textMessage: await this.messages.remove(id) };

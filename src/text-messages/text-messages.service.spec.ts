@@ -29,8 +29,7 @@ describe('TextMessagesService (service layer, real PostgreSQL, fake SMS provider
     await ctx.close();
   });
 
-  const create = (dto: Partial<CreateTextMessageDto> = {}) =>
-    messages.create({ content: 'Hello', recipient: '+1 415 555 0100', ...dto } as CreateTextMessageDto, who);
+  const create = (dto: Partial<CreateTextMessageDto> = {}) => messages.create({ content: 'Hello', recipient: '+1 415 555 0100', ...dto }, who);
 
   /** Polls the message until `check` holds (the in-process runner sends in the background). */
   async function until(id: number, check: (t: TextMessageRecord) => boolean, ms = 10000): Promise<TextMessageRecord> {
@@ -45,7 +44,13 @@ describe('TextMessagesService (service layer, real PostgreSQL, fake SMS provider
 
   it('creates a draft with the recipient in E.164 and its campaign', async () => {
     const t = await create({ campaignId });
-    expect(t).toMatchObject({ status: 'draft', recipient: '+14155550100', content: 'Hello', campaign: { id: campaignId, name: 'Spring' }, createdBy: who.userId });
+    expect(t).toMatchObject({
+      status: 'draft',
+      recipient: '+14155550100',
+      content: 'Hello',
+      campaign: { id: campaignId, name: 'Spring' },
+      createdBy: who.userId,
+    });
     expect((await messages.list({ campaignId: String(campaignId) })).textMessages.map((m) => m.id)).toContain(t.id);
   });
 
@@ -67,10 +72,10 @@ describe('TextMessagesService (service layer, real PostgreSQL, fake SMS provider
 
   it('PUT replaces (omitted properties reset) or creates', async () => {
     const t = await create({ campaignId });
-    const { created, textMessage } = await messages.put(t.id, { content: 'Replaced', recipient: '+14155550101' } as CreateTextMessageDto, who);
+    const { created, textMessage } = await messages.put(t.id, { content: 'Replaced', recipient: '+14155550101' }, who);
     expect(created).toBe(false);
     expect(textMessage).toMatchObject({ id: t.id, content: 'Replaced', campaign: null, scheduledFor: null });
-    const made = await messages.put(987654321, { content: 'New', recipient: '+14155550101' } as CreateTextMessageDto, who);
+    const made = await messages.put(987654321, { content: 'New', recipient: '+14155550101' }, who);
     expect(made.created).toBe(true);
   });
 
@@ -83,7 +88,7 @@ describe('TextMessagesService (service layer, real PostgreSQL, fake SMS provider
     const call = ctx.sms.sent.find((s) => s.messageId === t.id)!;
     expect(call).toMatchObject({ to: '+14155550100', body: 'Send me', idempotencyKey: `textmessage-${t.id}-1` });
     // Only draft or failed messages can be edited or sent.
-    await expect(messages.patch(t.id, { content: 'late' } as UpdateTextMessageDto, who)).rejects.toMatchObject({ status: 409 });
+    await expect(messages.patch(t.id, { content: 'late' }, who)).rejects.toMatchObject({ status: 409 });
     await expect(messages.send(t.id, who)).rejects.toMatchObject({ status: 409 });
   });
 
@@ -100,7 +105,9 @@ describe('TextMessagesService (service layer, real PostgreSQL, fake SMS provider
     } finally {
       ctx.sms.next = normal;
     }
-    const notes = await ctx.query<{ details: { textMessageId: number } }>(`SELECT details FROM notifications WHERE user_id = $1 AND type = 'sms_failed'`, [who.userId]);
+    const notes = await ctx.query<{ details: { textMessageId: number } }>(`SELECT details FROM notifications WHERE user_id = $1 AND type = 'sms_failed'`, [
+      who.userId,
+    ]);
     expect(notes.map((n) => n.details.textMessageId)).toContain(t.id);
     await messages.send(t.id, who);
     expect((await until(t.id, (m) => m.status === 'sent')).failureCode).toBeNull();
@@ -123,7 +130,10 @@ describe('TextMessagesService (service layer, real PostgreSQL, fake SMS provider
     };
     await expect(report({ reference: `textmessage-${t.id}-1`, status: 'delivered' }, 'wrong')).rejects.toMatchObject({ status: 401 });
     expect(await report({ reference: `textmessage-${t.id}-9`, status: 'delivered' })).toEqual({ accepted: false, status: 'sent' });
-    expect(await report({ reference: `textmessage-${t.id}-1`, status: 'delivered', timestamp: '2026-01-01T00:00:00Z' })).toEqual({ accepted: true, status: 'delivered' });
+    expect(await report({ reference: `textmessage-${t.id}-1`, status: 'delivered', timestamp: '2026-01-01T00:00:00Z' })).toEqual({
+      accepted: true,
+      status: 'delivered',
+    });
     expect(await report({ reference: `textmessage-${t.id}-1`, status: 'failed' })).toMatchObject({ accepted: false });
     expect(await messages.get(t.id)).toMatchObject({ status: 'delivered', deliveredAt: '2026-01-01T00:00:00+00:00' });
     await expect(report({ status: 'delivered' })).rejects.toMatchObject({ status: 400 });
@@ -158,7 +168,9 @@ describe('TextMessagesService (service layer, real PostgreSQL, fake SMS provider
         throw new SmsProviderError('gateway busy', 'retryable', 1500);
       };
       const a = await queued();
-      const retry = await processor.send({ messageId: a, generation: 1, queuedAt: Date.now() }, { jobId: 'r', attempt: 1, maxAttempts: 6 }).catch((e: unknown) => e);
+      const retry = await processor
+        .send({ messageId: a, generation: 1, queuedAt: Date.now() }, { jobId: 'r', attempt: 1, maxAttempts: 6 })
+        .catch((e: unknown) => e);
       expect(retry).toBeInstanceOf(RetryableJobError);
       expect((retry as RetryableJobError).retryAfterMs).toBe(1500);
       expect(await messages.get(a)).toMatchObject({ status: 'queued' });
@@ -194,7 +206,7 @@ describe('TextMessagesService (service layer, real PostgreSQL, fake SMS provider
     const t = await create();
     const results = await Promise.allSettled(Array.from({ length: 6 }, () => messages.remove(t.id)));
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
-    for (const r of results.filter((x) => x.status === 'rejected')) expect((r as PromiseRejectedResult).reason).toMatchObject({ status: 404 });
+    for (const r of results.filter((x) => x.status === 'rejected')) expect(r.reason).toMatchObject({ status: 404 });
     await expect(messages.get(t.id)).rejects.toMatchObject({ status: 404 });
   });
 });

@@ -51,6 +51,7 @@ export class TextMessagesService {
 
   /** The one mapper from a stored message (and its campaign's name) to the API record. */
   toRecord(t: TextMessage, campaigns: Map<number, string>) {
+    const campaignName = t.campaignId === null ? undefined : campaigns.get(t.campaignId);
     return {
       id: t.id,
       content: t.content,
@@ -62,7 +63,7 @@ export class TextMessagesService {
       failedAt: iso(t.failedAt),
       failureReason: t.failureReason,
       failureCode: t.failureCode,
-      campaign: t.campaignId !== null && campaigns.has(t.campaignId) ? { id: t.campaignId, name: campaigns.get(t.campaignId)! } : null,
+      campaign: campaignName !== undefined && t.campaignId !== null ? { id: t.campaignId, name: campaignName } : null,
       ...auditOut(t),
     };
   }
@@ -235,20 +236,27 @@ export class TextMessagesService {
     const ref = parseIdempotencyKey(b.reference);
     const providerId = typeof b.id === 'string' || typeof b.id === 'number' ? String(b.id) : null;
     if (typeof b.status !== 'string') throw fieldError('status', 'is required');
-    if (!ref && !providerId) throw fieldError('reference', 'reference (the Idempotency-Key) or id (the gateway message id) is required');
+    const target = ref ? { id: ref.messageId } : providerId ? { providerMessageId: providerId } : null;
+    if (!target) throw fieldError('reference', 'reference (the Idempotency-Key) or id (the gateway message id) is required');
     if (status !== 'delivered' && status !== 'failed') return { accepted: false, status: null };
     const at = typeof b.timestamp === 'string' ? (parseIsoWithOffset(b.timestamp) ?? new Date()) : new Date();
     const reason = typeof b.error === 'string' ? b.error.slice(0, 500) : null;
 
     return this.transactions.run(async (tx) => {
-      const t = await this.messages.findForDelivery(ref ? { id: ref.messageId } : { providerMessageId: providerId! }, tx);
+      const t = await this.messages.findForDelivery(target, tx);
       if (!t || (ref && ref.sendCount !== t.sendCount)) return { accepted: false, status: t?.status ?? null };
       const next = deliveryTransition({ status: t.status, claimed: t.claimToken !== null, failureCode: t.failureCode }, status);
       if (!next) return { accepted: false, status: t.status };
       if (next !== 'delivered' && next !== 'failed') return { accepted: false, status: t.status };
       await this.applyDelivery(t.id, next, at, reason, tx);
       if (next === 'failed' && t.createdBy !== null) {
-        await this.notifications.notify(t.createdBy, 'sms_failed', `The text message to ${t.recipient} was not delivered${reason ? `: ${reason}` : ''}`, { textMessageId: t.id, reason }, tx);
+        await this.notifications.notify(
+          t.createdBy,
+          'sms_failed',
+          `The text message to ${t.recipient} was not delivered${reason ? `: ${reason}` : ''}`,
+          { textMessageId: t.id, reason },
+          tx,
+        );
       }
       return { accepted: true, status: next };
     });

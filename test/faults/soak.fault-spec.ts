@@ -36,7 +36,14 @@ describe('soak', () => {
     return new Promise((resolve, reject) => {
       const payload = body ? JSON.stringify(body) : undefined;
       const req = httpRequest(
-        { host: '127.0.0.1', port: app.port, method, path, agent, headers: { authorization: auth, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) } },
+        {
+          host: '127.0.0.1',
+          port: app.port,
+          method,
+          path,
+          agent,
+          headers: { authorization: auth, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) },
+        },
         (res) => {
           let data = '';
           res.on('data', (c: Buffer) => (data += c.toString()));

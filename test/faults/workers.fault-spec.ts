@@ -63,7 +63,11 @@ describe('job layer faults', () => {
     expect(run.status).toBe(200);
     expect(run.body).toMatchObject({ status: 'queued', jobId: expect.any(String) });
     // Kill the worker while the job is active (taken, not finished).
-    await until('the report job to be active', async () => (await probe.keys(`${api.env.REDIS_PREFIX}:*:active`)).length > 0 && (await probe.llen((await probe.keys(`${api.env.REDIS_PREFIX}:*:active`))[0])) > 0);
+    await until(
+      'the report job to be active',
+      async () =>
+        (await probe.keys(`${api.env.REDIS_PREFIX}:*:active`)).length > 0 && (await probe.llen((await probe.keys(`${api.env.REDIS_PREFIX}:*:active`))[0])) > 0,
+    );
     await worker!.kill('SIGKILL');
     const afterKill = await api.http.get(`/api/reports/${report.id}/results`).set('Authorization', auth);
     probe.disconnect();
@@ -86,7 +90,8 @@ describe('job layer faults', () => {
   });
 
   it('Redis down: send and run answer 503 and change nothing; queued work resumes when Redis is back', async () => {
-    const draft = (await api.http.post('/api/text-messages/new').set('Authorization', auth).send({ content: 'Hello', recipient: '+14155550123' })).body.textMessage;
+    const draft = (await api.http.post('/api/text-messages/new').set('Authorization', auth).send({ content: 'Hello', recipient: '+14155550123' })).body
+      .textMessage;
     const scheduledFor = new Date(Date.now() + 4000).toISOString();
     const scheduled = (
       await api.http.post('/api/text-messages/new').set('Authorization', auth).send({ content: 'Later', recipient: '+14155550124', scheduledFor })

@@ -160,15 +160,18 @@ export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
   Object.assign(env, opts.env ?? {});
   const logs: string[] = [];
   const proc = spawn(process.execPath, ['dist/main.js'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  proc.stdout!.on('data', (d: Buffer) => logs.push(d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => logs.push(d.toString()));
+  proc.stdout.on('data', (d: Buffer) => logs.push(d.toString()));
+  proc.stderr.on('data', (d: Buffer) => logs.push(d.toString()));
   const url = `http://127.0.0.1:${port}`;
   const databaseUrl = env.DATABASE_URL ?? null;
   let client: pg.Client | null = null;
 
   const kill = (signal: NodeJS.Signals = 'SIGTERM') =>
     new Promise<number | null>((res) => {
-      if (proc.exitCode !== null || proc.signalCode !== null) return res(proc.exitCode);
+      if (proc.exitCode !== null || proc.signalCode !== null) {
+        res(proc.exitCode);
+        return;
+      }
       proc.once('exit', (code) => res(code));
       proc.kill(signal);
     });
@@ -210,7 +213,7 @@ export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
     async stop() {
       await kill('SIGTERM');
       if (heartbeat) rmSync(heartbeat, { force: true });
-      if (client) await (client as pg.Client).end().catch(() => undefined);
+      if (client) await client.end().catch(() => undefined);
       if (opts.shareWith) return;
       if (db) await db.drop();
       if (env.REDIS_PREFIX && !opts.redisUrl) await clearRedisPrefix(env.REDIS_PREFIX);

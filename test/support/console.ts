@@ -28,13 +28,24 @@ export interface Page {
 }
 
 /** A browser-like request: Accept: text/html, the jar's cookies, redirects not followed. */
-export async function browse(app: TestApp, jar: Jar, path: string, form?: Record<string, string | string[]>, headers: Record<string, string> = {}): Promise<Page> {
+export async function browse(
+  app: TestApp,
+  jar: Jar,
+  path: string,
+  form?: Record<string, string | string[]>,
+  headers: Record<string, string> = {},
+): Promise<Page> {
   const pairs: [string, string][] = form ? Object.entries(form).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((x): [string, string] => [k, x])) : [];
   const body = form ? new URLSearchParams(pairs) : undefined;
   const res = await fetch(app.url + path, {
     method: form ? 'POST' : 'GET',
     redirect: 'manual',
-    headers: { Accept: 'text/html', ...(jar.cookies.size ? { Cookie: jar.header() } : {}), ...(body ? { 'Content-Type': 'application/x-www-form-urlencoded' } : {}), ...headers },
+    headers: {
+      Accept: 'text/html',
+      ...(jar.cookies.size ? { Cookie: jar.header() } : {}),
+      ...(body ? { 'Content-Type': 'application/x-www-form-urlencoded' } : {}),
+      ...headers,
+    },
     body,
   });
   jar.take(res);

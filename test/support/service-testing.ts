@@ -27,7 +27,7 @@ export class FakeSmsProvider extends SmsProvider {
   readonly name = 'fake';
   readonly maxCallMs = 1000;
   readonly sent: OutboundSms[] = [];
-  next: (sms: OutboundSms) => Promise<SendResult> = async (sms) => ({ providerMessageId: `fake-${sms.messageId}` }) as SendResult;
+  next: (sms: OutboundSms) => Promise<SendResult> = async (sms) => ({ providerMessageId: `fake-${sms.messageId}` });
   async send(sms: OutboundSms): Promise<SendResult> {
     this.sent.push(sms);
     return this.next(sms);
@@ -76,10 +76,10 @@ export async function startServiceContext(env: Record<string, string> = {}): Pro
     get: (type) => app.get(type),
     query: (sql, params = []) => tx.db.query(sql, params),
     async principal(overrides = {}) {
-      const rows = await tx.db.query(
-        `INSERT INTO users (email, name, plan) VALUES ($1, $2, 'enterprise') RETURNING id, name`,
-        [`svc-${Date.now()}-${Math.random().toString(36).slice(2)}@example.test`, 'Service Spec'],
-      );
+      const rows = await tx.db.query(`INSERT INTO users (email, name, plan) VALUES ($1, $2, 'enterprise') RETURNING id, name`, [
+        `svc-${Date.now()}-${Math.random().toString(36).slice(2)}@example.test`,
+        'Service Spec',
+      ]);
       const user = rows[0] as { id: number; name: string };
       return {
         userId: user.id,

@@ -31,7 +31,8 @@ export interface PrivatePostgres {
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const dir = mkdtempSync(join(tmpdir(), 'sf-pg-'));
   const data = join(dir, 'data');
-  if (process.getuid?.() === 0) chownSync(dir, Number(execFileSync('id', ['-u', 'postgres']).toString()), Number(execFileSync('id', ['-g', 'postgres']).toString()));
+  if (process.getuid?.() === 0)
+    chownSync(dir, Number(execFileSync('id', ['-u', 'postgres']).toString()), Number(execFileSync('id', ['-g', 'postgres']).toString()));
   const port = await freePort();
   const init = asPostgres(pgBin('initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8']);
   execFileSync(init.cmd, init.args, { stdio: 'ignore' });
@@ -40,7 +41,18 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     execFileSync(c.cmd, c.args, { stdio: 'ignore' });
   };
   const start = () =>
-    ctl(['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100`, 'start']);
+    ctl([
+      '-D',
+      data,
+      '-l',
+      join(dir, 'log'),
+      '-w',
+      '-t',
+      '60',
+      '-o',
+      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100`,
+      'start',
+    ]);
   start();
   let running = true;
   return {
@@ -81,9 +93,13 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   let proc: ChildProcess | null = null;
   const start = async () => {
     // Append-only, so queued jobs survive a restart as they would in production.
-    proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always'], {
-      stdio: 'ignore',
-    });
+    proc = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always'],
+      {
+        stdio: 'ignore',
+      },
+    );
     const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     const deadline = Date.now() + 10000;
     for (;;) {

@@ -43,7 +43,7 @@ export class FakeGateway {
       });
     });
     await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', () => r()));
-    this.url = `http://127.0.0.1:${(this.server!.address() as { port: number }).port}/messages`;
+    this.url = `http://127.0.0.1:${(this.server.address() as { port: number }).port}/messages`;
     return this;
   }
 

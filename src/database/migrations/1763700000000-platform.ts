@@ -127,9 +127,7 @@ export class Platform1763700000000 implements MigrationInterface {
       )`);
     await q.query(`CREATE UNIQUE INDEX categories_bundle_alias_uq ON categories (bundle, alias)`);
     await q.query(`CREATE INDEX categories_bundle_idx ON categories (bundle, id)`);
-    await q.query(
-      `CREATE INDEX categories_search_trgm ON categories USING gin (sf_text(title, alias, description) gin_trgm_ops)`,
-    );
+    await q.query(`CREATE INDEX categories_search_trgm ON categories USING gin (sf_text(title, alias, description) gin_trgm_ops)`);
   }
 
   async down(q: QueryRunner): Promise<void> {
