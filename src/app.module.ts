@@ -30,6 +30,7 @@ import { PointGroupsModule } from './point-groups/point-groups.module.js';
 import { AssetsModule } from './assets/assets.module.js';
 import { ReportsModule } from './reports/reports.module.js';
 import { TextMessagesModule } from './text-messages/text-messages.module.js';
+import { EventsModule } from './events/events.module.js';
 
 /** Feature modules: one per resource. */
 export const FEATURE_MODULES: Type[] = [
@@ -46,6 +47,7 @@ export const FEATURE_MODULES: Type[] = [
   AssetsModule,
   ReportsModule,
   TextMessagesModule,
+  EventsModule,
 ];
 
 @Module({})
