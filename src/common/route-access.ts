@@ -22,6 +22,7 @@ export const RESOURCES = [
   'deals',
   'activities',
   'tokens',
+  'webhooks',
 ] as const;
 export type Resource = (typeof RESOURCES)[number];
 export const ACTIONS = ['read', 'write', 'delete'] as const;

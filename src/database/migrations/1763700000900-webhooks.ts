@@ -51,8 +51,8 @@ export class Webhooks1763700000900 implements MigrationInterface {
     await q.query(`CREATE INDEX webhook_deliveries_webhook_idx ON webhook_deliveries (webhook_id, id DESC)`);
     await q.query(`CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_attempt_at) WHERE status IN ('pending', 'failed')`);
     await q.query(`CREATE TABLE webhook_dispatch_cursor (id integer PRIMARY KEY CHECK (id = 1), sequence bigint NOT NULL DEFAULT 0)`);
-    // Events before the first webhook exists are not delivered: the cursor starts at the feed's end (set on first dispatch).
-    await q.query(`INSERT INTO webhook_dispatch_cursor (id, sequence) VALUES (1, -1)`);
+    // The cursor starts at the feed's start; events read while no webhook is active produce no delivery.
+    await q.query(`INSERT INTO webhook_dispatch_cursor (id, sequence) VALUES (1, 0)`);
   }
 
   async down(q: QueryRunner): Promise<void> {
