@@ -5,6 +5,16 @@ import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
 import type { Tx } from '../database/transactions.js';
 import { Webhook } from './webhook.entity.js';
 
+
+/**
+ * Rows of an UPDATE/DELETE ... RETURNING: TypeORM's query() answers `[rows, affected]` for those
+ * statements (and plain rows for the others).
+ */
+async function returning<T>(db: { query(sql: string, params?: unknown[]): Promise<unknown> }, sql: string, params: unknown[]): Promise<T[]> {
+  const r: unknown = await db.query(sql, params);
+  return (Array.isArray(r) && r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number' ? r[0] : r) as T[];
+}
+
 export const WEBHOOK_LIST_SPEC: ListSpec = {
   sortable: { id: 'w.id', url: 'w.url', createdAt: 'w.created_at', modifiedAt: 'w.modified_at' },
   searchExpression: "lower(w.url || ' ' || coalesce(w.description, ''))",
@@ -49,7 +59,7 @@ export class WebhooksRepository {
 
   /** Deletes and answers the row as it was (null when another caller deleted it first). */
   async remove(id: number, tx?: Tx): Promise<Webhook | null> {
-    const rows: { id: number }[] = await (tx ?? this.dataSource).query(`DELETE FROM webhooks WHERE id = $1 RETURNING id`, [id]);
+    const rows: { id: number }[] = await returning(tx ?? this.dataSource, `DELETE FROM webhooks WHERE id = $1 RETURNING id`, [id]);
     return rows.length ? ({ id } as Webhook) : null;
   }
 
@@ -67,7 +77,7 @@ export class WebhooksRepository {
    * now been failing for `disableAfterMs` without a success and is still active (the caller disables it).
    */
   async markFailure(id: number, disableAfterMs: number, tx?: Tx): Promise<{ failingSince: Date; due: boolean; createdBy: number | null; url: string } | null> {
-    const rows: { failing_since: Date; due: boolean; created_by: number | null; url: string }[] = await (tx ?? this.dataSource).query(
+    const rows: { failing_since: Date; due: boolean; created_by: number | null; url: string }[] = await returning(tx ?? this.dataSource, 
       `UPDATE webhooks SET failing_since = coalesce(failing_since, now()) WHERE id = $1
        RETURNING failing_since, is_active AND failing_since <= now() - $2 * interval '1 millisecond' AS due, created_by, url`,
       [id, disableAfterMs],
@@ -77,7 +87,7 @@ export class WebhooksRepository {
 
   /** Disables an active webhook for a reason; false when it was not active (another run got there first). */
   async disable(id: number, reason: string, tx?: Tx): Promise<boolean> {
-    const rows = await (tx ?? this.dataSource).query(
+    const rows = await returning(tx ?? this.dataSource, 
       `UPDATE webhooks SET is_active = false, disabled_reason = $2, modified_at = now() WHERE id = $1 AND is_active RETURNING id`,
       [id, reason],
     );
