@@ -105,7 +105,7 @@ export class WebhookDeliveriesRepository {
    * a worker that died mid-attempt and is taken over. Answers the row, or null.
    */
   async claim(id: number, token: string, staleMs: number): Promise<DeliveryRow | null> {
-    const rows: DeliveryRow[] = await returning(this.db(), 
+    const rows: DeliveryRow[] = await returning(this.db(),
       `UPDATE webhook_deliveries SET claim_token = $2, claimed_at = now()
        WHERE id = $1 AND status IN ('pending', 'failed') AND next_attempt_at <= now() + interval '1 second'
          AND (claim_token IS NULL OR claimed_at < now() - $3 * interval '1 millisecond')
@@ -124,7 +124,7 @@ export class WebhookDeliveriesRepository {
     nextAttemptAt: Date | null,
     tx?: Tx,
   ): Promise<boolean> {
-    const rows = await returning(this.db(tx), 
+    const rows = await returning(this.db(tx),
       `UPDATE webhook_deliveries SET attempts = attempts || jsonb_build_array($3::jsonb), attempt_count = attempt_count + 1,
          status = $4, next_attempt_at = $5, last_error = $6, claim_token = NULL, claimed_at = NULL,
          completed_at = CASE WHEN $4 IN ('succeeded', 'dead') THEN now() END
@@ -145,7 +145,7 @@ export class WebhookDeliveriesRepository {
 
   /** Queues a delivery again now, with a fresh 72 h window; answers its attempt count (the job's generation). */
   async requeue(webhookId: number, id: number, tx?: Tx): Promise<{ id: number; attemptCount: number } | null> {
-    const rows: { id: number; attemptCount: number }[] = await returning(this.db(tx), 
+    const rows: { id: number; attemptCount: number }[] = await returning(this.db(tx),
       `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), window_started_at = now(), completed_at = NULL,
          claim_token = NULL, claimed_at = NULL
        WHERE id = $1 AND webhook_id = $2 RETURNING id::int AS id, attempt_count AS "attemptCount"`,
@@ -156,7 +156,7 @@ export class WebhookDeliveriesRepository {
 
   /** Queues every dead delivery of a webhook again (on re-enabling it). */
   async requeueDead(webhookId: number, tx?: Tx): Promise<{ id: number; attemptCount: number }[]> {
-    return returning(this.db(tx), 
+    return returning(this.db(tx),
       `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), window_started_at = now(), completed_at = NULL,
          claim_token = NULL, claimed_at = NULL
        WHERE webhook_id = $1 AND status = 'dead' RETURNING id::int AS id, attempt_count AS "attemptCount"`,
