@@ -102,7 +102,6 @@ describe('webhooks', () => {
     auth = bearer(await api.token('*', { plan: 'enterprise' }));
   });
   afterAll(async () => {
-    if (process.env.WH_DEBUG) (await import('node:fs')).writeFileSync('/tmp/wh-logs.txt', api.logs.join('') + '\n----worker\n' + (worker?.logs.join('') ?? ''));
     await worker?.stop();
     await api?.stop();
     await rx.close();
@@ -256,15 +255,18 @@ describe('webhooks', () => {
       },
     ]);
     const events = ['deal.won'];
-    const hang = await create({ url: rx.url('/hang'), events });
+    // The hanging receiver also has a backlog of its own, more than a worker runs at once.
+    const hang = await create({ url: rx.url('/hang'), events: ['deal.won', 'deal.updated'] });
     const redirect = await create({ url: rx.url('/redirect'), events });
     const huge = await create({ url: rx.url('/huge'), events });
     const good = await create({ url: rx.url('/good'), events });
-    const started = Date.now();
+    await api.sql(`INSERT INTO events (type, data) SELECT 'deal.updated', jsonb_build_object('i', i) FROM generate_series(1, 40) i`);
+    await until('the backlog to reach the hanging receiver', async () => hanging >= 1, 10000);
     for (let i = 0; i < 5; i++) await emit('deal.won', { i });
     await until('the good receiver to get all five', async () => rx.got('/good').length >= 5, 10000);
-    // Sooner than one timeout of the hanging receiver per event would allow if they queued behind each other.
-    expect(Date.now() - started).toBeLessThan(2000 * 5);
+    // Before the first request to the hanging receiver timed out (2 s): nothing waited behind it.
+    const [{ n }] = await api.sql<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 AND attempt_count > 0`, [hang.id]);
+    expect(n).toBe(0);
     await until('redirects dead', async () => {
       const ds = await deliveries(redirect.id);
       return ds.length === 5 && ds.every((d) => d.status === 'dead');
@@ -282,11 +284,10 @@ describe('webhooks', () => {
     expect(h.attempts[0].response.length).toBeLessThanOrEqual(4096);
     const hs = await until('timeouts of the hanging receiver', async () => {
       const ds = await deliveries(hang.id);
-      return ds.length === 5 && ds.every((d) => d.attempts.length >= 1) && ds;
+      return ds.find((d) => d.attempts.length >= 1);
     });
-    expect(hs[0].attempts[0].error).toMatch(/timed out/);
-    expect(hs[0].attempts[0].code).toBeNull();
-    expect(hanging).toBeGreaterThanOrEqual(5);
+    expect(hs.attempts[0].error).toMatch(/timed out/);
+    expect(hs.attempts[0].code).toBeNull();
     await api.http.delete(`/api/webhooks/${hang.id}`).set('Authorization', auth);
   });
 

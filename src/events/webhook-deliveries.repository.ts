@@ -102,17 +102,31 @@ export class WebhookDeliveriesRepository {
 
   /**
    * Takes a due delivery for one attempt: only one run wins; a claim older than `staleMs` belongs to
-   * a worker that died mid-attempt and is taken over. Answers the row, or null.
+   * a worker that died mid-attempt and is taken over. A webhook has at most `perWebhook` attempts
+   * in flight, so one slow receiver cannot take every worker slot. Answers the row, or null.
    */
-  async claim(id: number, token: string, staleMs: number): Promise<DeliveryRow | null> {
-    const rows: DeliveryRow[] = await returning(this.db(),
-      `UPDATE webhook_deliveries SET claim_token = $2, claimed_at = now()
-       WHERE id = $1 AND status IN ('pending', 'failed') AND next_attempt_at <= now() + interval '1 second'
-         AND (claim_token IS NULL OR claimed_at < now() - $3 * interval '1 millisecond')
+  async claim(id: number, token: string, staleMs: number, perWebhook: number): Promise<DeliveryRow | null> {
+    const rows: DeliveryRow[] = await returning(
+      this.db(),
+      `UPDATE webhook_deliveries d SET claim_token = $2, claimed_at = now()
+       WHERE d.id = $1 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= now() + interval '1 second'
+         AND (d.claim_token IS NULL OR d.claimed_at < now() - $3 * interval '1 millisecond')
+         AND (SELECT count(*) FROM webhook_deliveries o
+              WHERE o.webhook_id = d.webhook_id AND o.claim_token IS NOT NULL AND o.claimed_at >= now() - $3 * interval '1 millisecond') < $4
        RETURNING ${COLUMNS}`,
-      [id, token, staleMs],
+      [id, token, staleMs, perWebhook],
     );
     return rows[0] ?? null;
+  }
+
+  /** True when the delivery is due and free, so that only its webhook's in-flight limit kept it from being claimed. */
+  async waitingForSlot(id: number, staleMs: number): Promise<boolean> {
+    const rows: unknown[] = await this.db().query(
+      `SELECT 1 FROM webhook_deliveries WHERE id = $1 AND status IN ('pending', 'failed') AND next_attempt_at <= now() + interval '1 second'
+         AND (claim_token IS NULL OR claimed_at < now() - $2 * interval '1 millisecond')`,
+      [id, staleMs],
+    );
+    return rows.length > 0;
   }
 
   /** Appends an attempt and sets the outcome, only while our claim holds; false when it no longer does. */

@@ -4,7 +4,7 @@ import { iso } from '../common/dates.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Transactions } from '../database/transactions.js';
 import { JOB_IDS } from '../jobs/job-names.js';
-import { JobQueue } from '../jobs/job-queue.js';
+import { DeferJobError, JobQueue } from '../jobs/job-queue.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
 import { signatureHeaders } from './signature.js';
 import { type DeliveryAttempt, type DeliveryRow, type DeliveryStatus, WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
@@ -16,6 +16,11 @@ import { WebhooksRepository } from './webhooks.repository.js';
 
 /** A claim older than the request timeout plus this margin belongs to a worker that died mid-attempt. */
 const CLAIM_MARGIN_MS = 5_000;
+/**
+ * Attempts in flight per webhook (a worker runs up to 32 at once, bullmq.job-queue.ts): a receiver
+ * that hangs holds at most this many slots while the other webhooks' deliveries go on.
+ */
+export const MAX_IN_FLIGHT_PER_WEBHOOK = 4;
 
 /** The one mapper from a stored delivery to the API record. */
 export function toDeliveryRecord(d: DeliveryRow) {
@@ -106,8 +111,12 @@ export class WebhookDeliveriesService {
   /** One attempt of one delivery (the `webhooks.deliver` job). */
   async attempt(deliveryId: number): Promise<void> {
     const token = randomUUID();
-    const d = await this.deliveries.claim(deliveryId, token, this.claimStaleMs);
-    if (!d) return; // done, not due yet (its own job or the sweep comes later), or another run has it
+    const d = await this.deliveries.claim(deliveryId, token, this.claimStaleMs, MAX_IN_FLIGHT_PER_WEBHOOK);
+    if (!d) {
+      // Its webhook has its share of attempts in flight: come back shortly, without using an attempt.
+      if (await this.deliveries.waitingForSlot(deliveryId, this.claimStaleMs)) throw new DeferJobError('webhook at its in-flight limit', 500 + Math.floor(Math.random() * 500));
+      return; // done, not due yet (its own job or the sweep comes later), or another run has it
+    }
     const w = await this.webhooks.findRecord(d.webhookId);
     if (!w || !w.isActive) {
       await this.deliveries.markDead(d.id, token, w ? 'webhook disabled' : 'webhook deleted');

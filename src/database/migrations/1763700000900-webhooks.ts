@@ -49,6 +49,7 @@ export class Webhooks1763700000900 implements MigrationInterface {
         CONSTRAINT webhook_deliveries_webhook_event_uq UNIQUE (webhook_id, event_id)
       )`);
     await q.query(`CREATE INDEX webhook_deliveries_webhook_idx ON webhook_deliveries (webhook_id, id DESC)`);
+    await q.query(`CREATE INDEX webhook_deliveries_in_flight_idx ON webhook_deliveries (webhook_id) WHERE claim_token IS NOT NULL`);
     await q.query(`CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_attempt_at) WHERE status IN ('pending', 'failed')`);
     await q.query(`CREATE TABLE webhook_dispatch_cursor (id integer PRIMARY KEY CHECK (id = 1), sequence bigint NOT NULL DEFAULT 0)`);
     // The cursor starts at the feed's start; events read while no webhook is active produce no delivery.
