@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import type { Tx } from '../database/transactions.js';
-import type { EventRecord, EventType } from './event-types.js';
+import { changedProperties, type EventRecord, type EventType } from './event-types.js';
 import { EventsRepository } from './events.repository.js';
 
 /** How often each api/worker process numbers newly committed events. */
@@ -33,6 +33,14 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
   /** Writes an event in `tx`, the transaction of the change it describes. */
   record(tx: Tx, type: EventType, data: object, previous?: object | null): Promise<void> {
     return this.events.insert(tx, type, data, previous ?? null);
+  }
+
+  /**
+   * Writes an update event in `tx`: `data` the record after the change, `previous` the old values
+   * of the properties that changed (audit stamps left out; {} when only those changed).
+   */
+  recordUpdate(tx: Tx, type: EventType, before: object, after: object): Promise<void> {
+    return this.events.insert(tx, type, after, changedProperties(before, after) ?? {});
   }
 
   /** Writes several events in `tx` in one statement, in the given order. */
