@@ -69,7 +69,7 @@ export function changedProperties(before: object, after: object): Record<string,
   const a = after as Record<string, unknown>;
   const out: Record<string, unknown> = {};
   for (const k of new Set([...Object.keys(b), ...Object.keys(a)])) {
-    if (k === 'modifiedAt' || k === 'modifiedBy') continue;
+    if (k === 'modifiedAt' || k === 'dateModified' || k === 'modifiedBy' || k === 'modifiedByUser') continue;
     if (JSON.stringify(b[k]) !== JSON.stringify(a[k])) out[k] = b[k] === undefined ? null : b[k];
   }
   return Object.keys(out).length ? out : null;
