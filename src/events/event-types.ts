@@ -27,7 +27,7 @@ export const EVENT_CATALOGUE = {
   'text_message.sent': 'The SMS provider accepted a text message. data: the message; previous: { status }.',
   'text_message.delivered': 'The provider reported a text message delivered. data: the message; previous: { status }.',
   'text_message.failed': 'Sending a text message failed for good. data: the message; previous: { status }.',
-  'report.completed': 'A report run finished (manual or scheduled). data: the report.',
+  'report.completed': 'A report run finished and its result was stored (manual or scheduled). data: the report, with result: { id, generatedAt, trigger }.',
   'asset.created': 'An asset was created. data: the asset.',
   'asset.updated': 'An asset changed (properties or its file). data: the asset; previous: the changed properties\' old values.',
   'asset.deleted': 'An asset was deleted. data: the asset as it was.',
