@@ -23,6 +23,8 @@ export const EVENT_CATALOGUE = {
   'activity.updated': 'An activity changed. data: the activity; previous: the changed properties\' old values.',
   'activity.deleted': 'An activity was deleted. data: the activity as it was.',
   'text_message.created': 'A text message was created (as a draft, or before it is queued). data: the message.',
+  'text_message.updated': 'A draft or failed text message was edited. data: the message; previous: the changed properties\' old values.',
+  'text_message.deleted': 'A text message was deleted. data: the message as it was.',
   'text_message.queued': 'A text message was queued for sending. data: the message; previous: { status }.',
   'text_message.sent': 'The SMS provider accepted a text message. data: the message; previous: { status }.',
   'text_message.delivered': 'The provider reported a text message delivered. data: the message; previous: { status }.',
