@@ -59,6 +59,8 @@ export interface AppConfig {
   metricsToken: string | null;
   commit: string;
   campaignCompletionIntervalMs: number; // period of the job that completes campaigns past their endDate
+  /** Days the event feed keeps events (EVENT_RETENTION_DAYS); the events.prune job removes older ones. */
+  eventRetentionDays: number;
 }
 
 export class ConfigError extends Error {
@@ -216,6 +218,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     metricsToken: optional(env, 'METRICS_TOKEN'),
     commit: str(env, 'GIT_COMMIT', 'unknown'),
     campaignCompletionIntervalMs: int(env, 'CAMPAIGN_COMPLETION_INTERVAL_MS', 60_000, 100, 86_400_000),
+    eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 7, 1, 3650),
   };
 }
 
