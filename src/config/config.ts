@@ -68,6 +68,8 @@ export interface AppConfig {
   webhookRetryFirstDelayMs: number;
   /** How often the dispatcher looks for new events to deliver. */
   webhookDispatchIntervalMs: number;
+  /** Days the event feed keeps events (EVENT_RETENTION_DAYS); the events.prune job removes older ones. */
+  eventRetentionDays: number;
 }
 
 export class ConfigError extends Error {
@@ -230,6 +232,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     webhookRetryFirstDelayMs: int(env, 'WEBHOOK_RETRY_FIRST_DELAY_MS', 5_000, 10, 3_600_000),
     webhookDispatchIntervalMs: int(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 500, 20, 60_000),
+    eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 7, 1, 3650),
   };
 }
 

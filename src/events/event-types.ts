@@ -11,23 +11,25 @@ export const EVENT_CATALOGUE = {
   'campaign.created': 'A campaign was created. data: the campaign.',
   'campaign.updated': 'A campaign changed (including its completion by the scheduled job). data: the campaign; previous: the changed properties\' old values.',
   'campaign.deleted': 'A campaign was deleted. data: the campaign as it was.',
-  'campaign.contact_added': 'A contact joined a campaign. data: { campaignId, contactId }.',
-  'campaign.contact_removed': 'A contact left a campaign. data: { campaignId, contactId }.',
+  'campaign.contact_added': 'A contact joined a campaign. data: { campaignId, contactId, addedAt }.',
+  'campaign.contact_removed': 'A contact left a campaign. data: { campaignId, contactId, addedAt }.',
   'deal.created': 'A deal was created. data: the deal.',
   'deal.updated': 'A deal changed. data: the deal; previous: the changed properties\' old values.',
   'deal.deleted': 'A deal was deleted. data: the deal as it was.',
   'deal.stage_changed': 'A deal moved to another stage (written beside deal.updated). data: the deal; previous: { stage }.',
-  'deal.won': 'A deal reached the stage closed_won. data: the deal; previous: { stage }.',
-  'deal.lost': 'A deal reached the stage closed_lost. data: the deal; previous: { stage }.',
+  'deal.won': 'A deal\'s status became won (on creation too). data: the deal; previous: { status } (null on creation).',
+  'deal.lost': 'A deal\'s status became lost (on creation too). data: the deal; previous: { status } (null on creation).',
   'activity.created': 'An activity was created. data: the activity.',
   'activity.updated': 'An activity changed. data: the activity; previous: the changed properties\' old values.',
   'activity.deleted': 'An activity was deleted. data: the activity as it was.',
   'text_message.created': 'A text message was created (as a draft, or before it is queued). data: the message.',
+  'text_message.updated': 'A draft or failed text message was edited. data: the message; previous: the changed properties\' old values.',
+  'text_message.deleted': 'A text message was deleted. data: the message as it was.',
   'text_message.queued': 'A text message was queued for sending. data: the message; previous: { status }.',
   'text_message.sent': 'The SMS provider accepted a text message. data: the message; previous: { status }.',
   'text_message.delivered': 'The provider reported a text message delivered. data: the message; previous: { status }.',
   'text_message.failed': 'Sending a text message failed for good. data: the message; previous: { status }.',
-  'report.completed': 'A report run finished (manual or scheduled). data: the report.',
+  'report.completed': 'A report run finished and its result was stored (manual or scheduled). data: the report, with result: { id, generatedAt, trigger }.',
   'asset.created': 'An asset was created. data: the asset.',
   'asset.updated': 'An asset changed (properties or its file). data: the asset; previous: the changed properties\' old values.',
   'asset.deleted': 'An asset was deleted. data: the asset as it was.',
@@ -69,7 +71,7 @@ export function changedProperties(before: object, after: object): Record<string,
   const a = after as Record<string, unknown>;
   const out: Record<string, unknown> = {};
   for (const k of new Set([...Object.keys(b), ...Object.keys(a)])) {
-    if (k === 'modifiedAt' || k === 'modifiedBy') continue;
+    if (k === 'modifiedAt' || k === 'dateModified' || k === 'modifiedBy' || k === 'modifiedByUser') continue;
     if (JSON.stringify(b[k]) !== JSON.stringify(a[k])) out[k] = b[k] === undefined ? null : b[k];
   }
   return Object.keys(out).length ? out : null;

@@ -1,4 +1,6 @@
 import { Global, Module } from '@nestjs/common';
+import { EventsController } from './events.controller.js';
+import { EventsPruneProcessor } from './events-prune.processor.js';
 import { EventsRepository } from './events.repository.js';
 import { EventsService } from './events.service.js';
 
@@ -8,7 +10,8 @@ import { EventsService } from './events.service.js';
  */
 @Global()
 @Module({
-  providers: [EventsService, EventsRepository],
+  controllers: [EventsController],
+  providers: [EventsService, EventsRepository, EventsPruneProcessor],
   exports: [EventsService],
 })
 export class EventsModule {}

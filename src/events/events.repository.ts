@@ -13,6 +13,16 @@ interface EventRow {
   previous: Record<string, unknown> | null;
 }
 
+/**
+ * The outbox INSERT as a SQL fragment, for a feature repository whose hot-path write inserts its
+ * event in the same statement (a CTE over the write's RETURNING rows) instead of a second round
+ * trip: `INSERT INTO events (type, data, previous) SELECT <type>, <data>, <previous> <from>`.
+ * The arguments are SQL expressions written by the caller (never user text).
+ */
+export function outboxInsertSql(type: string, data: string, previous = 'NULL::jsonb', from = ''): string {
+  return `INSERT INTO events (type, data, previous) SELECT ${type}, ${data}, ${previous} ${from}`;
+}
+
 /** Any constant distinct from other advisory locks of the service: serialises the sequencer. */
 const SEQUENCER_LOCK = 0x65766e74; // 'evnt'
 

@@ -1,7 +1,8 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { AppError, validationError } from '../common/errors.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import type { Tx } from '../database/transactions.js';
-import type { EventRecord, EventType } from './event-types.js';
+import { changedProperties, EVENT_TYPES, type EventRecord, type EventType, isEventType } from './event-types.js';
 import { EventsRepository } from './events.repository.js';
 
 /** How often each api/worker process numbers newly committed events. */
@@ -35,6 +36,14 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     return this.events.insert(tx, type, data, previous ?? null);
   }
 
+  /**
+   * Writes an update event in `tx`: `data` the record after the change, `previous` the old values
+   * of the properties that changed (audit stamps left out; {} when only those changed).
+   */
+  recordUpdate(tx: Tx, type: EventType, before: object, after: object): Promise<void> {
+    return this.events.insert(tx, type, after, changedProperties(before, after) ?? {});
+  }
+
   /** Writes several events in `tx` in one statement, in the given order. */
   recordMany(tx: Tx, events: { type: EventType; data: object; previous?: object | null }[]): Promise<void> {
     return this.events.insertMany(tx, events);
@@ -48,6 +57,58 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
   async after(sequence: number, limit: number, types?: string[]): Promise<EventRecord[]> {
     await this.sequenceNow(true);
     return this.events.after(sequence, limit, types);
+  }
+
+  /**
+   * GET /api/events: `{ events, next }` after the cursor `after` (the sequence of the last event
+   * read; omitted: from the oldest kept), of `types` (comma-separated), at most `limit` (1..500).
+   */
+  async page(query: Record<string, unknown>): Promise<{ events: EventRecord[]; next: string }> {
+    const unknown = Object.keys(query).filter((k) => !['after', 'types', 'limit'].includes(k));
+    if (unknown.length) {
+      throw validationError(`Unknown query parameter ${unknown.join(', ')}; allowed: after, types, limit`, unknown.map((field) => ({ field, message: 'is not a parameter of this route' })));
+    }
+    const one = (name: string): string | undefined => {
+      const v = query[name];
+      if (v === undefined) return undefined;
+      if (typeof v !== 'string') throw validationError(`${name} must be given once`, [{ field: name, message: 'must be given once' }]);
+      return v;
+    };
+    const rawLimit = one('limit');
+    let limit = 100;
+    if (rawLimit !== undefined) {
+      if (!/^\d{1,4}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > 500) {
+        throw validationError('limit must be a whole number from 1 to 500', [{ field: 'limit', message: 'must be a whole number from 1 to 500' }]);
+      }
+      limit = Number(rawLimit);
+    }
+    const rawTypes = one('types');
+    let types: string[] | undefined;
+    if (rawTypes !== undefined) {
+      types = [...new Set(rawTypes.split(',').map((t) => t.trim()).filter(Boolean))];
+      const bad = types.filter((t) => !isEventType(t));
+      if (bad.length || !types.length) {
+        throw validationError(`Unknown event type ${bad.join(', ') || '(none given)'}; allowed: ${EVENT_TYPES.join(', ')}`, [
+          { field: 'types', message: `must be a comma-separated list of: ${EVENT_TYPES.join(', ')}`, allowed: EVENT_TYPES },
+        ]);
+      }
+    }
+    const rawAfter = one('after');
+    const prunedThrough = await this.prunedThrough();
+    let after = prunedThrough;
+    if (rawAfter !== undefined) {
+      if (!/^\d{1,15}$/.test(rawAfter)) {
+        throw validationError('after must be a cursor: the `next` of an earlier page (a whole number)', [{ field: 'after', message: 'is not a cursor' }]);
+      }
+      after = Number(rawAfter);
+      if (after < prunedThrough) {
+        throw new AppError('gone', `The events after cursor ${after} are no longer kept (retention ${this.config.eventRetentionDays} days); continue from ${prunedThrough} after a full list walk`, [
+          { field: 'after', message: 'is older than the retention', oldestCursor: String(prunedThrough) },
+        ]);
+      }
+    }
+    const events = await this.after(after, limit, types);
+    return { events, next: String(events.length ? events[events.length - 1].sequence : after) };
   }
 
   /** The highest sequence removed by retention (0 when none): cursors below it are gone. */

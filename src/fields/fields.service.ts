@@ -7,6 +7,7 @@ import { AppError, conflict, type ErrorDetail, fieldError, notFound, validationE
 import { type ListSpec, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { EventsService } from '../events/events.service.js';
 import { Field } from './field.entity.js';
 import { FieldInObjectBodyDto, UpdateFieldDto } from './field.dto.js';
 import { FIELD_OBJECTS, FIELD_TYPES, type FieldObject, normalizeProperties, OPTION_TYPES, parseDefaultValue } from './field-rules.js';
@@ -58,6 +59,7 @@ export class FieldsService {
     private readonly contactValueRows: ContactFieldValuesRepository,
     private readonly transactions: Transactions,
     private readonly contactValues: ContactFieldValuesService,
+    private readonly events: EventsService,
   ) {}
 
   toRecord(f: Field) {
@@ -133,27 +135,35 @@ export class FieldsService {
     field.object = object;
     this.assign(field, dto, 'create');
     stampCreated(field, who);
-    let saved: Field;
-    if (dto.alias) saved = await this.fields.insert(Object.assign(field, { alias: dto.alias }));
-    else {
-      const raw = aliasFrom(field.label, '_', 'field');
-      const base = /^[a-z]/.test(raw) ? raw : `field_${raw}`.slice(0, 64);
-      saved = await withGeneratedAlias(
-        base,
-        await this.fields.aliasesLike(object, base),
-        (alias) => this.fields.insert(Object.assign(field, { alias })),
-        (e) => isUniqueViolation(e, 'fields_object_alias_uq'),
-      );
-    }
+    const record = await this.transactions.run(async (tx) => {
+      let saved: Field;
+      if (dto.alias) saved = await this.fields.insert(Object.assign(field, { alias: dto.alias }), tx);
+      else {
+        const raw = aliasFrom(field.label, '_', 'field');
+        const base = /^[a-z]/.test(raw) ? raw : `field_${raw}`.slice(0, 64);
+        saved = await withGeneratedAlias(
+          base,
+          await this.fields.aliasesLike(object, base, tx),
+          // A savepoint, so a taken alias does not abort the transaction.
+          (alias) => this.transactions.run((s) => this.fields.insert(Object.assign(field, { alias }), s), tx),
+          (e) => isUniqueViolation(e, 'fields_object_alias_uq'),
+        );
+      }
+      const created = this.toRecord((await this.fields.find(saved.id, tx))!);
+      await this.events.record(tx, 'field.created', created);
+      return created;
+    });
     this.contactValues.invalidate();
-    return this.get(saved.id);
+    return record;
   }
 
   /** PATCH: reads the field under a lock, so concurrent edits of different properties all survive. */
   async patch(id: number, dto: UpdateFieldDto, who: Principal, pathObject?: FieldObject): Promise<FieldRecord> {
     await this.transactions.run(async (tx) => {
       const field = await this.findEntity(id, pathObject, tx);
+      const before = this.toRecord(field);
       await this.change(field, dto, 'patch', who, pathObject, tx);
+      await this.events.recordUpdate(tx, 'field.updated', before, this.toRecord((await this.fields.find(id, tx))!));
     });
     this.contactValues.invalidate();
     return this.get(id);
@@ -164,7 +174,9 @@ export class FieldsService {
     const replaced = await this.transactions.run(async (tx) => {
       const existing = await this.fields.lock(id, tx);
       if (!existing || (pathObject && existing.object !== pathObject)) return false;
+      const before = this.toRecord(existing);
       await this.change(existing, dto, 'replace', who, pathObject, tx);
+      await this.events.recordUpdate(tx, 'field.updated', before, this.toRecord((await this.fields.find(id, tx))!));
       return true;
     });
     if (!replaced) return { created: true, field: await this.create(dto, who, pathObject) };
@@ -182,6 +194,7 @@ export class FieldsService {
       const record = this.toRecord(field);
       await this.fields.delete(id, tx);
       if (field.object === 'contact') await this.contactValueRows.removeKey(field.alias, tx);
+      await this.events.record(tx, 'field.deleted', record);
       return record;
     });
     this.contactValues.invalidate();

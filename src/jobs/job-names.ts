@@ -28,6 +28,8 @@ export interface JobPayloads {
   'sms.recover': Record<string, never>;
   /** One attempt of one webhook delivery; `attempt` is the delivery's attempt count when queued (duplicate suppression). */
   'webhooks.deliver': { deliveryId: number; attempt: number };
+  /** Deletes events older than EVENT_RETENTION_DAYS from the event feed (hourly). */
+  'events.prune': Record<string, never>;
 }
 export type JobName = keyof JobPayloads;
 
@@ -38,6 +40,7 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   'sms.send': QUEUES.sms,
   'sms.recover': QUEUES.maintenance,
   'webhooks.deliver': QUEUES.webhooks,
+  'events.prune': QUEUES.maintenance,
 };
 
 export interface JobPolicy {
@@ -57,6 +60,7 @@ export const JOB_POLICY: Record<JobName, JobPolicy> = {
   'sms.recover': { attempts: 2, backoffMs: 5_000 },
   // HTTP failures are retried by the delivery's own schedule (webhook-retry.ts); these attempts only cover database errors.
   'webhooks.deliver': { attempts: 3, backoffMs: 1_000 },
+  'events.prune': { attempts: 2, backoffMs: 60_000 },
 };
 
 /** Retention of finished jobs in Redis: bounded by count and age so the queue never grows without end. */
@@ -74,4 +78,5 @@ export const JOB_IDS = {
   smsRecoverSchedule: 'sms-recover',
   /** One job per delivery attempt: a re-queue of the same attempt is suppressed. */
   webhookDeliver: (deliveryId: number, attempt: number) => `webhook:${deliveryId}:${attempt}`,
+  eventsPruneSchedule: 'events-prune',
 };
