@@ -199,6 +199,22 @@ describe('webhooks', () => {
     expect(d).toMatchObject({ eventId, sequence: payload.sequence, status: 'succeeded' });
   });
 
+  it('a change made through the API reaches the webhook with the record as data', async () => {
+    const w = await create({ url: rx.url('/api-change'), events: ['category.created', 'category.updated'] });
+    const res = await api.http.post('/api/categories').set('Authorization', auth).send({ title: 'Hooked', bundle: 'global' });
+    expect(res.status).toBe(201);
+    const [r] = await until('the category event', async () => rx.got('/api-change').length >= 1 && rx.got('/api-change'));
+    const event = new StandardWebhook(w.secret).verify(r.body, r.headers as Record<string, string>) as { type: string; data: { id: number; title: string } };
+    expect(event).toMatchObject({ type: 'category.created', data: { id: res.body.category.id, title: 'Hooked' } });
+    // A rolled-back change (a 409 on the taken alias) sends nothing.
+    const dup = await api.http.post('/api/categories').set('Authorization', auth).send({ title: 'Again', alias: res.body.category.alias, bundle: 'global' });
+    expect(dup.status).toBe(409);
+    await api.http.patch(`/api/categories/${res.body.category.id}`).set('Authorization', auth).send({ title: 'Hooked 2' });
+    await until('the update event', async () => rx.got('/api-change').length >= 2);
+    await sleep(300);
+    expect(rx.got('/api-change').map((x) => (JSON.parse(x.body) as { type: string }).type)).toEqual(['category.created', 'category.updated']);
+  });
+
   it('500, 500, 200 leaves three attempts and one success, with the same Webhook-Id', async () => {
     rx.plans.set('/flaky', [answer(500, 'boom'), answer(503, 'busy'), answer(200)]);
     const w = await create({ url: rx.url('/flaky'), events: ['deal.created'] });
