@@ -242,6 +242,21 @@ describe('events: outbox, feed and incremental sync', () => {
     expectError(await app.http.get('/api/contacts?modifiedSince=yesterday').set('Authorization', auth), 400, 'validation_failed');
   });
 
+  it("modifiedSince on a campaign's contacts counts joining the campaign as a change", async () => {
+    const old = await createContact(app, auth);
+    const campaign = (await app.http.post('/api/campaigns').set('Authorization', auth).send({ name: 'Sync' })).body.campaign;
+    await new Promise((r) => setTimeout(r, 1100));
+    const since = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await app.http.post(`/api/campaigns/${campaign.id}/contact/${old}/add`).set('Authorization', auth)).status).toBe(200);
+    const members = await app.http.get(`/api/campaigns/${campaign.id}/contacts?modifiedSince=${encodeURIComponent(since)}`).set('Authorization', auth);
+    expect(members.status).toBe(200);
+    expect(members.body.contacts.map((x: { id: number }) => x.id)).toEqual([old]);
+    // The contact itself did not change.
+    const contacts = await app.http.get(`/api/contacts?modifiedSince=${encodeURIComponent(since)}`).set('Authorization', auth);
+    expect(contacts.body.contacts.map((x: { id: number }) => x.id)).not.toContain(old);
+  });
+
   it('1,000 concurrent updates: exactly 1,000 contact.updated events, strictly increasing, none lost or duplicated', async () => {
     const ids = await Promise.all(Array.from({ length: 20 }, () => createContact(app, auth)));
     const start = await head();

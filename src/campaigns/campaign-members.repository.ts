@@ -60,6 +60,15 @@ export class CampaignMembersRepository {
     return Number(rows[0].n);
   }
 
+  /**
+   * For modifiedSince on a campaign's contacts: a member counts as changed when the contact changed
+   * or when it joined the campaign (`campaignId` is a validated integer, inlined as a number).
+   */
+  memberChangedExpression(campaignId: number): string {
+    return `GREATEST(COALESCE(c.modified_at, c.created_at),
+      (SELECT m.added_at FROM campaign_members m WHERE m.contact_id = c.id AND m.campaign_id = ${Math.trunc(Number(campaignId))}))`;
+  }
+
   /** Narrows a contacts query (alias `c`) to the campaign's members. Bench row: "list a campaign's contacts". */
   memberScope(campaignId: number): <T extends ObjectLiteral>(qb: SelectQueryBuilder<T>) => void {
     return (qb) => {

@@ -138,10 +138,10 @@ export class ContactsRepository {
    * campaign's contacts": the shared list helper (deferred join on the ordering index, the row
    * counter for the unfiltered total), then the page's owners' names in one query.
    */
-  async page(q: ListQuery, scope?: ContactListScope, scopeCount?: () => Promise<number>): Promise<{ total: number; rows: ContactRow[] }> {
+  async page(q: ListQuery, scope?: ContactListScope, scopeCount?: () => Promise<number>, spec: ListSpec = CONTACT_LIST_SPEC): Promise<{ total: number; rows: ContactRow[] }> {
     const qb = this.contacts.createQueryBuilder('c');
     scope?.(qb);
-    const { total, items } = await paginate(qb, q, CONTACT_LIST_SPEC, { scoped: scope !== undefined, scopeCount });
+    const { total, items } = await paginate(qb, q, spec, { scoped: scope !== undefined, scopeCount });
     const ownerIds = [...new Set(items.map((c) => c.ownerId).filter((id): id is number => id !== null))];
     const names = new Map<number, string>();
     if (ownerIds.length) {

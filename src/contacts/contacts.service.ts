@@ -48,11 +48,13 @@ export class ContactsService {
 
   /**
    * The contacts list; `scope` narrows it (alias `c`), and `scopeCount` gives that scope's exact size
-   * cheaply when no search or filter applies.
+   * cheaply when no search or filter applies; `changedExpression` replaces what modifiedSince compares with.
    */
-  async list(query: Record<string, unknown>, scope?: ContactListScope, scopeCount?: () => Promise<number>) {
-    const q = parseListQuery(query, CONTACT_LIST_SPEC);
-    const { total, rows } = await this.contacts.page(q, scope, scopeCount);
+  async list(query: Record<string, unknown>, scope?: ContactListScope, scopeCount?: () => Promise<number>, changedExpression?: string) {
+    // A scope may count more as a change than the contact's own modifiedAt (e.g. joining a campaign).
+    const spec = changedExpression ? { ...CONTACT_LIST_SPEC, changedExpression } : CONTACT_LIST_SPEC;
+    const q = parseListQuery(query, spec);
+    const { total, rows } = await this.contacts.page(q, scope, scopeCount, spec);
     return { total, contacts: rows.map(toContactRecord) };
   }
 

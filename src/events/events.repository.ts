@@ -126,7 +126,8 @@ export class EventsRepository {
     const [r]: { n: string }[] = await this.dataSource.query(
       `WITH cutoff AS (
          SELECT COALESCE(
-                  (SELECT min(sequence) - 1 FROM events WHERE sequence IS NOT NULL AND occurred_at >= $1),
+                  -- The first kept event, walking the sequence index from the oldest (reads only what goes).
+                  (SELECT sequence - 1 FROM events WHERE sequence IS NOT NULL AND occurred_at >= $1 ORDER BY sequence LIMIT 1),
                   (SELECT last_sequence FROM event_feed_state)) AS s
        ), gone AS (
          DELETE FROM events WHERE sequence <= (SELECT s FROM cutoff) RETURNING 1
