@@ -172,7 +172,6 @@ export class WebhooksService {
   }
 
   async listDeliveries(id: number, query: Record<string, unknown>) {
-    await this.found(id);
     const details: ErrorDetail[] = [];
     for (const k of Object.keys(query)) if (!DELIVERY_PARAMS.includes(k)) details.push({ field: k, message: `is not a known parameter; allowed: ${DELIVERY_PARAMS.join(', ')}` });
     const int = (k: string, min: number, max: number, fallback: number) => {
@@ -191,6 +190,7 @@ export class WebhooksService {
       details.push({ field: 'status', message: `must be one of: ${DELIVERY_STATUSES.join(', ')}` });
     }
     if (details.length) throw validationError(`Validation failed: ${details.map((d) => `${d.field}: ${d.message}`).join('; ')}`, details);
+    await this.found(id);
     const { total, items } = await this.deliveries.page(id, (status as DeliveryStatus | undefined) ?? null, (page - 1) * limit, limit);
     return { total, deliveries: items.map(toDeliveryRecord) };
   }
