@@ -31,6 +31,7 @@ import { AssetsModule } from './assets/assets.module.js';
 import { ReportsModule } from './reports/reports.module.js';
 import { TextMessagesModule } from './text-messages/text-messages.module.js';
 import { EventsModule } from './events/events.module.js';
+import { AccountModule } from './account/account.module.js';
 
 /** Feature modules: one per resource. */
 export const FEATURE_MODULES: Type[] = [
@@ -48,6 +49,7 @@ export const FEATURE_MODULES: Type[] = [
   ReportsModule,
   TextMessagesModule,
   EventsModule,
+  AccountModule,
 ];
 
 @Module({})
