@@ -13,7 +13,12 @@ import { Redis } from 'ioredis';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.DATABASE_POOL_SIZE ?? 10) });
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-const tokens = new Map((process.env.BENCH_TOKEN_HASHES ?? '').split(',').filter(Boolean).map((h) => [h, { userId: 1 }]));
+const tokens = new Map(
+  (process.env.BENCH_TOKEN_HASHES ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map((h) => [h, { userId: 1 }]),
+);
 const COLUMNS = 'id, name, email, phone, company, title, owner_id, fields, created_at, modified_at, created_by, created_by_user, modified_by, modified_by_user';
 
 const iso = (d) => (d ? new Date(d).toISOString().slice(0, 19) + '+00:00' : null);
@@ -93,14 +98,10 @@ async function handle(req, res) {
   if (req.method === 'POST' && parts[1] === 'contacts') {
     const b = await readBody(req);
     try {
-      const { rows } = await pool.query(`INSERT INTO contacts (name, email, phone, company, title, created_by, created_by_user) VALUES ($1,$2,$3,$4,$5,$6,'baseline') RETURNING ${COLUMNS}`, [
-        b.name,
-        b.email,
-        b.phone ?? null,
-        b.company ?? null,
-        b.title ?? null,
-        token.userId,
-      ]);
+      const { rows } = await pool.query(
+        `INSERT INTO contacts (name, email, phone, company, title, created_by, created_by_user) VALUES ($1,$2,$3,$4,$5,$6,'baseline') RETURNING ${COLUMNS}`,
+        [b.name, b.email, b.phone ?? null, b.company ?? null, b.title ?? null, token.userId],
+      );
       return send(res, 201, { contact: record(rows[0]) });
     } catch (e) {
       if (e.code === '23505') return send(res, 409, { error: { code: 'conflict', message: 'taken', status: 409 } });

@@ -73,7 +73,11 @@ async function prepareDatabase() {
 }
 
 function startProcess(name, args, env) {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout.on('data', (d) => (out = (out + d).slice(-20000)));
   child.stderr.on('data', (d) => (out = (out + d).slice(-20000)));
@@ -135,10 +139,14 @@ async function main() {
   );
   const [c0, c1, k0, k1] = [b[0].c0, b[0].c1, b[0].k0, b[0].k1].map(Number);
 
-  const token = execFileSync(process.execPath, ['dist/cli.js', 'token:create', '--user', 'bench@example.com', '--name', 'bench', '--permissions', '*', '--plan', 'enterprise'], {
-    cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: dbUrl },
-  })
+  const token = execFileSync(
+    process.execPath,
+    ['dist/cli.js', 'token:create', '--user', 'bench@example.com', '--name', 'bench', '--permissions', '*', '--plan', 'enterprise'],
+    {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: dbUrl },
+    },
+  )
     .toString()
     .trim()
     .split('\n')
@@ -172,7 +180,7 @@ async function main() {
   await waitFor(`${apiUrl}/health`);
   await waitFor(`${baseUrl}/`);
 
-  const emailSample = (await db.query(`SELECT email FROM contacts WHERE id = $1`, [c0 + 123457 % (c1 - c0 + 1)])).rows[0].email;
+  const emailSample = (await db.query(`SELECT email FROM contacts WHERE id = $1`, [c0 + (123457 % (c1 - c0 + 1))])).rows[0].email;
   const emailPart = emailSample.split('@')[0].slice(-9); // e.g. "mith12345": a substring, not a prefix
   const companySample = (await db.query(`SELECT company FROM contacts WHERE id = $1`, [c0 + 777])).rows[0].company;
 
@@ -184,10 +192,14 @@ async function main() {
     [`search company "${companySample}"`, () => ({ method: 'GET', path: `/api/contacts?search=${encodeURIComponent(companySample)}` })],
     [
       'create contact',
-      () => ({ method: 'POST', path: '/api/contacts', body: JSON.stringify({ name: 'Bench Person', email: `bench-${runTag}-${process.pid}-${createSeq++}@bench.test`, company: 'Bench Co' }) }),
+      () => ({
+        method: 'POST',
+        path: '/api/contacts',
+        body: JSON.stringify({ name: 'Bench Person', email: `bench-${runTag}-${process.pid}-${createSeq++}@bench.test`, company: 'Bench Co' }),
+      }),
     ],
     ['add contact to campaign', () => ({ method: 'POST', path: `/api/campaigns/${rand(k0, k1)}/contact/${rand(c0, c1)}/add` })],
-    ['list a campaign\'s contacts', () => ({ method: 'GET', path: `/api/campaigns/${rand(k0, k1)}/contacts?limit=30` })],
+    ["list a campaign's contacts", () => ({ method: 'GET', path: `/api/campaigns/${rand(k0, k1)}/contacts?limit=30` })],
   ];
 
   const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY, 'i') : null;
@@ -214,15 +226,27 @@ async function main() {
   }
 
   // Sales report over the million deals: time from `run` to results available.
-  const report = await (await fetch(`${apiUrl}/api/reports/new`, {
-    method: 'POST',
-    headers: { authorization: auth, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'Bench sales', type: 'sales', schedule: 'monthly', isPublished: true, filters: { dateRange: '2000-01-01..2100-01-01' }, columns: ['date', 'product', 'revenue', 'quantity', 'salesperson'] }),
-  })).json().catch(() => null);
+  const report = await (
+    await fetch(`${apiUrl}/api/reports/new`, {
+      method: 'POST',
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: 'Bench sales',
+        type: 'sales',
+        schedule: 'monthly',
+        isPublished: true,
+        filters: { dateRange: '2000-01-01..2100-01-01' },
+        columns: ['date', 'product', 'revenue', 'quantity', 'salesperson'],
+      }),
+    })
+  )
+    .json()
+    .catch(() => null);
   const reportTimes = [];
   if (report?.report?.id && wanted('sales report')) {
     for (let i = 0; i < 3; i++) {
-      const before = (await (await fetch(`${apiUrl}/api/reports/${report.report.id}/results`, { headers: { authorization: auth } })).json().catch(() => ({})))?.results?.generatedAt;
+      const before = (await (await fetch(`${apiUrl}/api/reports/${report.report.id}/results`, { headers: { authorization: auth } })).json().catch(() => ({})))
+        ?.results?.generatedAt;
       const t = Date.now();
       const run = await fetch(`${apiUrl}/api/reports/${report.report.id}/run`, { method: 'POST', headers: { authorization: auth } });
       if (run.status !== 200) break;
@@ -243,7 +267,12 @@ async function main() {
     );
     const baseReport = (Date.now() - t) / 1000;
     reportTimes.sort((a, b) => a - b);
-    rows.push({ name: 'sales report over 1M deals (s from run to results)', seconds: reportTimes[1] ?? reportTimes[0], baseSeconds: baseReport, rss: peakRssMb(api.child.pid) });
+    rows.push({
+      name: 'sales report over 1M deals (s from run to results)',
+      seconds: reportTimes[1] ?? reportTimes[0],
+      baseSeconds: baseReport,
+      rss: peakRssMb(api.child.pid),
+    });
     log(`report: ${reportTimes.join(', ')} s (the bare aggregation: ${baseReport} s)`);
   } else {
     log('reports resource not available: report scenario skipped');
@@ -264,13 +293,22 @@ async function main() {
     const accepted = (Date.now() - t) / 1000;
     const list = ids.map((r) => r.id);
     for (;;) {
-      const { rows: left } = await db.query(`SELECT count(*)::int AS n FROM text_messages WHERE id = ANY($1) AND status NOT IN ('sent', 'delivered', 'failed')`, [list]);
+      const { rows: left } = await db.query(
+        `SELECT count(*)::int AS n FROM text_messages WHERE id = ANY($1) AND status NOT IN ('sent', 'delivered', 'failed')`,
+        [list],
+      );
       if (left[0].n === 0) break;
       if (Date.now() - t > 600000) throw new Error('messages not sent within 10 minutes');
       await new Promise((res) => setTimeout(res, 100));
     }
     const total = (Date.now() - t) / 1000;
-    rows.push({ name: `send ${n.toLocaleString()} text messages, log provider (messages/s end to end)`, mps: n / total, acceptedRps: n / accepted, errors: sent.non2xx + sent.errors, rss: peakRssMb(api.child.pid) });
+    rows.push({
+      name: `send ${n.toLocaleString()} text messages, log provider (messages/s end to end)`,
+      mps: n / total,
+      acceptedRps: n / accepted,
+      errors: sent.non2xx + sent.errors,
+      rss: peakRssMb(api.child.pid),
+    });
     log(`sms: ${n} in ${total} s (accepted in ${accepted} s), non-2xx ${sent.non2xx}`);
   } else {
     log('text messages resource not available: SMS scenario skipped');
@@ -286,9 +324,13 @@ async function main() {
     `|---|---:|---:|---:|---:|---:|---:|---:|---:|`,
   ];
   for (const r of rows) {
-    if (r.seconds !== undefined) lines.push(`| ${r.name} | — | — | ${fmt(r.seconds * 1000)} (run→results) | — | — | ${fmt(r.baseSeconds * 1000)} (bare SQL) | — | ${fmt(r.rss)} |`);
+    if (r.seconds !== undefined)
+      lines.push(`| ${r.name} | — | — | ${fmt(r.seconds * 1000)} (run→results) | — | — | ${fmt(r.baseSeconds * 1000)} (bare SQL) | — | ${fmt(r.rss)} |`);
     else if (r.mps !== undefined) lines.push(`| ${r.name} | ${fmt(r.mps)} msg/s | — | — | — | — | — | ${fmt(r.errors)} | ${fmt(r.rss)} |`);
-    else lines.push(`| ${r.name} | ${fmt(r.rps)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.ratio, 2)} | ${fmt(r.baseRps)} | ${fmt(r.baseP99)} | ${fmt(r.errors)} | ${fmt(r.rss)} |`);
+    else
+      lines.push(
+        `| ${r.name} | ${fmt(r.rps)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.ratio, 2)} | ${fmt(r.baseRps)} | ${fmt(r.baseP99)} | ${fmt(r.errors)} | ${fmt(r.rss)} |`,
+      );
   }
   const header = [
     `Machine: ${machine}. PostgreSQL and Redis on 127.0.0.1; API and worker as separate processes; load generator in this process.`,

@@ -7,17 +7,74 @@
  */
 import pg from 'pg';
 
+// prettier-ignore
 const FIRST = ['James', 'Mary', 'Robert', 'Patricia', 'John', 'Jennifer', 'Michael', 'Linda', 'David', 'Elizabeth', 'William', 'Barbara', 'Richard', 'Susan', 'Joseph', 'Jessica', 'Thomas', 'Sarah', 'Charles', 'Karen', 'Christopher', 'Lisa', 'Daniel', 'Nancy', 'Matthew', 'Betty', 'Anthony', 'Margaret', 'Mark', 'Sandra', 'Donald', 'Ashley', 'Steven', 'Kimberly', 'Paul', 'Emily', 'Andrew', 'Donna', 'Joshua', 'Michelle', 'Kenneth', 'Carol', 'Kevin', 'Amanda', 'Brian', 'Dorothy', 'George', 'Melissa', 'Timothy', 'Deborah', 'Ronald', 'Stephanie', 'Edward', 'Rebecca', 'Jason', 'Sharon', 'Jeffrey', 'Laura', 'Ryan', 'Cynthia', 'Jacob', 'Kathleen', 'Gary', 'Amy', 'Nicholas', 'Angela', 'Eric', 'Shirley', 'Jonathan', 'Anna', 'Stephen', 'Brenda', 'Larry', 'Pamela', 'Justin', 'Emma', 'Scott', 'Nicole', 'Brandon', 'Helen', 'Benjamin', 'Samantha', 'Samuel', 'Katherine', 'Gregory', 'Christine', 'Alexander', 'Debra', 'Frank', 'Rachel', 'Patrick', 'Carolyn', 'Raymond', 'Janet', 'Jack', 'Catherine', 'Dennis', 'Maria', 'Jerry', 'Heather'];
+// prettier-ignore
 const LAST = ['Smith', 'Johnson', 'Williams', 'Brown', 'Jones', 'Garcia', 'Miller', 'Davis', 'Rodriguez', 'Martinez', 'Hernandez', 'Lopez', 'Gonzalez', 'Wilson', 'Anderson', 'Thomas', 'Taylor', 'Moore', 'Jackson', 'Martin', 'Lee', 'Perez', 'Thompson', 'White', 'Harris', 'Sanchez', 'Clark', 'Ramirez', 'Lewis', 'Robinson', 'Walker', 'Young', 'Allen', 'King', 'Wright', 'Scott', 'Torres', 'Nguyen', 'Hill', 'Flores', 'Green', 'Adams', 'Nelson', 'Baker', 'Hall', 'Rivera', 'Campbell', 'Mitchell', 'Carter', 'Roberts', 'Gomez', 'Phillips', 'Evans', 'Turner', 'Diaz', 'Parker', 'Cruz', 'Edwards', 'Collins', 'Reyes', 'Stewart', 'Morris', 'Morales', 'Murphy', 'Cook', 'Rogers', 'Gutierrez', 'Ortiz', 'Morgan', 'Cooper', 'Peterson', 'Bailey', 'Reed', 'Kelly', 'Howard', 'Ramos', 'Kim', 'Cox', 'Ward', 'Richardson', 'Watson', 'Brooks', 'Chavez', 'Wood', 'James', 'Bennett', 'Gray', 'Mendoza', 'Ruiz', 'Hughes', 'Price', 'Alvarez', 'Castillo', 'Sanders', 'Patel', 'Myers', 'Long', 'Ross', 'Foster', 'Jimenez'];
+// prettier-ignore
 const ADJ = ['Blue', 'Bright', 'Global', 'Prime', 'Summit', 'Apex', 'Northern', 'Pacific', 'Silver', 'Golden', 'Rapid', 'Quantum', 'Vertex', 'Urban', 'Evergreen', 'Pioneer', 'Crystal', 'Iron', 'Nova', 'Atlas', 'Cedar', 'Harbor', 'Lunar', 'Solar', 'Granite', 'Velvet', 'Crimson', 'Emerald', 'Falcon', 'Orbit'];
+// prettier-ignore
 const NOUN = ['Systems', 'Labs', 'Dynamics', 'Logistics', 'Analytics', 'Foods', 'Holdings', 'Partners', 'Networks', 'Media', 'Robotics', 'Energy', 'Health', 'Capital', 'Studios', 'Works', 'Solutions', 'Ventures', 'Outfitters', 'Brewing'];
 const SUFFIX = ['Inc', 'LLC', 'Ltd', 'GmbH', 'Group', 'Co'];
-const TITLES = ['CEO', 'CTO', 'CFO', 'VP Sales', 'VP Marketing', 'Account Executive', 'Sales Manager', 'Marketing Manager', 'Engineer', 'Product Manager', 'Buyer', 'Director of Operations', 'Consultant', 'Analyst', 'Founder'];
+const TITLES = [
+  'CEO',
+  'CTO',
+  'CFO',
+  'VP Sales',
+  'VP Marketing',
+  'Account Executive',
+  'Sales Manager',
+  'Marketing Manager',
+  'Engineer',
+  'Product Manager',
+  'Buyer',
+  'Director of Operations',
+  'Consultant',
+  'Analyst',
+  'Founder',
+];
 const DOMAINS = ['example.com', 'mail.test', 'corp.example', 'inbox.test', 'company.example'];
-const PRODUCTS = ['Starter Plan', 'Growth Plan', 'Enterprise Plan', 'Onboarding', 'Training', 'Support Gold', 'Support Platinum', 'API Add-on', 'SMS Bundle 10k', 'SMS Bundle 100k', 'Analytics Pro', 'Data Import', 'Consulting Day', 'Custom Integration', 'Seats x10', 'Seats x50', 'Storage 1TB', 'Email Warmup', 'Landing Pages', 'A/B Testing'];
+const PRODUCTS = [
+  'Starter Plan',
+  'Growth Plan',
+  'Enterprise Plan',
+  'Onboarding',
+  'Training',
+  'Support Gold',
+  'Support Platinum',
+  'API Add-on',
+  'SMS Bundle 10k',
+  'SMS Bundle 100k',
+  'Analytics Pro',
+  'Data Import',
+  'Consulting Day',
+  'Custom Integration',
+  'Seats x10',
+  'Seats x50',
+  'Storage 1TB',
+  'Email Warmup',
+  'Landing Pages',
+  'A/B Testing',
+];
 const TEAMS = ['EMEA', 'AMER', 'APAC', 'Enterprise', 'SMB'];
 const INDUSTRIES = ['software', 'retail', 'finance', 'health', 'education', 'manufacturing', 'media', 'logistics'];
-const CITIES = ['London', 'Berlin', 'Paris', 'Madrid', 'New York', 'Chicago', 'Austin', 'Toronto', 'Sydney', 'Tokyo', 'Singapore', 'Dublin', 'Lisbon', 'Warsaw', 'Oslo'];
+const CITIES = [
+  'London',
+  'Berlin',
+  'Paris',
+  'Madrid',
+  'New York',
+  'Chicago',
+  'Austin',
+  'Toronto',
+  'Sydney',
+  'Tokyo',
+  'Singapore',
+  'Dublin',
+  'Lisbon',
+  'Warsaw',
+  'Oslo',
+];
 
 const arr = (xs) => `ARRAY[${xs.map((x) => `'${x.replace(/'/g, "''")}'`).join(',')}]::text[]`;
 

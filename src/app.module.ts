@@ -32,6 +32,7 @@ import { ReportsModule } from './reports/reports.module.js';
 import { TextMessagesModule } from './text-messages/text-messages.module.js';
 import { EventsModule } from './events/events.module.js';
 import { WebhooksModule } from './events/webhooks.module.js';
+import { AccountModule } from './account/account.module.js';
 
 /** Feature modules: one per resource. */
 export const FEATURE_MODULES: Type[] = [
@@ -50,6 +51,7 @@ export const FEATURE_MODULES: Type[] = [
   TextMessagesModule,
   EventsModule,
   WebhooksModule,
+  AccountModule,
 ];
 
 @Module({})

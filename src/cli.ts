@@ -4,6 +4,8 @@
  *   npm run --silent cli -- token:create --user <email> --name <name> --permissions <list|*> [--plan <plan>] [--expires <ISO date>]
  *   npm run --silent cli -- user:create --email <email> --name <name> [--plan <plan>] [--team <team>]
  *   npm run --silent cli -- user:list | token:list [--user <email>] | token:revoke --id <id> | migration:run
+ *   npm run --silent cli -- user:password --email <email>   (password from stdin, or prompted on a terminal)
+ *   npm run --silent cli -- user:invite --email <email>     (prints a one-time URL, valid 72 h, to set it)
  *
  * In embedded mode (no DATABASE_URL) it connects through the running server's socket when a
  * server owns the data directory, and opens the data directory itself otherwise.
@@ -25,12 +27,18 @@ import { UsersService } from './auth/users.service.js';
 import { isPermission, PERMISSIONS } from './auth/permissions.js';
 import { isUniqueViolation } from './common/constraints.js';
 import { parseIsoWithOffset } from './common/dates.js';
+import { AppError } from './common/errors.js';
+import { AccountRepository } from './account/account.repository.js';
+import { AccountService } from './account/account.service.js';
 
 class UsageError extends Error {}
 
 const USAGE = `usage: cli <command> [options]
   user:create   --email <email> --name <name> [--plan basic|professional|enterprise] [--team <team>]
   user:list
+  user:password --email <email>   sets the account console password: read from stdin, or prompted twice on a terminal
+                (at least 12 characters, not containing the email); ends the user's console sessions
+  user:invite   --email <email>   prints a one-time URL, valid 72 hours, where the user sets their password
   token:create  --user <email> --name <name> --permissions <comma list or *> [--plan <plan>] [--expires <ISO date>]
                 (creates the user when missing; prints the secret as the last line)
   token:list    [--user <email>]
@@ -57,6 +65,49 @@ function plan(value: string | undefined): Plan | undefined {
 function email(value: string): string {
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value)) throw new UsageError(`"${value}" is not an email address`);
   return value;
+}
+
+/** The password: prompted twice without echo on a terminal, else the first line of stdin. */
+async function readPassword(): Promise<string> {
+  if (!process.stdin.isTTY) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    const password = Buffer.concat(chunks).toString('utf8').split(/\r?\n/)[0];
+    if (!password) throw new UsageError('no password on stdin');
+    return password;
+  }
+  const ask = (prompt: string) =>
+    new Promise<string>((resolve, reject) => {
+      process.stderr.write(prompt);
+      const stdin = process.stdin;
+      stdin.setRawMode(true);
+      stdin.resume();
+      let value = '';
+      const onData = (buf: Buffer) => {
+        for (const ch of buf.toString('utf8')) {
+          if (ch === '\r' || ch === '\n') {
+            stdin.setRawMode(false);
+            stdin.pause();
+            stdin.off('data', onData);
+            process.stderr.write('\n');
+            resolve(value);
+            return;
+          }
+          if (ch === '\u0003') {
+            stdin.setRawMode(false);
+            reject(new UsageError('cancelled'));
+            return;
+          }
+          if (ch === '\u007f' || ch === '\b') value = value.slice(0, -1);
+          else value += ch;
+        }
+      };
+      stdin.on('data', onData);
+    });
+  const first = await ask('New password: ');
+  const second = await ask('Repeat it: ');
+  if (first !== second) throw new UsageError('the passwords do not match');
+  return first;
 }
 
 async function withDatabase<T>(config: AppConfig, fn: (url: string) => Promise<T>): Promise<T> {
@@ -106,13 +157,16 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     });
   }
-  if (!['user:create', 'user:list', 'token:create', 'token:list', 'token:revoke'].includes(command)) {
+  if (!['user:create', 'user:list', 'user:password', 'user:invite', 'token:create', 'token:list', 'token:revoke'].includes(command)) {
     throw new UsageError(`unknown command "${command}"`);
   }
 
   return withDatabase(config, async (url) => {
     await runMigrations(url);
-    @Module({ imports: [ConfigModule.forRoot(config), DatabaseModule.forRoot({ ...config, databasePoolSize: 2 }, url), RedisModule, AuthModule] })
+    @Module({
+      imports: [ConfigModule.forRoot(config), DatabaseModule.forRoot({ ...config, databasePoolSize: 2 }, url), RedisModule, AuthModule],
+      providers: [AccountRepository, AccountService],
+    })
     class CliModule {}
     const app = await NestFactory.createApplicationContext(CliModule, { logger: ['error'] });
     try {
@@ -125,6 +179,27 @@ async function main(argv: string[]): Promise<number> {
             throw isUniqueViolation(e, 'users_email_lower_uq') ? new UsageError(`a user with the email ${mail} already exists`) : e;
           });
           out(`user ${u.id} created: ${u.name} <${u.email}> plan=${u.plan}${u.team ? ` team=${u.team}` : ''}`);
+          return 0;
+        }
+        case 'user:password': {
+          const mail = email(need(values, 'email'));
+          if (!(await users.findByEmail(mail))) throw new UsageError(`no user with the email ${mail}`);
+          const password = await readPassword();
+          try {
+            const u = await app.get(AccountService).setPassword(mail, password);
+            out(`password set for user ${u.id} <${u.email}>; their console sessions were ended`);
+          } catch (e) {
+            if (e instanceof AppError && e.status === 400) throw new UsageError(`the ${e.message}`);
+            throw e;
+          }
+          return 0;
+        }
+        case 'user:invite': {
+          const mail = email(need(values, 'email'));
+          if (!(await users.findByEmail(mail))) throw new UsageError(`no user with the email ${mail}`);
+          const inv = await app.get(AccountService).invite(mail);
+          out(`invitation for user ${inv.user.id} <${inv.user.email}>, valid until ${inv.expiresAt.toISOString()} (once):`);
+          out(inv.url);
           return 0;
         }
         case 'user:list': {

@@ -26,4 +26,4 @@ async function check(): Promise<boolean> {
   }
 }
 
-check().then((ok) => process.exit(ok ? 0 : 1));
+void check().then((ok) => process.exit(ok ? 0 : 1));

@@ -58,6 +58,7 @@ function buildOpenApi(app: NestExpressApplication, config: AppConfig): OpenAPIOb
         'Errors always have the shape `{ "error": { "code", "message", "status", "details"? } }`; each operation lists the statuses it can answer. A path that exists answers other methods with 405 and an `Allow` header.',
         'Lists take `search`, `page` (1-based), `limit` (1..200, default 30), `orderBy`, `orderByDir` (asc|desc) and answer `{ total, <plural>: [...] }`.',
         'Rate limits per account and hour: basic 1000, professional 5000, enterprise 10000; see the X-RateLimit-* headers.',
+        'Create, copy and revoke your API tokens in the [account console](/account) (sign in with the password set by `cli user:password` or an invitation link).',
       ].join('\n\n'),
     )
     .setVersion(API_VERSION)

@@ -6,7 +6,6 @@ import 'reflect-metadata';
 import { type INestApplicationContext, Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import type { NextFunction, Request, Response } from 'express';
 import type { Server } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -132,7 +131,8 @@ function answerClientErrors(server: Server): void {
   });
 }
 
-main().catch((e: Error) => {
-  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'failed to start', err: e.message, stack: e.stack })}\n`);
+main().catch((e: unknown) => {
+  const err = e instanceof Error ? e : new Error(String(e));
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'failed to start', err: err.message, stack: err.stack })}\n`);
   process.exit(1);
 });

@@ -57,6 +57,23 @@ describe('request contract', () => {
     });
   });
 
+  describe('a custom field can never be named after a built-in object member (11.12)', () => {
+    it('alias "constructor" is refused, and a label "Constructor" gets another alias, so its values can always be sent', async () => {
+      const refused = expectError(
+        await sendJson('post', '/api/fields/contact/new', '{"label":"Ctor","alias":"constructor","type":"text"}'),
+        400,
+        'validation_failed',
+      );
+      expect(refused.message).toContain('constructor');
+      const res = await sendJson('post', '/api/fields/contact/new', '{"label":"Constructor","type":"text","isPublished":true}');
+      expect(res.status).toBe(201);
+      const alias = (res.body as { field: { alias: string } }).field.alias;
+      expect(alias).not.toBe('constructor');
+      const patched = await sendJson('patch', `/api/contacts/${contactId}`, `{"fields":{"${alias}":"ok"}}`);
+      expect(patched.status).toBe(200);
+    });
+  });
+
   describe('date-times with an hours-only offset (11.15)', () => {
     it('are accepted wherever a date-time is, and read back in UTC', async () => {
       const c = await createCampaign(app, auth, { name: 'Offsets', startDate: '2026-03-01T12:00:00+02', endDate: '2026-03-02T12:00:00-05' });

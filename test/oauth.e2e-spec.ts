@@ -30,6 +30,21 @@ async function accessToken(app: TestApp, c: Client): Promise<string> {
 
 const contacts = (app: TestApp, token: string) => app.http.get('/api/contacts').set('Authorization', `Bearer ${token}`);
 
+/**
+ * The revocation reaches another instance through Redis pub/sub: the message may be read a moment
+ * after the revoking request has answered, so the other instance gets up to a second, far below the
+ * token cache's 30 s (without the broadcast this still fails).
+ */
+async function refusedWithinASecond(app: TestApp, token: string): Promise<void> {
+  const deadline = Date.now() + 1000;
+  let res = await contacts(app, token);
+  while (res.status === 200 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 25));
+    res = await contacts(app, token);
+  }
+  expectError(res, 401, 'unauthorized');
+}
+
 describe('OAuth2 endpoints', () => {
   let app: TestApp;
   let admin: string;
@@ -295,7 +310,7 @@ describe('OAuth2 endpoints', () => {
       expect((await contacts(second, at)).status).toBe(200);
       expect((await contacts(second, at)).status).toBe(200);
       expect((await app.http.post(REVOKE).type('form').send({ token: at })).status).toBe(200);
-      expectError(await contacts(second, at), 401, 'unauthorized');
+      await refusedWithinASecond(second, at);
     });
 
     it('sees an API token revoked through the account API on the first instance at once, with its access tokens', async () => {
@@ -304,8 +319,8 @@ describe('OAuth2 endpoints', () => {
       expect((await contacts(second, parent.secret)).status).toBe(200);
       expect((await contacts(second, at)).status).toBe(200);
       expect((await app.http.delete(`/api/account/tokens/${parent.id}/delete`).set('Authorization', admin)).status).toBe(200);
-      expectError(await contacts(second, parent.secret), 401, 'unauthorized');
-      expectError(await contacts(second, at), 401, 'unauthorized');
+      await refusedWithinASecond(second, parent.secret);
+      await refusedWithinASecond(second, at);
     });
 
     it('sees a parent revoked through the second instance\'s revocation endpoint on the first instance', async () => {
@@ -313,8 +328,8 @@ describe('OAuth2 endpoints', () => {
       const at = await accessToken(app, parent);
       expect((await contacts(app, at)).status).toBe(200);
       expect((await second.http.post(REVOKE).send({ token: parent.secret })).status).toBe(200);
-      expectError(await contacts(app, at), 401, 'unauthorized');
-      expectError(await contacts(app, parent.secret), 401, 'unauthorized');
+      await refusedWithinASecond(app, at);
+      await refusedWithinASecond(app, parent.secret);
     });
   });
 });

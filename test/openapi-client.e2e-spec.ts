@@ -113,7 +113,10 @@ describe('a typed client generated from the OpenAPI document', () => {
     const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
     const checked = await run(process.execPath, [tsc, '--noEmit', '-p', join(dir, 'tsconfig.json')], { cwd: dir }).then(
       () => '',
-      (e: { stdout?: string; stderr?: string }) => `${e.stdout ?? ''}${e.stderr ?? ''}`,
+      (e: unknown) => {
+        const out = e as { stdout?: string; stderr?: string };
+        return `${out.stdout ?? ''}${out.stderr ?? ''}`;
+      },
     );
     expect(checked).toBe('');
 

@@ -38,8 +38,8 @@ describe('platform: system routes, errors, authentication', () => {
       const endpoints = res.body.endpoints as { method: string; path: string; permission: string; credential?: string }[];
       expect(endpoints).toEqual(expect.arrayContaining([{ method: 'POST', path: '/api/contacts/new', permission: 'contacts:write' }]));
       for (const e of endpoints) {
-        expect(e.permission).toMatch(/^(public|authenticated|signature|\*|[a-zA-Z]+:(read|write|delete))$/);
-        if ('credential' in e) expect(e.credential).toMatch(/^(token-or-basic|metrics-token|sms-signature)$/);
+        expect(e.permission).toMatch(/^(public|session|authenticated|signature|\*|[a-zA-Z]+:(read|write|delete))$/);
+        if ('credential' in e) expect(e.credential).toMatch(/^(token-or-basic|metrics-token|sms-signature|session)$/);
       }
       // Every credential is in the table: the metrics token, the signed SMS callbacks, the queue dashboard's login.
       expect(endpoints).toEqual(
@@ -206,7 +206,7 @@ describe('platform: plan limits', () => {
     const a = `Bearer ${await app.token('*', { user: 'basic@example.com', plan: 'basic' })}`;
     const b = `Bearer ${await app.token('*', { user: 'basic@example.com', name: 'second token' })}`;
     const statuses: number[] = [];
-    let last;
+    let last: { status: number; body: unknown; headers: Record<string, string> } | undefined;
     for (let i = 0; i < 7; i++) {
       const target = i % 2 === 0 ? app : second;
       last = await target.http.get('/api/contacts').set('Authorization', i % 3 === 0 ? a : b);

@@ -105,7 +105,7 @@ export class ActivitiesService {
 
   /** Copies DTO values onto the entity; with `replace`, omitted optional properties are reset to null. */
   private assign(a: Activity, dto: UpdateActivityDto, replace: boolean) {
-    const given = <K extends keyof UpdateActivityDto>(k: K) => dto[k] !== undefined || replace;
+    const given = (k: keyof UpdateActivityDto) => dto[k] !== undefined || replace;
     if (dto.type !== undefined && dto.type !== null) a.type = dto.type;
     if (dto.subject !== undefined && dto.subject !== null) {
       a.subject = dto.subject.trim();

@@ -20,6 +20,7 @@ const MAX_FILENAME_CHARS = 255;
 export function sanitizeFilename(raw: string | undefined | null): string {
   let name = (raw ?? '').normalize('NFC');
   name = name.split(/[/\\]/).pop() ?? '';
+  // eslint-disable-next-line no-control-regex -- removing control characters is the point of this expression
   name = name.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, '').trim();
   if (/^\.+$/.test(name)) name = '';
   const chars = [...name];

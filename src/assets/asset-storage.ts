@@ -52,9 +52,9 @@ export class LocalDiskStorage extends AssetStorage implements OnModuleInit {
     try {
       await mkdir(this.tmp, { recursive: true });
     } catch (e) {
-      throw new Error(`STORAGE_DIR ${this.root} cannot be created or written: ${(e as Error).message}`);
+      throw new Error(`STORAGE_DIR ${this.root} cannot be created or written: ${(e as Error).message}`, { cause: e });
     }
-    await this.sweepStaleTemporaries().catch((e: Error) => this.log.warn({ msg: 'could not sweep temporary uploads', err: e.message }));
+    await this.sweepStaleTemporaries().catch((e: unknown) => this.log.warn({ msg: 'could not sweep temporary uploads', err: e instanceof Error ? e.message : String(e) }));
   }
 
   /** The file path of a key (tests and operators only need the key; callers never pass client input). */

@@ -54,7 +54,7 @@ export class AssetUploadEngine implements StorageEngine {
     if (!key) return cb(null);
     this.storage.delete(key).then(
       () => cb(null),
-      (e: Error) => cb(e),
+      (e: unknown) => cb(e instanceof Error ? e : new Error(String(e))),
     );
   }
 }

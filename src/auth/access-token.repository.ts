@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { type Db, type Tx, Transactions } from '../database/transactions.js';
+import { type Db, returning, type Tx, Transactions } from '../database/transactions.js';
 import type { CredentialRow } from './api-token.repository.js';
 
 /** Every query of the oauth_access_tokens table. */
@@ -38,7 +38,8 @@ export class AccessTokenRepository {
 
   /** Revokes one access token. True when it was active. */
   async revokeByHash(tokenHash: string, tx?: Tx): Promise<boolean> {
-    const rows: { id: number }[] = await this.db(tx).query(
+    const rows = await returning<{ id: number }>(
+      this.db(tx),
       `UPDATE oauth_access_tokens SET revoked_at = now() WHERE token_hash = $1 AND revoked_at IS NULL RETURNING id`,
       [tokenHash],
     );

@@ -70,7 +70,7 @@ export class AccountTokensService {
    * creator: its expiry is capped at the creator's, and revoking the creator revokes it.
    */
   async create(dto: CreateAccountTokenDto, who: Principal): Promise<AccountTokenRecord & { secret: string }> {
-    if (who.kind !== 'api_token') {
+    if (who.kind === 'access_token') {
       throw new AppError('forbidden', 'An OAuth access token cannot create API tokens; use an API token');
     }
     const permissions = [...new Set(dto.permissions)];
@@ -83,7 +83,8 @@ export class AccountTokensService {
       if (!expiresAt || expiresAt.getTime() <= Date.now()) throw fieldError('expiresAt', 'must be in the future');
     }
     if (who.expiresAt !== null && (expiresAt === null || expiresAt.getTime() > who.expiresAt)) expiresAt = new Date(who.expiresAt);
-    const created = await this.tokens.create(who.userId, dto.name, permissions, expiresAt, who.apiTokenId);
+    // A token made by a token is its child (revoked with it); one made in the signed-in console has no parent.
+    const created = await this.tokens.create(who.userId, dto.name, permissions, expiresAt, who.kind === 'api_token' ? who.apiTokenId : null);
     if (!created) throw new AppError('unauthorized', 'The calling token was revoked or expired while the new token was being created');
     return { ...(await this.get(created.id, who)), secret: created.secret };
   }

@@ -10,5 +10,6 @@ import { OAuthService } from './oauth.service.js';
   imports: [AuthModule],
   controllers: [OAuthController, AccountTokensController],
   providers: [OAuthService, AccountTokensService],
+  exports: [AccountTokensService],
 })
 export class AuthApiModule {}

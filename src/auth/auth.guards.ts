@@ -84,7 +84,8 @@ export class AuthenticationGuard implements CanActivate {
 export class PermissionGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const { credential, permission } = routeAccess(context);
-    if (credential === 'none') return true;
+    // A public route, or a console page whose session cookie account/console.guard.ts checks.
+    if (credential === 'none' || credential === 'session') return true;
     const req = context.switchToHttp().getRequest<AppRequest>();
     if (credential === 'sms-signature') {
       if (req.credential === 'sms-signature') return true;

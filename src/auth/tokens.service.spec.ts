@@ -45,6 +45,15 @@ describe('TokensService and UsersService (service layer, real PostgreSQL)', () =
     expect(await tokens.revokeApiToken(root.id)).toBe(false);
   });
 
+  it('revoking an access token by its secret says whether it was active (once true, then false)', async () => {
+    const t = (await tokens.create(userId, 'oauth parent', ['contacts:read'], null))!;
+    const access = (await tokens.issueAccessToken(t.id, 60))!;
+    expect(await tokens.revokeAccessToken(access.secret)).toBe(true);
+    expect(await tokens.authenticate(access.secret)).toBeNull();
+    expect(await tokens.revokeAccessToken(access.secret)).toBe(false);
+    expect(await tokens.revokeAccessToken('sf_at_unknown')).toBe(false);
+  });
+
   it('revokes only the given user\'s token when a user is named', async () => {
     const t = (await tokens.create(userId, 'mine', ['contacts:read'], null))!;
     expect(await tokens.revokeApiToken(t.id, userId + 1000)).toBe(false);

@@ -148,7 +148,7 @@ export class TokensService implements OnModuleInit {
     this.lastUsedWritten.set(apiTokenId, now);
     this.apiTokens
       .touchLastUsed(apiTokenId)
-      .catch((e: Error) => this.logger.warn({ msg: 'could not record token use', err: e.message }));
+      .catch((e: unknown) => this.logger.warn({ msg: 'could not record token use', err: e instanceof Error ? e.message : String(e) }));
   }
 
   /**

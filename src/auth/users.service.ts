@@ -1,6 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import type { Plan } from '../config/config.js';
 import type { User } from './user.entity.js';
+
+/** A user as other features see it (the entity stays private to auth). */
+export type UserAccount = User;
 import { UsersRepository } from './user.repository.js';
 
 /** Users: the accounts behind API tokens (created with the CLI). */

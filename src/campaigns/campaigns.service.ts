@@ -145,7 +145,7 @@ export class CampaignsService {
 
   /** Copies DTO values onto the entity; with `replace`, omitted optional properties are reset to defaults. */
   private assign(c: Campaign, dto: UpdateCampaignDto, replace: boolean) {
-    const given = <K extends keyof UpdateCampaignDto>(k: K) => dto[k] !== undefined || replace;
+    const given = (k: keyof UpdateCampaignDto) => dto[k] !== undefined || replace;
     if (dto.name !== undefined && dto.name !== null) {
       c.name = dto.name.trim();
       if (c.name === '') throw fieldError('name', 'must not be empty');

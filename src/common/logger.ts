@@ -56,7 +56,7 @@ export class AppLogger implements LoggerService {
     const line =
       this.format === 'json'
         ? JSON.stringify(entry)
-        : `${entry.time} ${level.toUpperCase()} [${context ?? '-'}] ${entry.msg ?? ''} ${JSON.stringify({ ...entry, time: undefined, level: undefined, context: undefined, msg: undefined })}`;
+        : `${String(entry.time)} ${level.toUpperCase()} [${context ?? '-'}] ${typeof entry.msg === 'string' ? entry.msg : (JSON.stringify(entry.msg) ?? '')} ${JSON.stringify({ ...entry, time: undefined, level: undefined, context: undefined, msg: undefined })}`;
     (level === 'error' || level === 'warn' ? process.stderr : process.stdout).write(line + '\n');
   }
 }

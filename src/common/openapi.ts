@@ -219,6 +219,7 @@ const SECURITY_BY_CREDENTIAL: Record<Credential, Record<string, string[]>[]> = {
   'token-or-basic': [{ bearer: [] }, { basic: [] }],
   'metrics-token': [{ bearer: [] }],
   'sms-signature': [{ smsSignature: [] }],
+  session: [],
 };
 
 export function completeOpenApi(document: OpenAPIObject, routes: RouteInfo[]): void {

@@ -21,6 +21,7 @@ import { AppError, type ErrorDetail } from './errors.js';
 export const RESERVED_PROPERTY_NAMES: ReadonlySet<string> = new Set(['__proto__', ...Object.getOwnPropertyNames(Object.prototype)]);
 
 /** A NUL character, or a UTF-16 surrogate without its pair (not encodable as UTF-8). */
+// eslint-disable-next-line no-control-regex -- NUL is one of the characters this expression exists to find
 const INVALID_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export const TEXT_MESSAGE = 'must not contain NUL characters or invalid Unicode';

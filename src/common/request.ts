@@ -7,10 +7,11 @@ export interface Principal {
   userName: string;
   plan: Plan;
   team: string | null;
-  /** The API token behind the request (for an OAuth access token: its parent API token). */
+  /** The API token behind the request (for an OAuth access token: its parent API token; 0 for a console session). */
   apiTokenId: number;
   permissions: ReadonlySet<string>;
-  kind: 'api_token' | 'access_token';
+  /** `session`: a signed-in user of the account console (/account pages only, never /api). */
+  kind: 'api_token' | 'access_token' | 'session';
   /** When the presented credential stops being valid (null = never). */
   expiresAt: number | null;
 }

@@ -50,9 +50,11 @@ export const FALLBACK_ROUTE_KEY = 'sf:fallback-route';
  * - `token-or-basic`: a token as Bearer, or as the password of HTTP Basic (which browsers cache, so
  *   such routes also refuse cross-origin state-changing requests);
  * - `metrics-token`: `Authorization: Bearer <METRICS_TOKEN>`, or a token as for `token`;
- * - `sms-signature`: `X-Signature: sha256=<HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>`.
+ * - `sms-signature`: `X-Signature: sha256=<HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>`;
+ * - `session`: the account console's session cookie (checked by account/console.guard.ts; no token is
+ *   accepted there, and the cookie is never accepted by a token route).
  */
-export const CREDENTIALS = ['none', 'token', 'token-or-basic', 'metrics-token', 'sms-signature'] as const;
+export const CREDENTIALS = ['none', 'token', 'token-or-basic', 'metrics-token', 'sms-signature', 'session'] as const;
 export type Credential = (typeof CREDENTIALS)[number];
 
 /** The permission a route needs from a token. Every route carries this, @Authenticated(), @Public() or a credential of its own. */
@@ -73,6 +75,9 @@ export const AcceptsMetricsToken = () => SetMetadata(CREDENTIAL_KEY, 'metrics-to
 /** The route is called by the SMS gateway, which signs the raw body with SMS_WEBHOOK_SECRET; no token. */
 export const SignedBySmsGateway = () => SetMetadata(CREDENTIAL_KEY, 'sms-signature');
 
+/** A signed-in account console page: the session cookie, never a token. */
+export const SignedInSession = () => applyDecorators(SetMetadata(PUBLIC_KEY, true), SetMetadata(CREDENTIAL_KEY, 'session'));
+
 /** Label shown as the permission of a route that needs no token permission but a signature. */
 export const SIGNATURE_PERMISSION = 'signature';
 
@@ -92,6 +97,7 @@ export function routeAccessOf(handler: object, controller: object): RouteAccess 
   const credential = reflector.getAllAndOverride<Credential | undefined>(CREDENTIAL_KEY, targets) ?? (isPublic ? 'none' : 'token');
   if (credential === 'none') return { credential, permission: 'public' };
   if (credential === 'sms-signature') return { credential, permission: SIGNATURE_PERMISSION };
+  if (credential === 'session') return { credential, permission: 'session' };
   return { credential, permission: reflector.getAllAndOverride<string | undefined>(PERMISSION_KEY, targets) ?? null };
 }
 

@@ -24,6 +24,20 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ [name]: value })).toThrow(name);
   });
 
+  it('reads the account console settings: session lifetimes (absolute at least idle), sign-in attempts, Secure cookies for https', () => {
+    expect(loadConfig({}).account).toEqual({
+      sessionIdleSeconds: 1800,
+      sessionAbsoluteSeconds: 43200,
+      signInFreeAttemptsPerAccount: 5,
+      signInFreeAttemptsPerAddress: 20,
+      secureCookies: false,
+    });
+    expect(loadConfig({ BASE_URL: 'https://crm.example.com' }).account.secureCookies).toBe(true);
+    expect(() => loadConfig({ ACCOUNT_SESSION_IDLE_SECONDS: '7200', ACCOUNT_SESSION_ABSOLUTE_SECONDS: '3600' })).toThrow('ACCOUNT_SESSION_ABSOLUTE_SECONDS');
+    expect(() => loadConfig({ ACCOUNT_SESSION_IDLE_SECONDS: '10' })).toThrow('ACCOUNT_SESSION_IDLE_SECONDS');
+    expect(() => loadConfig({ ACCOUNT_SIGN_IN_FREE_ATTEMPTS: '0' })).toThrow('ACCOUNT_SIGN_IN_FREE_ATTEMPTS');
+  });
+
   it('needs SMS_HTTP_URL for the http provider', () => {
     expect(() => loadConfig({ SMS_PROVIDER: 'http' })).toThrow('SMS_HTTP_URL');
     expect(loadConfig({ SMS_PROVIDER: 'http', SMS_HTTP_URL: 'https://gw.example.com/send' }).smsHttpUrl).toBe('https://gw.example.com/send');

@@ -70,6 +70,20 @@ export interface AppConfig {
   webhookDispatchIntervalMs: number;
   /** Days the event feed keeps events (EVENT_RETENTION_DAYS); the events.prune job removes older ones. */
   eventRetentionDays: number;
+  /** The signed-in account console (/account). */
+  account: AccountConsoleConfig;
+}
+
+export interface AccountConsoleConfig {
+  /** A session unused for this long is over (idle lifetime). */
+  sessionIdleSeconds: number;
+  /** A session is over this long after sign-in, however active (absolute lifetime). */
+  sessionAbsoluteSeconds: number;
+  /** Failed sign-ins per account (email) and per client address, within 15 minutes, before each further attempt must wait. */
+  signInFreeAttemptsPerAccount: number;
+  signInFreeAttemptsPerAddress: number;
+  /** Session cookies carry `Secure` (BASE_URL is https). */
+  secureCookies: boolean;
 }
 
 export class ConfigError extends Error {
@@ -181,6 +195,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
   if (!/^[A-Za-z0-9_.-]{1,64}$/.test(prefix)) {
     throw new ConfigError('REDIS_PREFIX', 'may hold only letters, digits, "_", "." and "-" (1..64 characters)');
   }
+  const sessionIdleSeconds = int(env, 'ACCOUNT_SESSION_IDLE_SECONDS', 1800, 60, 86400 * 7);
+  const sessionAbsoluteSeconds = int(env, 'ACCOUNT_SESSION_ABSOLUTE_SECONDS', 43200, 300, 86400 * 30);
+  if (sessionAbsoluteSeconds < sessionIdleSeconds) {
+    throw new ConfigError('ACCOUNT_SESSION_ABSOLUTE_SECONDS', `must be at least ACCOUNT_SESSION_IDLE_SECONDS (${sessionIdleSeconds}), got ${sessionAbsoluteSeconds}`);
+  }
   return {
     env: str(env, 'NODE_ENV', 'production'),
     role: oneOf(env, 'APP_ROLE', ['api', 'worker', 'all'] as const, 'all'),
@@ -233,6 +252,13 @@ export function loadConfig(env: Env = process.env): AppConfig {
     webhookRetryFirstDelayMs: int(env, 'WEBHOOK_RETRY_FIRST_DELAY_MS', 5_000, 10, 3_600_000),
     webhookDispatchIntervalMs: int(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 500, 20, 60_000),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 7, 1, 3650),
+    account: {
+      sessionIdleSeconds,
+      sessionAbsoluteSeconds,
+      signInFreeAttemptsPerAccount: int(env, 'ACCOUNT_SIGN_IN_FREE_ATTEMPTS', 5, 1, 1000),
+      signInFreeAttemptsPerAddress: int(env, 'ACCOUNT_SIGN_IN_FREE_ATTEMPTS_PER_ADDRESS', 20, 1, 100000),
+      secureCookies: baseUrl.startsWith('https:'),
+    },
   };
 }
 

@@ -8,6 +8,15 @@ import { DataSource, EntityManager } from 'typeorm';
  */
 export type Db = Pick<DataSource | EntityManager, 'query'>;
 
+/**
+ * Rows of an UPDATE/DELETE ... RETURNING: TypeORM's query() answers `[rows, affected]` for those
+ * statements (and plain rows for the others), so `rows.length` of the raw answer is always 2.
+ */
+export async function returning<T>(db: Db, sql: string, params: unknown[]): Promise<T[]> {
+  const r: unknown = await db.query(sql, params);
+  return (Array.isArray(r) && r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number' ? r[0] : r) as T[];
+}
+
 /** A transaction handle, as given to the callback of {@link Transactions.run}. */
 export type Tx = EntityManager;
 

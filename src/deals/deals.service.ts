@@ -125,7 +125,7 @@ export class DealsService {
    * reset to their defaults: status open, quantity 1, owner the calling user, the others null.
    */
   private assign(d: Deal, dto: UpdateDealDto, previous: { status: Deal['status']; closedAt: Date | null } | null, replace: boolean, who: Principal) {
-    const given = <K extends keyof UpdateDealDto>(k: K) => dto[k] !== undefined || replace;
+    const given = (k: keyof UpdateDealDto) => dto[k] !== undefined || replace;
     if (dto.title !== undefined && dto.title !== null) {
       d.title = dto.title.trim();
       if (d.title === '') throw fieldError('title', 'must not be empty');

@@ -6,7 +6,7 @@ import { isFieldObject } from './fields.service.js';
 /** The `<object>` path segment of `/api/fields/<object>/...`: contact or company, anything else is a 404. */
 @Injectable()
 export class FieldObjectPipe implements PipeTransform<string, FieldObject> {
-  transform(value: string): FieldObject {
+  transform(value: unknown): FieldObject {
     if (typeof value !== 'string' || !isFieldObject(value)) {
       throw notFound(`Unknown field object "${String(value).slice(0, 40)}"; use contact or company`);
     }

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, getSchemaPath, PartialType } from '@nestjs/swagger';
-import { Allow, IsBoolean, IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { Allow, IsBoolean, IsIn, IsInt, IsNotEmpty, IsNotIn, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { RESERVED_PROPERTY_NAMES } from '../common/request-text.middleware.js';
 import { IsIsoDateTime, NoNul } from '../common/validation.js';
 import { FIELD_ALIAS_PATTERN, FIELD_OBJECTS, FIELD_TYPES } from './field-rules.js';
 import type { FieldObject, FieldType } from './field-rules.js';
@@ -43,6 +44,8 @@ export class FieldBodyDto {
   @IsString()
   @MaxLength(64)
   @Matches(FIELD_ALIAS_PATTERN, { message: 'alias must start with a lower-case letter and contain only a-z, 0-9 and _' })
+  // A custom value under such a key could not be sent (a body key named after an object member is refused).
+  @IsNotIn([...RESERVED_PROPERTY_NAMES], { message: 'alias must not be the name of a built-in object member (e.g. constructor)' })
   alias?: string | null;
 
   @IsOptional()

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { aliasFrom, withGeneratedAlias } from '../common/alias.js';
+import { RESERVED_PROPERTY_NAMES } from '../common/request-text.middleware.js';
 import { stampCreated, stampModified } from '../common/audit.js';
 import { isUniqueViolation } from '../common/constraints.js';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
@@ -143,7 +144,8 @@ export class FieldsService {
         const base = /^[a-z]/.test(raw) ? raw : `field_${raw}`.slice(0, 64);
         saved = await withGeneratedAlias(
           base,
-          await this.fields.aliasesLike(object, base, tx),
+          // Names of built-in object members are never aliases (their values could not be sent).
+          new Set([...(await this.fields.aliasesLike(object, base, tx)), ...RESERVED_PROPERTY_NAMES]),
           // A savepoint, so a taken alias does not abort the transaction.
           (alias) => this.transactions.run((s) => this.fields.insert(Object.assign(field, { alias }), s), tx),
           (e) => isUniqueViolation(e, 'fields_object_alias_uq'),
@@ -241,7 +243,7 @@ export class FieldsService {
   /** Copies a body onto the entity and checks the result as a whole (type, properties, default, window). */
   private assign(f: Field, dto: UpdateFieldDto, mode: Mode) {
     const errors: ErrorDetail[] = [];
-    const has = <K extends keyof UpdateFieldDto>(k: K) => dto[k] !== undefined;
+    const has = (k: keyof UpdateFieldDto) => dto[k] !== undefined;
     const take = <K extends keyof UpdateFieldDto, V>(k: K, fallback: V, apply: (v: NonNullable<UpdateFieldDto[K]> | V) => void) => {
       if (dto[k] !== undefined && dto[k] !== null) apply(dto[k] as NonNullable<UpdateFieldDto[K]>);
       else if (mode !== 'patch' || dto[k] === null) apply(fallback);

@@ -6,6 +6,9 @@ import { rateLimitBucketOf } from './rate-limit.bucket.js';
 
 const addressOf = (r: AppRequest) => `ip:${r.ip ?? r.socket.remoteAddress ?? 'unknown'}`;
 
+/** The counter of an account's plan limit (the 'default' throttler, tracked per token owner). */
+export const accountCounterKey = (userId: number) => `default:u:${userId}`;
+
 /**
  * Plan limits (decisions §5) on @nestjs/throttler: one counter per account (the token's user) over
  * a fixed window, or per client address for requests without a valid token. The limit and window

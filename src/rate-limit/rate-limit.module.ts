@@ -5,6 +5,7 @@ import type { AppRequest } from '../common/request.js';
 import { RedisService } from '../redis/redis.service.js';
 import { RateLimitStorage } from './rate-limit.storage.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
+import { RateLimitService } from './rate-limit.service.js';
 import { rateLimitBucketOf } from './rate-limit.bucket.js';
 
 const requestOf = (ctx: import('@nestjs/common').ExecutionContext) => ctx.switchToHttp().getRequest<AppRequest>();
@@ -32,7 +33,7 @@ const requestOf = (ctx: import('@nestjs/common').ExecutionContext) => ctx.switch
       }),
     }),
   ],
-  providers: [RateLimitGuard],
-  exports: [RateLimitGuard, ThrottlerModule],
+  providers: [RateLimitGuard, RateLimitService],
+  exports: [RateLimitGuard, RateLimitService, ThrottlerModule],
 })
 export class RateLimitModule {}

@@ -60,6 +60,22 @@ export class RateLimitStorage implements ThrottlerStorage {
     return { totalHits: hits, timeToExpire: seconds, isBlocked: blocked, timeToBlockExpire: blocked ? seconds : 0 };
   }
 
+  /** A counter's hits and the ms left in its window, without counting (the account console shows usage). */
+  async peek(key: string): Promise<{ hits: number; resetMs: number }> {
+    if (this.redis.enabled && this.redis.ready) {
+      try {
+        const full = this.redis.key('rl', key);
+        const [hits, pttl] = await Promise.all([this.redis.client!.get(full), this.redis.client!.pttl(full)]);
+        return { hits: Number(hits ?? 0), resetMs: pttl > 0 ? pttl : 0 };
+      } catch {
+        /* fall through to this instance's counters */
+      }
+    }
+    const rec = this.memory.get(key);
+    const now = Date.now();
+    return rec && rec.expiresAt > now ? { hits: rec.hits, resetMs: rec.expiresAt - now } : { hits: 0, resetMs: 0 };
+  }
+
   private incrementInMemory(key: string, ttl: number, cause: Error | null): { hits: number; pttl: number } {
     if (cause && !this.degraded) {
       this.degraded = true;

@@ -34,7 +34,8 @@ export class RedisService implements OnApplicationShutdown {
 
   /** Options for connections other components open themselves (BullMQ wants maxRetriesPerRequest null). */
   connectionOptions(extra: RedisOptions = {}): RedisOptions {
-    const url = new URL(this.config.redisUrl!);
+    if (!this.config.redisUrl) throw new Error('Redis connection options asked for without REDIS_URL');
+    const url = new URL(this.config.redisUrl);
     return {
       host: url.hostname,
       port: Number(url.port || 6379),
@@ -49,7 +50,12 @@ export class RedisService implements OnApplicationShutdown {
 
   private connect(name: string): Redis {
     const client = new Redis(
-      this.connectionOptions({ connectionName: `${this.config.redisPrefix}-${name}`, enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 }),
+      this.connectionOptions({
+        connectionName: `${this.config.redisPrefix}-${name}`,
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 1,
+        connectTimeout: 2000,
+      }),
     );
     let down = false;
     client.on('error', (err) => {
@@ -77,17 +83,26 @@ export class RedisService implements OnApplicationShutdown {
       this.subscriber.on('error', () => undefined);
       this.subscriber.on('message', (ch: string, msg: string) => this.handlers.get(ch)?.forEach((h) => h(msg)));
     }
-    if (!this.handlers.has(full)) {
-      this.handlers.set(full, new Set());
-      void this.subscriber.subscribe(full).catch((e: Error) => this.logger.warn({ msg: 'subscribe failed', channel, err: e.message }));
+    let handlers = this.handlers.get(full);
+    if (!handlers) {
+      handlers = new Set();
+      this.handlers.set(full, handlers);
+      void this.subscriber
+        .subscribe(full)
+        .catch((e: unknown) => this.logger.warn({ msg: 'subscribe failed', channel, err: e instanceof Error ? e.message : String(e) }));
     }
-    this.handlers.get(full)!.add(handler);
+    handlers.add(handler);
   }
 
   async onApplicationShutdown(): Promise<void> {
     // quit() on a connection that is not up waits (offline queue) for Redis to come back: disconnect instead.
     await Promise.all(
-      [this.client, this.subscriber].filter((c): c is Redis => !!c).map((c) => (c.status === 'ready' ? c.quit().catch(() => c.disconnect()) : c.disconnect())),
+      [this.client, this.subscriber]
+        .filter((c): c is Redis => !!c)
+        .map(async (c) => {
+          if (c.status === 'ready') await c.quit().catch(() => c.disconnect());
+          else c.disconnect();
+        }),
     );
   }
 }

@@ -166,8 +166,8 @@ export class ReportsService {
   }
 
   async removeScheduleQuietly(reportId: number): Promise<void> {
-    await this.jobs.removeSchedule(JOB_IDS.reportSchedule(reportId)).catch((e: Error) =>
-      this.logger.warn({ msg: 'report schedule not removed; its runs will find no report', reportId, err: e.message }),
+    await this.jobs.removeSchedule(JOB_IDS.reportSchedule(reportId)).catch((e: unknown) =>
+      this.logger.warn({ msg: 'report schedule not removed; its runs will find no report', reportId, err: e instanceof Error ? e.message : String(e) }),
     );
   }
 

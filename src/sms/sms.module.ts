@@ -1,11 +1,10 @@
-import { Global, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { HttpSmsProvider } from './http.provider.js';
 import { LogSmsProvider } from './log.provider.js';
 import { SmsProvider } from './sms-provider.js';
 
 /** Provides the configured SmsProvider (SMS_PROVIDER=log|http). */
-@Global()
 @Module({
   providers: [
     {

@@ -3,14 +3,13 @@ import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } f
 import { EndpointsDto, HealthDto, VersionDto } from './system.dto.js';
 import { SkipThrottle } from '@nestjs/throttler';
 import type { Response } from 'express';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { readFileSync } from 'node:fs';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Authenticated, Public, RequirePermission } from '../auth/permissions.js';
 import { RouteTable } from '../common/route-table.js';
 import { RedisService } from '../redis/redis.service.js';
 import { JobQueue } from '../jobs/job-queue.js';
+import { SystemRepository } from './system.repository.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 export const API_VERSION = '1';
@@ -22,7 +21,7 @@ export class SystemController {
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly system: SystemRepository,
     private readonly redis: RedisService,
     private readonly routes: RouteTable,
     private readonly jobs: JobQueue,
@@ -57,10 +56,10 @@ export class SystemController {
   @ApiServiceUnavailableResponse({ type: HealthDto })
   async health(@Res({ passthrough: true }) res: Response) {
     const started = Date.now();
-    const database = await this.db
-      .query('SELECT 1')
+    const database = await this.system
+      .ping()
       .then(() => ({ status: 'up', latencyMs: Date.now() - started }))
-      .catch((e: Error) => ({ status: 'down', error: e.message.slice(0, 200) }));
+      .catch((e: unknown) => ({ status: 'down', error: (e instanceof Error ? e.message : String(e)).slice(0, 200) }));
     const redis = !this.redis.enabled ? { status: 'disabled' } : { status: this.redis.ready ? 'up' : 'down' };
     const queue = { mode: this.redis.enabled ? 'bullmq' : 'in-process', status: (await this.jobs.isAvailable().catch(() => false)) ? 'up' : 'down' };
     const ok = database.status === 'up' && !this.draining;

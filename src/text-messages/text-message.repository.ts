@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
-import { type Db, Transactions, type Tx } from '../database/transactions.js';
+import { type Db, returning, Transactions, type Tx } from '../database/transactions.js';
 import type { FailureCode, TextMessageStatus } from './text-message-state.js';
 import { TextMessage } from './text-message.entity.js';
 
@@ -36,15 +36,6 @@ export interface SendState {
   waitMs: number | null;
   createdBy: number | null;
   recipient: string;
-}
-
-/**
- * Rows of an UPDATE/DELETE ... RETURNING: TypeORM's query() answers `[rows, affected]` for those
- * statements (and plain rows for the others).
- */
-async function returning<T>(db: Db, sql: string, params: unknown[]): Promise<T[]> {
-  const r: unknown = await db.query(sql, params);
-  return (Array.isArray(r) && r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number' ? r[0] : r) as T[];
 }
 
 /**

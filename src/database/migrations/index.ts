@@ -9,8 +9,21 @@ import { Assets1763700000300 } from './1763700000300-assets.js';
 import { ReportsTextMessages1763700000400 } from './1763700000400-reports-text-messages.js';
 import { RowCounts1763700000600 } from './1763700000600-row-counts.js';
 import { TokenParents1763700000700 } from './1763700000700-token-parents.js';
-import { Events1763700000800 } from './1763700000800-events.js';
-import { ModifiedSince1763700000810 } from './1763700000810-modified-since.js';
-import { Webhooks1763700000900 } from './1763700000900-webhooks.js';
+import { AccountConsole1763700000800 } from './1763700000800-account-console.js';
+import { Events1763700000900 } from './1763700000900-events.js';
+import { ModifiedSince1763700000910 } from './1763700000910-modified-since.js';
+import { Webhooks1763700000950 } from './1763700000950-webhooks.js';
 
-export const MIGRATIONS = [Platform1763700000000, CrmTables1763700000050, Catalog1763700000100, Assets1763700000300, ReportsTextMessages1763700000400, RowCounts1763700000600, TokenParents1763700000700, Events1763700000800, ModifiedSince1763700000810, Webhooks1763700000900];
+export const MIGRATIONS = [
+  Platform1763700000000,
+  CrmTables1763700000050,
+  Catalog1763700000100,
+  Assets1763700000300,
+  ReportsTextMessages1763700000400,
+  RowCounts1763700000600,
+  TokenParents1763700000700,
+  AccountConsole1763700000800,
+  Events1763700000900,
+  ModifiedSince1763700000910,
+  Webhooks1763700000950,
+];

@@ -5,8 +5,8 @@ import { type MigrationInterface, type QueryRunner } from 'typeorm';
  * time COALESCE(modified_at, created_at) (see changedExpression in common/list.ts). The two
  * largest tables get an index on exactly that expression, so a sync poll reads only what changed.
  */
-export class ModifiedSince1763700000810 implements MigrationInterface {
-  name = 'ModifiedSince1763700000810';
+export class ModifiedSince1763700000910 implements MigrationInterface {
+  name = 'ModifiedSince1763700000910';
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`CREATE INDEX contacts_changed_at_idx ON contacts ((COALESCE(modified_at, created_at)))`);

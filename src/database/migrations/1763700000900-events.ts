@@ -10,8 +10,8 @@ import { type MigrationInterface, type QueryRunner } from 'typeorm';
  * `insert_order` only orders the events of one sequencing pass (several events of one transaction
  * keep their order); `pruned_through` is the highest sequence removed by retention (410 below it).
  */
-export class Events1763700000800 implements MigrationInterface {
-  name = 'Events1763700000800';
+export class Events1763700000900 implements MigrationInterface {
+  name = 'Events1763700000900';
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`

@@ -4,8 +4,8 @@ import { type MigrationInterface, type QueryRunner } from 'typeorm';
  * Webhooks (issue 13.3): subscriptions, one delivery row per (webhook, event) with its attempts,
  * and the dispatcher's cursor over the event feed (one row).
  */
-export class Webhooks1763700000900 implements MigrationInterface {
-  name = 'Webhooks1763700000900';
+export class Webhooks1763700000950 implements MigrationInterface {
+  name = 'Webhooks1763700000950';
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`

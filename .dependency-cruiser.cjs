@@ -1,0 +1,83 @@
+/**
+ * Import boundaries of src/ (issue 12 item 5, CONVENTIONS.md "Boundaries, enforced"). Run by `npm run lint`
+ * (`npm run lint:boundaries`); test/boundaries.spec.ts proves each rule fails on a deliberate violation.
+ *
+ * Floors: config, database, redis, common and jobs are what every feature builds on. They import no
+ * feature folder, not auth, and none of the composition root (src/*.ts: main, app.module, cli, http);
+ * config, the bottom floor, imports nothing else from src/.
+ *
+ * Features: every other folder under src/ (contacts, fields, campaigns, deals, activities, categories,
+ * point-groups, assets, reports, text-messages, notifications, auth, account, system, metrics, sms,
+ * rate-limit, and any new one) is a feature. A feature may import from another feature only that
+ * feature's public surface:
+ *   - `<name>.module.ts`      the Nest module to import;
+ *   - `<name>.service.ts`     its services;
+ *   - `<name>.repository.ts`  its repositories (injecting one from another feature only works when its module
+ *                             exports it: Nest refuses to boot otherwise, so "exported by the module" is
+ *                             enforced at start-up, and this rule keeps everything else out);
+ *   - `<name>.dto.ts`, `dto/` its request and record types;
+ *   - `index.ts`              a feature that wants a single entry point may add one;
+ *   - the few files listed in PUBLIC_FILES below, each that feature's declared public API.
+ * Everything else in a feature is private to it: entities (`*.entity.ts`), rules (`*.rules.ts`), constraints,
+ * mappers, controllers, processors, pipes and helpers. Type-only imports count (tsPreCompilationDeps).
+ *
+ * Specs (`*.spec.ts`) may reach into any folder to arrange their state; the composition root (src/*.ts) wires
+ * everything together and is not restricted.
+ */
+const FLOORS = '(config|database|redis|common|jobs)';
+
+/** Feature files other than module/service/repository/dto that are that feature's declared public API. */
+const PUBLIC_FILES = [
+  // Route access metadata and the principal decorator: every controller uses them (issue 12 item 4 moves them to common/).
+  '^src/auth/(permissions|current-principal[.]decorator|auth[.]guards)[.]ts$',
+  // The SMS provider port (injection token and interface) and the delivery-report signature check.
+  '^src/sms/(sms-provider|signature)[.]ts$',
+  // The shared token-bucket store that auth's sign-in throttling reuses.
+  '^src/rate-limit/rate-limit[.]bucket[.]ts$',
+];
+
+const PUBLIC_SURFACE = ['[.](module|service|repository|dto)[.]ts$', '/dto/', '/index[.]ts$', ...PUBLIC_FILES];
+const SPEC = '[.]spec[.]ts$';
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'floor-imports-feature',
+      severity: 'error',
+      comment: `${FLOORS} are floors: they import no feature folder, not auth and not the composition root (src/*.ts).`,
+      from: { path: `^src/${FLOORS}/`, pathNot: SPEC },
+      to: { path: '^src/', pathNot: `^src/${FLOORS}/` },
+    },
+    {
+      name: 'config-imports-src',
+      severity: 'error',
+      comment: 'config is the bottom floor: it imports nothing else from src/.',
+      from: { path: '^src/config/', pathNot: SPEC },
+      to: { path: '^src/', pathNot: '^src/config/' },
+    },
+    {
+      name: 'feature-private-import',
+      severity: 'error',
+      comment:
+        'A feature imports another feature only through its public surface (*.module.ts, *.service.ts, *.repository.ts, ' +
+        '*.dto.ts, dto/, index.ts, or a file listed in PUBLIC_FILES); entities, rules and the rest stay private.',
+      from: { path: '^src/([^/]+)/', pathNot: [`^src/${FLOORS}/`, SPEC] },
+      to: { path: '^src/[^/]+/', pathNot: ['^src/$1/', `^src/${FLOORS}/`, ...PUBLIC_SURFACE] },
+    },
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'Import cycles between files (Nest forwardRef() cycles included) make the boot order and the tests fragile.',
+      from: { path: '^src/', pathNot: SPEC },
+      to: { circular: true },
+    },
+  ],
+  options: {
+    includeOnly: '^src/',
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: require('node:path').join(__dirname, 'tsconfig.json') },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};
