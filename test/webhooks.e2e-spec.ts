@@ -129,7 +129,10 @@ describe('webhooks', () => {
   };
 
   it('creates, reads, edits and deletes in both path styles; the secret is shown once', async () => {
-    const a = await api.http.post('/api/webhooks/new').set('Authorization', auth).send({ url: rx.url('/crud'), events: ['contact.created'], description: 'crm mirror' });
+    const a = await api.http
+      .post('/api/webhooks/new')
+      .set('Authorization', auth)
+      .send({ url: rx.url('/crud'), events: ['contact.created'], description: 'crm mirror' });
     expect(a.status).toBe(201);
     expect(a.body.webhook).toMatchObject({ url: rx.url('/crud'), events: ['contact.created'], description: 'crm mirror', isActive: true });
     expect(a.body.webhook.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
@@ -143,14 +146,24 @@ describe('webhooks', () => {
     expect(list.body.webhooks.map((w: { id: number }) => w.id)).toContain(id);
     expect(JSON.stringify(list.body)).not.toContain('whsec_');
 
-    const e1 = await api.http.patch(`/api/webhooks/${id}/edit`).set('Authorization', auth).send({ events: ['*'] });
+    const e1 = await api.http
+      .patch(`/api/webhooks/${id}/edit`)
+      .set('Authorization', auth)
+      .send({ events: ['*'] });
     expect(e1.status).toBe(200);
     expect(e1.body.webhook.events).toEqual(['*']);
     const e2 = await api.http.patch(`/api/webhooks/${id}`).set('Authorization', auth).send({ isActive: false });
     expect(e2.body.webhook).toMatchObject({ isActive: false, events: ['*'], description: 'crm mirror' });
 
     const reader = bearer(await api.token('webhooks:read', { plan: 'enterprise' }));
-    expectError(await api.http.post('/api/webhooks').set('Authorization', reader).send({ url: rx.url('/x'), events: ['*'] }), 403, 'forbidden');
+    expectError(
+      await api.http
+        .post('/api/webhooks')
+        .set('Authorization', reader)
+        .send({ url: rx.url('/x'), events: ['*'] }),
+      403,
+      'forbidden',
+    );
     expect((await api.http.get(`/api/webhooks/${id}`).set('Authorization', reader)).status).toBe(200);
 
     expect((await api.http.delete(`/api/webhooks/${id}/delete`).set('Authorization', auth)).status).toBe(200);
@@ -175,7 +188,14 @@ describe('webhooks', () => {
     const w = await create({ url: rx.url('/bad'), events: ['deal.lost'] });
     expectError(await api.http.get(`/api/webhooks/${w.id}/deliveries?status=lost`).set('Authorization', auth), 400, 'validation_failed');
     expectError(await api.http.get(`/api/webhooks/${w.id}/deliveries?limit=0`).set('Authorization', auth), 400, 'validation_failed');
-    expectError(await api.http.patch(`/api/webhooks/${w.id}`).set('Authorization', auth).send({ events: ['nope'] }), 400, 'validation_failed');
+    expectError(
+      await api.http
+        .patch(`/api/webhooks/${w.id}`)
+        .set('Authorization', auth)
+        .send({ events: ['nope'] }),
+      400,
+      'validation_failed',
+    );
     expectError(await api.http.patch(`/api/webhooks/${w.id}`).set('Authorization', auth).send({ url: null }), 400, 'validation_failed');
     expectError(await api.http.post(`/api/webhooks/${w.id}/deliveries/999999/retry`).set('Authorization', auth), 404, 'not_found');
     await api.http.delete(`/api/webhooks/${w.id}`).set('Authorization', auth);
@@ -320,7 +340,10 @@ describe('webhooks', () => {
     const [d] = await deliveries(w.id);
     expect(d.status).toBe('dead');
     const owner = await userId(api);
-    const notes = await api.sql<{ type: string; details: { webhookId: number } }>(`SELECT type, details FROM notifications WHERE user_id = $1 AND type = 'webhook_disabled'`, [owner]);
+    const notes = await api.sql<{ type: string; details: { webhookId: number } }>(
+      `SELECT type, details FROM notifications WHERE user_id = $1 AND type = 'webhook_disabled'`,
+      [owner],
+    );
     expect(notes.map((n) => n.details.webhookId)).toContain(w.id);
     // Disabled: new events are not delivered to it.
     await emit('field.created', { id: 6 });
@@ -362,7 +385,10 @@ describe('webhooks', () => {
     expect(res.body.test).toMatchObject({ success: true, statusCode: 202, response: 'accepted by probe', error: null });
     expect(res.body.test.durationMs).toBeGreaterThanOrEqual(0);
     const [r] = rx.got('/probe');
-    expect(new StandardWebhook(w.secret).verify(r.body, r.headers as Record<string, string>)).toMatchObject({ type: 'webhook.test', id: res.body.test.eventId });
+    expect(new StandardWebhook(w.secret).verify(r.body, r.headers as Record<string, string>)).toMatchObject({
+      type: 'webhook.test',
+      id: res.body.test.eventId,
+    });
     rx.plans.set('/probe', [answer(500, 'nope')]);
     const bad = await api.http.post(`/api/webhooks/${w.id}/test`).set('Authorization', auth);
     expect(bad.body.test).toMatchObject({ success: false, statusCode: 500, response: 'nope' });
@@ -401,10 +427,14 @@ describe('webhooks', () => {
     await until('the first request to arrive', async () => rx.got('/killed').length >= 1);
     await worker!.kill('SIGKILL');
     worker = await startApp({ role: 'worker', shareWith: api, env: ENV });
-    await until('delivered after the restart', async () => {
-      const ds = await deliveries(w.id);
-      return ds[0]?.status === 'succeeded' && ds;
-    }, 45000);
+    await until(
+      'delivered after the restart',
+      async () => {
+        const ds = await deliveries(w.id);
+        return ds[0]?.status === 'succeeded' && ds;
+      },
+      45000,
+    );
     expect(rx.got('/killed').length).toBeGreaterThanOrEqual(2);
     expect(rx.got('/killed').every((r) => r.headers['webhook-id'] === eventId)).toBe(true);
   }, 90000);
@@ -413,7 +443,11 @@ describe('webhooks', () => {
     it('refuses private, loopback and link-local targets and plain http at creation', async () => {
       const strict = await startApp({ role: 'api', shareWith: api, env: { RATE_LIMIT_ENTERPRISE: '1000000' } });
       try {
-        const post = (url: string) => strict.http.post('/api/webhooks').set('Authorization', auth).send({ url, events: ['*'] });
+        const post = (url: string) =>
+          strict.http
+            .post('/api/webhooks')
+            .set('Authorization', auth)
+            .send({ url, events: ['*'] });
         for (const url of [
           'https://127.0.0.1/hook',
           'https://localhost/hook',

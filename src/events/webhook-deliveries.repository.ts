@@ -3,7 +3,6 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import type { Tx } from '../database/transactions.js';
 
-
 /**
  * Rows of an UPDATE/DELETE ... RETURNING: TypeORM's query() answers `[rows, affected]` for those
  * statements (and plain rows for the others).
@@ -130,15 +129,9 @@ export class WebhookDeliveriesRepository {
   }
 
   /** Appends an attempt and sets the outcome, only while our claim holds; false when it no longer does. */
-  async recordAttempt(
-    id: number,
-    token: string,
-    attempt: DeliveryAttempt,
-    status: DeliveryStatus,
-    nextAttemptAt: Date | null,
-    tx?: Tx,
-  ): Promise<boolean> {
-    const rows = await returning(this.db(tx),
+  async recordAttempt(id: number, token: string, attempt: DeliveryAttempt, status: DeliveryStatus, nextAttemptAt: Date | null, tx?: Tx): Promise<boolean> {
+    const rows = await returning(
+      this.db(tx),
       `UPDATE webhook_deliveries SET attempts = attempts || jsonb_build_array($3::jsonb), attempt_count = attempt_count + 1,
          status = $4, next_attempt_at = $5, last_error = $6, claim_token = NULL, claimed_at = NULL,
          completed_at = CASE WHEN $4 IN ('succeeded', 'dead') THEN now() END
@@ -159,7 +152,8 @@ export class WebhookDeliveriesRepository {
 
   /** Queues a delivery again now, with a fresh 72 h window; answers its attempt count (the job's generation). */
   async requeue(webhookId: number, id: number, tx?: Tx): Promise<{ id: number; attemptCount: number } | null> {
-    const rows: { id: number; attemptCount: number }[] = await returning(this.db(tx),
+    const rows: { id: number; attemptCount: number }[] = await returning(
+      this.db(tx),
       `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), window_started_at = now(), completed_at = NULL,
          claim_token = NULL, claimed_at = NULL
        WHERE id = $1 AND webhook_id = $2 RETURNING id::int AS id, attempt_count AS "attemptCount"`,
@@ -170,7 +164,8 @@ export class WebhookDeliveriesRepository {
 
   /** Queues every dead delivery of a webhook again (on re-enabling it). */
   async requeueDead(webhookId: number, tx?: Tx): Promise<{ id: number; attemptCount: number }[]> {
-    return returning(this.db(tx),
+    return returning(
+      this.db(tx),
       `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), window_started_at = now(), completed_at = NULL,
          claim_token = NULL, claimed_at = NULL
        WHERE webhook_id = $1 AND status = 'dead' RETURNING id::int AS id, attempt_count AS "attemptCount"`,

@@ -114,7 +114,8 @@ export class WebhookDeliveriesService {
     const d = await this.deliveries.claim(deliveryId, token, this.claimStaleMs, MAX_IN_FLIGHT_PER_WEBHOOK);
     if (!d) {
       // Its webhook has its share of attempts in flight: come back shortly, without using an attempt.
-      if (await this.deliveries.waitingForSlot(deliveryId, this.claimStaleMs)) throw new DeferJobError('webhook at its in-flight limit', 500 + Math.floor(Math.random() * 500));
+      if (await this.deliveries.waitingForSlot(deliveryId, this.claimStaleMs))
+        throw new DeferJobError('webhook at its in-flight limit', 500 + Math.floor(Math.random() * 500));
       return; // done, not due yet (its own job or the sweep comes later), or another run has it
     }
     const w = await this.webhooks.findRecord(d.webhookId);

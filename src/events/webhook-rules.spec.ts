@@ -52,7 +52,28 @@ describe('webhook URL rules', () => {
   const strict = { allowHttp: false, allowPrivate: false };
 
   it('refuses loopback, link-local, private, shared, multicast and reserved addresses, v4 and v6', () => {
-    for (const ip of ['127.0.0.1', '127.8.9.10', '10.0.0.1', '172.16.5.4', '172.31.255.255', '192.168.0.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255', '::1', '::', 'fe80::1', 'fd12:3456::1', 'fc00::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:a9fe:a9fe', '64:ff9b::10.0.0.1']) {
+    for (const ip of [
+      '127.0.0.1',
+      '127.8.9.10',
+      '10.0.0.1',
+      '172.16.5.4',
+      '172.31.255.255',
+      '192.168.0.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '224.0.0.1',
+      '255.255.255.255',
+      '::1',
+      '::',
+      'fe80::1',
+      'fd12:3456::1',
+      'fc00::1',
+      'ff02::1',
+      '::ffff:127.0.0.1',
+      '::ffff:a9fe:a9fe',
+      '64:ff9b::10.0.0.1',
+    ]) {
       expect([ip, isPrivateAddress(ip)]).toEqual([ip, true]);
     }
     for (const ip of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '192.169.0.1', '2606:2800:220:1:248:1893:25c8:1946', '::ffff:8.8.8.8']) {
@@ -89,6 +110,10 @@ describe('webhook signatures (Standard Webhooks)', () => {
     expect(sign(secret, 'msg_1', 1700000001, '{"a":1}')).not.toBe(sig);
     const other = 'whsec_' + Buffer.alloc(32, 2).toString('base64');
     const h = signatureHeaders([secret, other], 'msg_1', '{"a":1}', 1700000000_000);
-    expect(h).toEqual({ 'webhook-id': 'msg_1', 'webhook-timestamp': '1700000000', 'webhook-signature': `${sig} ${sign(other, 'msg_1', 1700000000, '{"a":1}')}` });
+    expect(h).toEqual({
+      'webhook-id': 'msg_1',
+      'webhook-timestamp': '1700000000',
+      'webhook-signature': `${sig} ${sign(other, 'msg_1', 1700000000, '{"a":1}')}`,
+    });
   });
 });

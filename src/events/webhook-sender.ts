@@ -25,7 +25,8 @@ export interface SendOutcome {
 export function postWebhook(target: ResolvedTarget, headers: Record<string, string>, body: string, timeoutMs: number): Promise<SendOutcome> {
   const started = performance.now();
   const lookup: LookupFunction = (_host, options, cb) => {
-    if ((options as { all?: boolean }).all) (cb as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: target.address, family: target.family }]);
+    if ((options as { all?: boolean }).all)
+      (cb as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: target.address, family: target.family }]);
     else cb(null, target.address, target.family);
   };
   const mod = target.url.protocol === 'https:' ? https : http;
@@ -56,7 +57,12 @@ export function postWebhook(target: ResolvedTarget, headers: Record<string, stri
         const complete = () => {
           const excerpt = Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8');
           const status = res.statusCode ?? null;
-          finish({ status, error: status !== null && status >= 300 && status < 400 ? `redirect to ${res.headers.location ?? '(none)'} not followed` : null, excerpt, retryAfterMs: parseRetryAfter(res.headers['retry-after']) });
+          finish({
+            status,
+            error: status !== null && status >= 300 && status < 400 ? `redirect to ${res.headers.location ?? '(none)'} not followed` : null,
+            excerpt,
+            retryAfterMs: parseRetryAfter(res.headers['retry-after']),
+          });
           req.destroy();
         };
         res.on('data', (c: Buffer) => {
@@ -73,7 +79,9 @@ export function postWebhook(target: ResolvedTarget, headers: Record<string, stri
       finish({ status: null, error: `timed out after ${timeoutMs} ms`, excerpt: '', retryAfterMs: null });
       req.destroy();
     }, timeoutMs);
-    req.on('error', (e: NodeJS.ErrnoException) => finish({ status: null, error: `${e.code ?? 'error'}: ${e.message}`.slice(0, 500), excerpt: '', retryAfterMs: null }));
+    req.on('error', (e: NodeJS.ErrnoException) =>
+      finish({ status: null, error: `${e.code ?? 'error'}: ${e.message}`.slice(0, 500), excerpt: '', retryAfterMs: null }),
+    );
     req.end(body);
   });
 }

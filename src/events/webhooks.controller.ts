@@ -85,7 +85,10 @@ export class WebhooksController {
 
   @Get(':id/deliveries')
   @RequirePermission('webhooks:read')
-  @ApiOperation({ summary: "A webhook's deliveries, newest first, with their attempts", description: 'Parameters: status (pending, succeeded, failed, dead), page, limit (1..100).' })
+  @ApiOperation({
+    summary: "A webhook's deliveries, newest first, with their attempts",
+    description: 'Parameters: status (pending, succeeded, failed, dead), page, limit (1..100).',
+  })
   @ApiEnvelope('deliveries', WebhookDeliveryDto, { list: true })
   listDeliveries(@Param('id', IdPipe) id: number, @Query() query: Record<string, unknown>) {
     return this.webhooks.listDeliveries(id, query);

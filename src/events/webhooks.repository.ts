@@ -5,7 +5,6 @@ import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
 import type { Tx } from '../database/transactions.js';
 import { Webhook } from './webhook.entity.js';
 
-
 /**
  * Rows of an UPDATE/DELETE ... RETURNING: TypeORM's query() answers `[rows, affected]` for those
  * statements (and plain rows for the others).
@@ -77,7 +76,8 @@ export class WebhooksRepository {
    * now been failing for `disableAfterMs` without a success and is still active (the caller disables it).
    */
   async markFailure(id: number, disableAfterMs: number, tx?: Tx): Promise<{ failingSince: Date; due: boolean; createdBy: number | null; url: string } | null> {
-    const rows: { failing_since: Date; due: boolean; created_by: number | null; url: string }[] = await returning(tx ?? this.dataSource,
+    const rows: { failing_since: Date; due: boolean; created_by: number | null; url: string }[] = await returning(
+      tx ?? this.dataSource,
       `UPDATE webhooks SET failing_since = coalesce(failing_since, now()) WHERE id = $1
        RETURNING failing_since, is_active AND failing_since <= now() - $2 * interval '1 millisecond' AS due, created_by, url`,
       [id, disableAfterMs],
@@ -87,7 +87,8 @@ export class WebhooksRepository {
 
   /** Disables an active webhook for a reason; false when it was not active (another run got there first). */
   async disable(id: number, reason: string, tx?: Tx): Promise<boolean> {
-    const rows = await returning(tx ?? this.dataSource,
+    const rows = await returning(
+      tx ?? this.dataSource,
       `UPDATE webhooks SET is_active = false, disabled_reason = $2, modified_at = now() WHERE id = $1 AND is_active RETURNING id`,
       [id, reason],
     );

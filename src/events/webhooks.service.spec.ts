@@ -40,7 +40,9 @@ describe('WebhooksService: disabling after 72 h without a success', () => {
   });
 
   const attempts = async (webhookId: number) =>
-    Number((await ctx.query<{ n: number }>(`SELECT coalesce(sum(attempt_count), 0)::int AS n FROM webhook_deliveries WHERE webhook_id = $1`, [webhookId]))[0].n);
+    Number(
+      (await ctx.query<{ n: number }>(`SELECT coalesce(sum(attempt_count), 0)::int AS n FROM webhook_deliveries WHERE webhook_id = $1`, [webhookId]))[0].n,
+    );
   const until = async (probe: () => Promise<boolean>, what: string) => {
     const deadline = Date.now() + 15000;
     while (!(await probe())) {
@@ -63,7 +65,9 @@ describe('WebhooksService: disabling after 72 h without a success', () => {
     expect(o.disabledReason).toMatch(/72 hours/);
     const y = await svc.get(young.id);
     expect(y.isActive).toBe(true);
-    const notes = await ctx.query<{ details: { webhookId: number } }>(`SELECT details FROM notifications WHERE user_id = $1 AND type = 'webhook_disabled'`, [who.userId]);
+    const notes = await ctx.query<{ details: { webhookId: number } }>(`SELECT details FROM notifications WHERE user_id = $1 AND type = 'webhook_disabled'`, [
+      who.userId,
+    ]);
     expect(notes.map((n) => n.details.webhookId)).toEqual([old.id]);
   });
 

@@ -50,9 +50,11 @@ export function checkEventTypes(events: readonly string[]): string[] {
   }
   const unknown = list.filter((t) => !isEventType(t));
   if (unknown.length) {
-    throw new AppError('validation_failed', `events: unknown event type${unknown.length > 1 ? 's' : ''} ${unknown.map((t) => `"${t.slice(0, 80)}"`).join(', ')}; allowed: "*" or ${EVENT_TYPES.join(', ')}`, [
-      { field: 'events', message: `unknown event types: ${unknown.join(', ').slice(0, 500)}`, allowed: ['*', ...EVENT_TYPES] },
-    ]);
+    throw new AppError(
+      'validation_failed',
+      `events: unknown event type${unknown.length > 1 ? 's' : ''} ${unknown.map((t) => `"${t.slice(0, 80)}"`).join(', ')}; allowed: "*" or ${EVENT_TYPES.join(', ')}`,
+      [{ field: 'events', message: `unknown event types: ${unknown.join(', ').slice(0, 500)}`, allowed: ['*', ...EVENT_TYPES] }],
+    );
   }
   return list;
 }
@@ -173,7 +175,8 @@ export class WebhooksService {
 
   async listDeliveries(id: number, query: Record<string, unknown>) {
     const details: ErrorDetail[] = [];
-    for (const k of Object.keys(query)) if (!DELIVERY_PARAMS.includes(k)) details.push({ field: k, message: `is not a known parameter; allowed: ${DELIVERY_PARAMS.join(', ')}` });
+    for (const k of Object.keys(query))
+      if (!DELIVERY_PARAMS.includes(k)) details.push({ field: k, message: `is not a known parameter; allowed: ${DELIVERY_PARAMS.join(', ')}` });
     const int = (k: string, min: number, max: number, fallback: number) => {
       const v = query[k];
       if (v === undefined) return fallback;

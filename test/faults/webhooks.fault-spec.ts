@@ -68,7 +68,10 @@ describe('webhook faults', () => {
   });
 
   it('Redis down: writes commit with their events, and the webhook gets every one once Redis is back', async () => {
-    const hook = await api.http.post('/api/webhooks').set('Authorization', auth).send({ url: `${base}/hook`, events: ['category.created'] });
+    const hook = await api.http
+      .post('/api/webhooks')
+      .set('Authorization', auth)
+      .send({ url: `${base}/hook`, events: ['category.created'] });
     expect(hook.status).toBe(201);
 
     await redis.stop();
