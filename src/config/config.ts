@@ -159,7 +159,10 @@ function trustProxy(env: Env): false | number | string[] {
     if (hops > 100) throw new ConfigError('TRUST_PROXY', `hop count must be between 0 and 100, got ${hops}`);
     return hops === 0 ? false : hops;
   }
-  const entries = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const entries = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const e of entries) {
     if (PROXY_NAMES.has(e)) continue;
     const [addr, bits, ...rest] = e.split('/');
@@ -189,7 +192,10 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const sessionIdleSeconds = int(env, 'ACCOUNT_SESSION_IDLE_SECONDS', 1800, 60, 86400 * 7);
   const sessionAbsoluteSeconds = int(env, 'ACCOUNT_SESSION_ABSOLUTE_SECONDS', 43200, 300, 86400 * 30);
   if (sessionAbsoluteSeconds < sessionIdleSeconds) {
-    throw new ConfigError('ACCOUNT_SESSION_ABSOLUTE_SECONDS', `must be at least ACCOUNT_SESSION_IDLE_SECONDS (${sessionIdleSeconds}), got ${sessionAbsoluteSeconds}`);
+    throw new ConfigError(
+      'ACCOUNT_SESSION_ABSOLUTE_SECONDS',
+      `must be at least ACCOUNT_SESSION_IDLE_SECONDS (${sessionIdleSeconds}), got ${sessionAbsoluteSeconds}`,
+    );
   }
   return {
     env: str(env, 'NODE_ENV', 'production'),
@@ -217,7 +223,15 @@ export function loadConfig(env: Env = process.env): AppConfig {
     storageDir: resolve(str(env, 'STORAGE_DIR', './data/storage')),
     accessTokenTtlSeconds: int(env, 'OAUTH_ACCESS_TOKEN_TTL_SECONDS', 3600, 1, 86400 * 30),
     oauthRateLimitPerMinute: int(env, 'OAUTH_RATE_LIMIT_PER_MINUTE', 20, 1, 100000),
-    corsOrigins: cors === null ? null : cors === '*' ? '*' : cors.split(',').map((s) => s.trim()).filter(Boolean),
+    corsOrigins:
+      cors === null
+        ? null
+        : cors === '*'
+          ? '*'
+          : cors
+              .split(',')
+              .map((s) => s.trim())
+              .filter(Boolean),
     trustProxy: trustProxy(env),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
