@@ -87,7 +87,11 @@ describe('events: outbox, feed and incremental sync', () => {
   it('a rolled-back change writes no event (409 on a taken alias, 400 on a missing reference)', async () => {
     await app.http.post('/api/categories').set('Authorization', auth).send({ title: 'Taken', alias: 'taken-alias', bundle: 'global' });
     const start = await head();
-    expectError(await app.http.post('/api/categories').set('Authorization', auth).send({ title: 'Again', alias: 'taken-alias', bundle: 'global' }), 409, 'conflict');
+    expectError(
+      await app.http.post('/api/categories').set('Authorization', auth).send({ title: 'Again', alias: 'taken-alias', bundle: 'global' }),
+      409,
+      'conflict',
+    );
     expectError(await app.http.post('/api/deals').set('Authorization', auth).send({ title: 'D', value: 1, contact_id: 2147483000 }), 400, 'validation_failed');
     expect(await readFrom(start)).toEqual([]);
   });
@@ -164,7 +168,11 @@ describe('events: outbox, feed and incremental sync', () => {
     expect(sms[3].previous).toEqual({ status: 'sent' });
     expect(sms[3].data).toEqual((await app.http.get(`/api/text-messages/${t.id}`).set('Authorization', auth)).body.textMessage);
 
-    const asset = await app.http.post('/api/assets').set('Authorization', auth).field('title', 'Price list').attach('file', Buffer.from('prices'), 'prices.txt');
+    const asset = await app.http
+      .post('/api/assets')
+      .set('Authorization', auth)
+      .field('title', 'Price list')
+      .attach('file', Buffer.from('prices'), 'prices.txt');
     expect(asset.status).toBe(201);
     const edited = await app.http.patch(`/api/assets/${asset.body.asset.id}`).set('Authorization', auth).send({ title: 'Prices' });
     expect(edited.status).toBe(200);
@@ -173,7 +181,12 @@ describe('events: outbox, feed and incremental sync', () => {
     expect(assetEvents[0].data).toEqual(asset.body.asset);
     expect(assetEvents[1]).toMatchObject({ data: edited.body.asset, previous: { title: 'Price list' } });
 
-    const report = (await app.http.post('/api/reports').set('Authorization', auth).send({ name: 'Sales', type: 'sales', filters: { dateRange: 'last_30_days' } })).body.report;
+    const report = (
+      await app.http
+        .post('/api/reports')
+        .set('Authorization', auth)
+        .send({ name: 'Sales', type: 'sales', filters: { dateRange: 'last_30_days' } })
+    ).body.report;
     expect((await app.http.post(`/api/reports/${report.id}/run`).set('Authorization', auth)).status).toBe(200);
     const completed = await waitForEvent(start, (e) => e.type === 'report.completed' && e.data.id === report.id, 'report.completed');
     expect(completed.data).toMatchObject({ id: report.id, name: 'Sales', lastRun: expect.any(String), result: { id: expect.any(Number), trigger: 'manual' } });
@@ -265,7 +278,10 @@ describe('events: outbox, feed and incremental sync', () => {
     const worker = async () => {
       while (next < 1000) {
         const i = next++;
-        const res = await app.http.patch(`/api/contacts/${ids[i % ids.length]}`).set('Authorization', auth).send({ title: `Title ${i}` });
+        const res = await app.http
+          .patch(`/api/contacts/${ids[i % ids.length]}`)
+          .set('Authorization', auth)
+          .send({ title: `Title ${i}` });
         results.push(res.status);
       }
     };

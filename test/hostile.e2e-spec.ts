@@ -38,7 +38,19 @@ const HOSTILE_IDS = [
   'x'.repeat(3000),
 ];
 
-const INJECTIONS = ["' OR 1=1 --", '%', '_', '\\', "'; DROP TABLE contacts; --", '{"$gt":""}', '(select pg_sleep(5))', 'id desc, (select 1)', '\u0000', '💥'.repeat(50), 'a'.repeat(500)];
+const INJECTIONS = [
+  "' OR 1=1 --",
+  '%',
+  '_',
+  '\\',
+  "'; DROP TABLE contacts; --",
+  '{"$gt":""}',
+  '(select pg_sleep(5))',
+  'id desc, (select 1)',
+  '\u0000',
+  '💥'.repeat(50),
+  'a'.repeat(500),
+];
 
 function isErrorShape(body: unknown, status: number): boolean {
   const e = (body as { error?: { code?: unknown; message?: unknown; status?: unknown } })?.error;
@@ -64,7 +76,8 @@ describe('hostile input over every route', () => {
     // event_feed_state): that is not a change made by the request under test, an event row is.
     const row = (table: string) => (table === 'events' ? '(x.id, x.type, x.data, x.previous)' : 'x');
     const parts = tables.map(
-      (t) => `SELECT '${t.table_name}:' || count(*) || ':' || coalesce(md5(string_agg(${row(t.table_name)}::text, '|' ORDER BY ${row(t.table_name)}::text)), '') AS f FROM "${t.table_name}" x`,
+      (t) =>
+        `SELECT '${t.table_name}:' || count(*) || ':' || coalesce(md5(string_agg(${row(t.table_name)}::text, '|' ORDER BY ${row(t.table_name)}::text)), '') AS f FROM "${t.table_name}" x`,
     );
     const rows = await app.sql<{ f: string }>(parts.join(' UNION ALL '));
     return rows.map((r) => r.f).join(',');
@@ -110,9 +123,11 @@ describe('hostile input over every route', () => {
     const has = (p: string) => routes.some((r) => r.path === p);
     if (has('/api/campaigns/new')) fixtures.campaigns = await create('/api/campaigns/new', { name: 'Fixture campaign' });
     if (has('/api/deals/new')) fixtures.deals = await create('/api/deals/new', { title: 'Fixture deal', value: 10, contact_id: fixtures.contacts });
-    if (has('/api/activities/new')) fixtures.activities = await create('/api/activities/new', { type: 'call', subject: 'Fixture', contact_id: fixtures.contacts });
+    if (has('/api/activities/new'))
+      fixtures.activities = await create('/api/activities/new', { type: 'call', subject: 'Fixture', contact_id: fixtures.contacts });
     if (has('/api/categories/new')) fixtures.categories = await create('/api/categories/new', { title: 'Fixture category', bundle: 'global' });
-    if (has('/api/point-groups/new')) fixtures['point-groups'] = await create('/api/point-groups/new', { name: 'Fixture group', minimumPoints: 0, maximumPoints: 10 });
+    if (has('/api/point-groups/new'))
+      fixtures['point-groups'] = await create('/api/point-groups/new', { name: 'Fixture group', minimumPoints: 0, maximumPoints: 10 });
     if (has('/api/fields/:object/new')) fixtures.fields = await create('/api/fields/contact/new', { label: 'Fixture field', type: 'text' });
     if (has('/api/reports/new')) fixtures.reports = await create('/api/reports/new', { name: 'Fixture report', type: 'sales', schedule: 'daily' });
     if (has('/api/text-messages/new')) fixtures['text-messages'] = await create('/api/text-messages/new', { content: 'Hi', recipient: '+14155550100' });
@@ -149,7 +164,8 @@ describe('hostile input over every route', () => {
         ...(route.permission === 'authenticated' ? [] : ([['token without the permission', wrong, 403]] as const)),
       ] as const) {
         const res = await send(route.method, path, auth, body);
-        if (res.status !== status || !isErrorShape(res.body, status)) failures.push(`${route.method} ${path} with ${label}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+        if (res.status !== status || !isErrorShape(res.body, status))
+          failures.push(`${route.method} ${path} with ${label}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
       }
     }
     expect(failures).toEqual([]);
@@ -184,7 +200,24 @@ describe('hostile input over every route', () => {
   function valueArb(schema: Schema | undefined): fc.Arbitrary<unknown> {
     const s = resolve(schema) ?? {};
     const hostile = fc.oneof(
-      fc.constantFrom(null, '', ' ', -1, 0, 1e308, -1e308, Number.MAX_SAFE_INTEGER + 2, 'true', '2026-02-30T25:61:00Z', '2026-11-21T10:00:00', '1'.repeat(2000), [], {}, [[]], { $gt: '' }),
+      fc.constantFrom(
+        null,
+        '',
+        ' ',
+        -1,
+        0,
+        1e308,
+        -1e308,
+        Number.MAX_SAFE_INTEGER + 2,
+        'true',
+        '2026-02-30T25:61:00Z',
+        '2026-11-21T10:00:00',
+        '1'.repeat(2000),
+        [],
+        {},
+        [[]],
+        { $gt: '' },
+      ),
       fc.constantFrom(...INJECTIONS),
       fc.string({ maxLength: 40 }),
       fc.integer(),
@@ -219,7 +252,12 @@ describe('hostile input over every route', () => {
       { weight: 6, arbitrary: known },
       { weight: 1, arbitrary: fc.tuple(known, fc.string({ minLength: 1, maxLength: 12 }), fc.jsonValue()).map(([b, k, v]) => ({ ...(b as object), [k]: v })) },
       { weight: 1, arbitrary: fc.jsonValue() },
-      { weight: 1, arbitrary: fc.constantFrom({ __proto__: { admin: true } }, JSON.parse('{"__proto__": {"polluted": true}}'), { constructor: { prototype: { polluted: true } } }) },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom({ __proto__: { admin: true } }, JSON.parse('{"__proto__": {"polluted": true}}'), {
+          constructor: { prototype: { polluted: true } },
+        }),
+      },
     );
   }
 
@@ -256,22 +294,42 @@ describe('hostile input over every route', () => {
     const failures: string[] = [];
     // A list is a GET whose documented answer carries `total`.
     const isList = (r: Route) => {
-      const op = paths[r.path.replace(/:([A-Za-z]+)/g, '{$1}')]?.get as { responses?: Record<string, { content?: Record<string, { schema?: Schema }> }> } | undefined;
+      const op = paths[r.path.replace(/:([A-Za-z]+)/g, '{$1}')]?.get as
+        { responses?: Record<string, { content?: Record<string, { schema?: Schema }> }> } | undefined;
       const schema = resolve(op?.responses?.['200']?.content?.['application/json']?.schema);
       return !!schema?.properties && 'total' in schema.properties;
     };
     const lists = routes.filter((r) => r.method === 'GET' && r.permission.endsWith(':read') && isList(r));
     expect(lists.length).toBeGreaterThan(10);
-    const params = ['search', 'page', 'limit', 'orderBy', 'orderByDir', 'status', 'type', 'isPublished', 'isRead', 'bundle', 'object', 'campaignId', 'contact_id'];
+    const params = [
+      'search',
+      'page',
+      'limit',
+      'orderBy',
+      'orderByDir',
+      'status',
+      'type',
+      'isPublished',
+      'isRead',
+      'bundle',
+      'object',
+      'campaignId',
+      'contact_id',
+    ];
     for (const route of lists) {
       const path = concrete(route, (p) => fixtureFor(route, p));
       await fc.assert(
-        fc.asyncProperty(fc.dictionary(fc.constantFrom(...params), fc.oneof(fc.constantFrom(...INJECTIONS), fc.string({ maxLength: 20 }), fc.integer().map(String)), { maxKeys: 4 }), async (query) => {
-          const res = await app.http.get(path).query(query).set('Authorization', admin);
-          if (res.status >= 500 || (res.status >= 400 && !isErrorShape(res.body, res.status))) {
-            failures.push(`GET ${path} ${JSON.stringify(query)} → ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
-          }
-        }),
+        fc.asyncProperty(
+          fc.dictionary(fc.constantFrom(...params), fc.oneof(fc.constantFrom(...INJECTIONS), fc.string({ maxLength: 20 }), fc.integer().map(String)), {
+            maxKeys: 4,
+          }),
+          async (query) => {
+            const res = await app.http.get(path).query(query).set('Authorization', admin);
+            if (res.status >= 500 || (res.status >= 400 && !isErrorShape(res.body, res.status))) {
+              failures.push(`GET ${path} ${JSON.stringify(query)} → ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+            }
+          },
+        ),
         { numRuns: 15, seed: 7 },
       );
       // Injection in ordering is refused, not executed.

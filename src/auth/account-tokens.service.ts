@@ -75,7 +75,10 @@ export class AccountTokensService {
     }
     const permissions = [...new Set(dto.permissions)];
     if (!canGrant(who.permissions, permissions)) {
-      throw new AppError('forbidden', `A token cannot grant permissions its creator does not hold: ${lackingPermissions(who.permissions, permissions).join(', ')}`);
+      throw new AppError(
+        'forbidden',
+        `A token cannot grant permissions its creator does not hold: ${lackingPermissions(who.permissions, permissions).join(', ')}`,
+      );
     }
     let expiresAt: Date | null = null;
     if (dto.expiresAt !== undefined && dto.expiresAt !== null) {
@@ -105,7 +108,10 @@ export class AccountTokensService {
     const t = await this.repo.findRecord(id, who.userId);
     if (!t) throw notFound('Token', id);
     if (!canGrant(who.permissions, t.permissions)) {
-      throw new AppError('forbidden', `Token ${id} holds permissions the calling token lacks: ${lackingPermissions(who.permissions, t.permissions).join(', ')}`);
+      throw new AppError(
+        'forbidden',
+        `Token ${id} holds permissions the calling token lacks: ${lackingPermissions(who.permissions, t.permissions).join(', ')}`,
+      );
     }
     return t;
   }

@@ -66,7 +66,7 @@ export class CampaignMembersRepository {
    */
   memberChangedExpression(campaignId: number): string {
     return `GREATEST(COALESCE(c.modified_at, c.created_at),
-      (SELECT m.added_at FROM campaign_members m WHERE m.contact_id = c.id AND m.campaign_id = ${Math.trunc(Number(campaignId))}))`;
+      (SELECT m.added_at FROM campaign_members m WHERE m.contact_id = c.id AND m.campaign_id = ${Math.trunc(campaignId)}))`;
   }
 
   /** Narrows a contacts query (alias `c`) to the campaign's members. Bench row: "list a campaign's contacts". */

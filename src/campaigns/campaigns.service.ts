@@ -16,7 +16,6 @@ import { CAMPAIGN_LIST_SPEC, CampaignsRepository } from './campaigns.repository.
 export { CAMPAIGN_LIST_SPEC };
 import { checkCreateStatus, checkDateOrder, DEFAULT_CAMPAIGN_STATUS, rejectNulls } from './campaign.rules.js';
 
-
 /** A campaign as the API returns it (the one mapper from row to record). */
 export function toCampaignRecord(c: Campaign) {
   return {
@@ -128,7 +127,12 @@ export class CampaignsService {
   /** The campaign's member contacts, with exactly the contacts list's parameters and envelope. */
   async listContacts(campaignId: number, query: Record<string, unknown>) {
     if (!(await this.campaigns.exists(campaignId))) throw notFound('Campaign', campaignId);
-    return this.contacts.list(query, this.members.memberScope(campaignId), () => this.members.count(campaignId), this.members.memberChangedExpression(campaignId));
+    return this.contacts.list(
+      query,
+      this.members.memberScope(campaignId),
+      () => this.members.count(campaignId),
+      this.members.memberChangedExpression(campaignId),
+    );
   }
 
   /** The periodic job: one idempotent UPDATE and a campaign.updated event per completed campaign, in one transaction; answers how many it completed. */

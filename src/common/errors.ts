@@ -55,14 +55,11 @@ export class AppError extends Error {
   }
 }
 
-export const validationError = (message: string, details?: ErrorDetail[]) =>
-  new AppError('validation_failed', message, details);
+export const validationError = (message: string, details?: ErrorDetail[]) => new AppError('validation_failed', message, details);
 
-export const fieldError = (field: string, message: string) =>
-  new AppError('validation_failed', `${field}: ${message}`, [{ field, message }]);
+export const fieldError = (field: string, message: string) => new AppError('validation_failed', `${field}: ${message}`, [{ field, message }]);
 
-export const notFound = (what: string, id?: number | string) =>
-  new AppError('not_found', id === undefined ? `${what} not found` : `${what} ${id} not found`);
+export const notFound = (what: string, id?: number | string) => new AppError('not_found', id === undefined ? `${what} not found` : `${what} ${id} not found`);
 
 export const conflict = (message: string, details?: ErrorDetail[]) => new AppError('conflict', message, details);
 

@@ -23,7 +23,16 @@ function fails(query: Record<string, unknown>): AppError {
 
 describe('parseListQuery', () => {
   it('applies the defaults of decisions §3', () => {
-    expect(parseListQuery({}, spec)).toEqual({ page: 1, limit: 30, offset: 0, orderBy: 'id', orderByDir: 'ASC', search: null, filters: {}, modifiedSince: null });
+    expect(parseListQuery({}, spec)).toEqual({
+      page: 1,
+      limit: 30,
+      offset: 0,
+      orderBy: 'id',
+      orderByDir: 'ASC',
+      search: null,
+      filters: {},
+      modifiedSince: null,
+    });
   });
 
   it('reads page, limit, order and search', () => {
@@ -57,7 +66,11 @@ describe('parseListQuery', () => {
   });
 
   it('parses booleans and ints in filters', () => {
-    expect(parseListQuery({ isPublished: '1', campaignId: '42', status: 'active' }, spec).filters).toEqual({ isPublished: true, campaignId: 42, status: 'active' });
+    expect(parseListQuery({ isPublished: '1', campaignId: '42', status: 'active' }, spec).filters).toEqual({
+      isPublished: true,
+      campaignId: 42,
+      status: 'active',
+    });
     expect(parseListQuery({ isPublished: 'FALSE' }, spec).filters).toEqual({ isPublished: false });
     expect(parseListQuery({ campaignId: '2147483647' }, spec).filters).toEqual({ campaignId: 2147483647 });
   });
@@ -81,7 +94,9 @@ describe('modifiedSince (incremental sync)', () => {
 
   it('compares with the last change time: modifiedAt, or the creation time of a record never changed', () => {
     expect(changedExpression(audited)).toBe('COALESCE(a.modified_at, a.created_at)');
-    expect(changedExpression({ sortable: { id: 'f.id', dateAdded: 'f.created_at', dateModified: 'f.modified_at' } })).toBe('COALESCE(f.modified_at, f.created_at)');
+    expect(changedExpression({ sortable: { id: 'f.id', dateAdded: 'f.created_at', dateModified: 'f.modified_at' } })).toBe(
+      'COALESCE(f.modified_at, f.created_at)',
+    );
     expect(changedExpression({ sortable: { id: 'x.id' }, changedExpression: 'x.changed' })).toBe('x.changed');
   });
 

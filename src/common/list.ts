@@ -14,9 +14,7 @@ const MAX_PAGE = 1_000_000;
 const MAX_SEARCH = 200;
 
 export type FilterSpec =
-  | { type: 'string'; column: string; values?: readonly string[]; maxLength?: number }
-  | { type: 'boolean'; column: string }
-  | { type: 'int'; column: string };
+  { type: 'string'; column: string; values?: readonly string[]; maxLength?: number } | { type: 'boolean'; column: string } | { type: 'int'; column: string };
 
 export interface ListSpec {
   /** API property name → SQL expression to order by (qualified with the query's alias). */
@@ -180,7 +178,13 @@ export interface QueryParameterDoc {
  * names, ranges and allowed values, so the document cannot promise what the server refuses.
  */
 export function listQueryParameters(spec: ListSpec): QueryParameterDoc[] {
-  const q = (name: string, description: string, schema: Record<string, unknown>): QueryParameterDoc => ({ name, in: 'query', required: false, description, schema });
+  const q = (name: string, description: string, schema: Record<string, unknown>): QueryParameterDoc => ({
+    name,
+    in: 'query',
+    required: false,
+    description,
+    schema,
+  });
   const sortable = Object.keys(spec.sortable);
   const params: QueryParameterDoc[] = [];
   if (spec.searchExpression) {
@@ -251,15 +255,16 @@ export async function paginate<T extends ObjectLiteral>(
     unfiltered && opts.scoped && opts.scopeCount
       ? await opts.scopeCount()
       : unfiltered && !opts.scoped && spec.countTable
-        ? Number(
-            (await qb.connection.query(`SELECT coalesce(sum(n), 0)::bigint AS n FROM row_counts WHERE table_name = $1`, [spec.countTable]))[0].n,
-          )
+        ? Number((await qb.connection.query(`SELECT coalesce(sum(n), 0)::bigint AS n FROM row_counts WHERE table_name = $1`, [spec.countTable]))[0].n)
         : await qb.clone().orderBy().getCount();
   if (total === 0 || q.offset >= total) return { total, items: [] };
   const orderExpr = spec.sortable[q.orderBy] ?? idColumn;
   // Deferred join: the page's ids are found on their own (an index-only scan on the ordering index,
   // however deep the page) and only those rows are read, in the same statement.
-  const pageQb = qb.clone().select(idColumn).orderBy(orderExpr, q.orderByDir, q.orderByDir === 'ASC' ? 'NULLS LAST' : 'NULLS FIRST');
+  const pageQb = qb
+    .clone()
+    .select(idColumn)
+    .orderBy(orderExpr, q.orderByDir, q.orderByDir === 'ASC' ? 'NULLS LAST' : 'NULLS FIRST');
   if (orderExpr !== idColumn) pageQb.addOrderBy(idColumn, q.orderByDir);
   pageQb.offset(q.offset).limit(q.limit);
   qb.andWhere(`${idColumn} IN (${pageQb.getQuery()})`).setParameters(pageQb.getParameters());

@@ -17,7 +17,20 @@ import { Contact } from './contact.entity.js';
 /** A contact with its owner's name: what every read and write here answers (see toContactRecord). */
 export type ContactRow = Pick<
   Contact,
-  'id' | 'name' | 'email' | 'phone' | 'company' | 'title' | 'ownerId' | 'fields' | 'createdAt' | 'modifiedAt' | 'createdBy' | 'createdByUser' | 'modifiedBy' | 'modifiedByUser'
+  | 'id'
+  | 'name'
+  | 'email'
+  | 'phone'
+  | 'company'
+  | 'title'
+  | 'ownerId'
+  | 'fields'
+  | 'createdAt'
+  | 'modifiedAt'
+  | 'createdBy'
+  | 'createdByUser'
+  | 'modifiedBy'
+  | 'modifiedByUser'
 > & { ownerName: string | null };
 
 /** The writable columns of a contact. */
@@ -138,7 +151,12 @@ export class ContactsRepository {
    * campaign's contacts": the shared list helper (deferred join on the ordering index, the row
    * counter for the unfiltered total), then the page's owners' names in one query.
    */
-  async page(q: ListQuery, scope?: ContactListScope, scopeCount?: () => Promise<number>, spec: ListSpec = CONTACT_LIST_SPEC): Promise<{ total: number; rows: ContactRow[] }> {
+  async page(
+    q: ListQuery,
+    scope?: ContactListScope,
+    scopeCount?: () => Promise<number>,
+    spec: ListSpec = CONTACT_LIST_SPEC,
+  ): Promise<{ total: number; rows: ContactRow[] }> {
     const qb = this.contacts.createQueryBuilder('c');
     scope?.(qb);
     const { total, items } = await paginate(qb, q, spec, { scoped: scope !== undefined, scopeCount });

@@ -141,7 +141,13 @@ export class ContactsService {
 
   private async notifyAssigned(row: ContactRow, who: Principal, tx: Tx): Promise<void> {
     if (row.ownerId === null) return;
-    await this.notifications.notify(row.ownerId, 'lead_assigned', `${who.userName} assigned the contact ${row.name} to you`, { leadId: row.id, leadName: row.name }, tx);
+    await this.notifications.notify(
+      row.ownerId,
+      'lead_assigned',
+      `${who.userName} assigned the contact ${row.name} to you`,
+      { leadId: row.id, leadName: row.name },
+      tx,
+    );
   }
 
   /** Copies DTO values onto the values; with `replace`, omitted optional properties are reset. */

@@ -23,7 +23,12 @@ export class EventRecordDto {
   @ApiProperty({ description: 'The record as the API returns it (as it was, for a deletion)', type: 'object', additionalProperties: true })
   data: Record<string, unknown>;
 
-  @ApiProperty({ description: 'On updates: the old values of the changed properties; null otherwise', type: 'object', additionalProperties: true, nullable: true })
+  @ApiProperty({
+    description: 'On updates: the old values of the changed properties; null otherwise',
+    type: 'object',
+    additionalProperties: true,
+    nullable: true,
+  })
   previous: Record<string, unknown> | null;
 }
 

@@ -24,7 +24,10 @@ export class EventsController {
   @ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', minimum: 1, maximum: 500, default: 100 } })
   @ApiOkResponse({ type: EventPageDto })
   @ApiErrors(
-    { status: 400, description: 'A malformed cursor, an unknown event type (`details` names the allowed ones), a limit outside 1..500 or an unknown parameter' },
+    {
+      status: 400,
+      description: 'A malformed cursor, an unknown event type (`details` names the allowed ones), a limit outside 1..500 or an unknown parameter',
+    },
     { status: 410, description: 'The cursor is older than the retention: `details[0].oldestCursor` is where the kept events begin', codes: ['gone'] },
   )
   page(@Query() query: Record<string, unknown>) {

@@ -71,8 +71,8 @@ export class EventsRepository {
     return this.dataSource.transaction(async (tx) => {
       if (wait) await tx.query(`SELECT pg_advisory_xact_lock($1)`, [SEQUENCER_LOCK]);
       else {
-        const [{ ok }] = await tx.query(`SELECT pg_try_advisory_xact_lock($1) AS ok`, [SEQUENCER_LOCK]);
-        if (!ok) return -1;
+        const locked: { ok: boolean }[] = await tx.query(`SELECT pg_try_advisory_xact_lock($1) AS ok`, [SEQUENCER_LOCK]);
+        if (!locked[0].ok) return -1;
       }
       const rows: { n: string }[] = await tx.query(
         `WITH pending AS (
@@ -111,9 +111,7 @@ export class EventsRepository {
 
   /** The highest sequence given so far and the highest one removed by retention. */
   async state(): Promise<{ lastSequence: number; prunedThrough: number }> {
-    const [r]: { last_sequence: string; pruned_through: string }[] = await this.dataSource.query(
-      `SELECT last_sequence, pruned_through FROM event_feed_state`,
-    );
+    const [r]: { last_sequence: string; pruned_through: string }[] = await this.dataSource.query(`SELECT last_sequence, pruned_through FROM event_feed_state`);
     return { lastSequence: Number(r.last_sequence), prunedThrough: Number(r.pruned_through) };
   }
 

@@ -66,7 +66,10 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
   async page(query: Record<string, unknown>): Promise<{ events: EventRecord[]; next: string }> {
     const unknown = Object.keys(query).filter((k) => !['after', 'types', 'limit'].includes(k));
     if (unknown.length) {
-      throw validationError(`Unknown query parameter ${unknown.join(', ')}; allowed: after, types, limit`, unknown.map((field) => ({ field, message: 'is not a parameter of this route' })));
+      throw validationError(
+        `Unknown query parameter ${unknown.join(', ')}; allowed: after, types, limit`,
+        unknown.map((field) => ({ field, message: 'is not a parameter of this route' })),
+      );
     }
     const one = (name: string): string | undefined => {
       const v = query[name];
@@ -85,7 +88,14 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     const rawTypes = one('types');
     let types: string[] | undefined;
     if (rawTypes !== undefined) {
-      types = [...new Set(rawTypes.split(',').map((t) => t.trim()).filter(Boolean))];
+      types = [
+        ...new Set(
+          rawTypes
+            .split(',')
+            .map((t) => t.trim())
+            .filter(Boolean),
+        ),
+      ];
       const bad = types.filter((t) => !isEventType(t));
       if (bad.length || !types.length) {
         throw validationError(`Unknown event type ${bad.join(', ') || '(none given)'}; allowed: ${EVENT_TYPES.join(', ')}`, [
@@ -102,9 +112,11 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
       }
       after = Number(rawAfter);
       if (after < prunedThrough) {
-        throw new AppError('gone', `The events after cursor ${after} are no longer kept (retention ${this.config.eventRetentionDays} days); continue from ${prunedThrough} after a full list walk`, [
-          { field: 'after', message: 'is older than the retention', oldestCursor: String(prunedThrough) },
-        ]);
+        throw new AppError(
+          'gone',
+          `The events after cursor ${after} are no longer kept (retention ${this.config.eventRetentionDays} days); continue from ${prunedThrough} after a full list walk`,
+          [{ field: 'after', message: 'is older than the retention', oldestCursor: String(prunedThrough) }],
+        );
       }
     }
     const events = await this.after(after, limit, types);
@@ -147,16 +159,16 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     const tick = async () => {
       // One pass at a time in this process; another process's pass is skipped, not waited for.
       if (!this.running) {
-        this.running = (async () => ((await this.events.hasUnsequenced()) ? this.sequenceNow(false) : 0))().catch((e) => {
-          this.logger.warn({ msg: 'event sequencer pass failed', err: (e as Error).message });
+        this.running = (async () => ((await this.events.hasUnsequenced()) ? this.sequenceNow(false) : 0))().catch((e: unknown) => {
+          this.logger.warn({ msg: 'event sequencer pass failed', err: e instanceof Error ? e.message : String(e) });
           return 0;
         });
         await this.running;
         this.running = null;
       }
-      if (this.timer) this.timer = setTimeout(tick, SEQUENCER_INTERVAL_MS).unref();
+      if (this.timer) this.timer = setTimeout(() => void tick(), SEQUENCER_INTERVAL_MS).unref();
     };
-    this.timer = setTimeout(tick, SEQUENCER_INTERVAL_MS).unref();
+    this.timer = setTimeout(() => void tick(), SEQUENCER_INTERVAL_MS).unref();
   }
 
   /** Stops the loop before the pool closes. */

@@ -47,7 +47,6 @@ export const FIELD_COLLECTION_LIST_SPEC: ListSpec = {
   filters: { ...FIELD_LIST_SPEC.filters, object: { type: 'string', column: 'f.object', values: FIELD_OBJECTS } },
 };
 
-
 export type FieldRecord = ReturnType<FieldsService['toRecord']>;
 type Mode = 'create' | 'replace' | 'patch';
 
@@ -151,12 +150,19 @@ export class FieldsService {
           (e) => isUniqueViolation(e, 'fields_object_alias_uq'),
         );
       }
-      const created = this.toRecord((await this.fields.find(saved.id, tx))!);
+      const created = await this.recordIn(saved.id, tx);
       await this.events.record(tx, 'field.created', created);
       return created;
     });
     this.contactValues.invalidate();
     return record;
+  }
+
+  /** The record of a field written in `tx` (for its event). */
+  private async recordIn(id: number, tx: Tx): Promise<FieldRecord> {
+    const f = await this.fields.find(id, tx);
+    if (!f) throw notFound('Field', id);
+    return this.toRecord(f);
   }
 
   /** PATCH: reads the field under a lock, so concurrent edits of different properties all survive. */
@@ -165,7 +171,7 @@ export class FieldsService {
       const field = await this.findEntity(id, pathObject, tx);
       const before = this.toRecord(field);
       await this.change(field, dto, 'patch', who, pathObject, tx);
-      await this.events.recordUpdate(tx, 'field.updated', before, this.toRecord((await this.fields.find(id, tx))!));
+      await this.events.recordUpdate(tx, 'field.updated', before, await this.recordIn(id, tx));
     });
     this.contactValues.invalidate();
     return this.get(id);
@@ -178,7 +184,7 @@ export class FieldsService {
       if (!existing || (pathObject && existing.object !== pathObject)) return false;
       const before = this.toRecord(existing);
       await this.change(existing, dto, 'replace', who, pathObject, tx);
-      await this.events.recordUpdate(tx, 'field.updated', before, this.toRecord((await this.fields.find(id, tx))!));
+      await this.events.recordUpdate(tx, 'field.updated', before, await this.recordIn(id, tx));
       return true;
     });
     if (!replaced) return { created: true, field: await this.create(dto, who, pathObject) };

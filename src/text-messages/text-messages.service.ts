@@ -268,7 +268,13 @@ export class TextMessagesService {
       if (next !== 'delivered' && next !== 'failed') return { accepted: false, status: t.status };
       await this.applyDelivery(t.id, next, at, reason, tx);
       if (next === 'failed' && t.createdBy !== null) {
-        await this.notifications.notify(t.createdBy, 'sms_failed', `The text message to ${t.recipient} was not delivered${reason ? `: ${reason}` : ''}`, { textMessageId: t.id, reason }, tx);
+        await this.notifications.notify(
+          t.createdBy,
+          'sms_failed',
+          `The text message to ${t.recipient} was not delivered${reason ? `: ${reason}` : ''}`,
+          { textMessageId: t.id, reason },
+          tx,
+        );
       }
       return { accepted: true, status: next };
     });
