@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { iso } from '../common/dates.js';
+import { iso, isoRequired } from '../common/dates.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Transactions } from '../database/transactions.js';
 import { JOB_IDS } from '../jobs/job-names.js';
@@ -35,7 +35,7 @@ export function toDeliveryRecord(d: DeliveryRow) {
     attempts: d.attempts,
     nextAttemptAt: d.status === 'pending' || d.status === 'failed' ? iso(d.nextAttemptAt) : null,
     lastError: d.lastError,
-    createdAt: iso(d.createdAt)!,
+    createdAt: isoRequired(d.createdAt),
     completedAt: iso(d.completedAt),
   };
 }
@@ -163,8 +163,8 @@ export class WebhookDeliveriesService {
       return true;
     });
     if (recorded && next) {
-      await this.enqueue(d.id, n, next.getTime() - Date.now()).catch((e: Error) =>
-        this.logger.warn({ msg: 'could not queue a webhook retry; the sweep will', deliveryId: d.id, err: e.message }),
+      await this.enqueue(d.id, n, next.getTime() - Date.now()).catch((e: unknown) =>
+        this.logger.warn({ msg: 'could not queue a webhook retry; the sweep will', deliveryId: d.id, err: (e as Error).message }),
       );
     }
   }

@@ -40,9 +40,7 @@ describe('WebhooksService: disabling after 72 h without a success', () => {
   });
 
   const attempts = async (webhookId: number) =>
-    Number(
-      (await ctx.query<{ n: number }>(`SELECT coalesce(sum(attempt_count), 0)::int AS n FROM webhook_deliveries WHERE webhook_id = $1`, [webhookId]))[0].n,
-    );
+    (await ctx.query<{ n: number }>(`SELECT coalesce(sum(attempt_count), 0)::int AS n FROM webhook_deliveries WHERE webhook_id = $1`, [webhookId]))[0].n;
   const until = async (probe: () => Promise<boolean>, what: string) => {
     const deadline = Date.now() + 15000;
     while (!(await probe())) {

@@ -97,7 +97,7 @@ export class WebhooksService {
       failingSince: null,
     });
     const id = await this.webhooks.save(w);
-    return { ...toWebhookRecord((await this.webhooks.findRecord(id))!), secret: w.secret };
+    return { ...toWebhookRecord(await this.found(id)), secret: w.secret };
   }
 
   /**
@@ -205,7 +205,9 @@ export class WebhooksService {
     const r = await this.deliveries.requeue(id, deliveryId);
     if (!r) throw notFound('Delivery', deliveryId);
     await this.delivery.enqueue(r.id, r.attemptCount, 0, true);
-    return toDeliveryRecord((await this.deliveries.find(id, deliveryId))!);
+    const d = await this.deliveries.find(id, deliveryId);
+    if (!d) throw notFound('Delivery', deliveryId); // deleted with its webhook meanwhile
+    return toDeliveryRecord(d);
   }
 
   private async found(id: number): Promise<Webhook> {
