@@ -30,6 +30,8 @@ import { PointGroupsModule } from './point-groups/point-groups.module.js';
 import { AssetsModule } from './assets/assets.module.js';
 import { ReportsModule } from './reports/reports.module.js';
 import { TextMessagesModule } from './text-messages/text-messages.module.js';
+import { EventsModule } from './events/events.module.js';
+import { WebhooksModule } from './events/webhooks.module.js';
 import { AccountModule } from './account/account.module.js';
 
 /** Feature modules: one per resource. */
@@ -47,6 +49,8 @@ export const FEATURE_MODULES: Type[] = [
   AssetsModule,
   ReportsModule,
   TextMessagesModule,
+  EventsModule,
+  WebhooksModule,
   AccountModule,
 ];
 

@@ -70,10 +70,14 @@ describe('hostile input over every route', () => {
   async function dbFingerprint(): Promise<string> {
     const tables = await app.sql<{ table_name: string }>(
       `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'
-         AND table_name NOT IN ('api_tokens', 'oauth_access_tokens', 'migrations') ORDER BY table_name`,
+         AND table_name NOT IN ('api_tokens', 'oauth_access_tokens', 'migrations', 'event_feed_state', 'webhook_dispatch_cursor') ORDER BY table_name`,
     );
+    // The event sequencer numbers committed events in the background (events.sequence and
+    // event_feed_state): that is not a change made by the request under test, an event row is.
+    const row = (table: string) => (table === 'events' ? '(x.id, x.type, x.data, x.previous)' : 'x');
     const parts = tables.map(
-      (t) => `SELECT '${t.table_name}:' || count(*) || ':' || coalesce(md5(string_agg(x::text, '|' ORDER BY x::text)), '') AS f FROM "${t.table_name}" x`,
+      (t) =>
+        `SELECT '${t.table_name}:' || count(*) || ':' || coalesce(md5(string_agg(${row(t.table_name)}::text, '|' ORDER BY ${row(t.table_name)}::text)), '') AS f FROM "${t.table_name}" x`,
     );
     const rows = await app.sql<{ f: string }>(parts.join(' UNION ALL '));
     return rows.map((r) => r.f).join(',');

@@ -5,6 +5,7 @@ import { fieldError, notFound, rejectNulls } from '../common/errors.js';
 import { parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { EventsService } from '../events/events.service.js';
 import { ACTIVITY_LIST_SPEC, ActivitiesRepository } from './activities.repository.js';
 
 /** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
@@ -37,6 +38,7 @@ export class ActivitiesService {
   constructor(
     private readonly activities: ActivitiesRepository,
     private readonly transactions: Transactions,
+    private readonly events: EventsService,
   ) {}
 
   async list(query: Record<string, unknown>) {
@@ -54,7 +56,11 @@ export class ActivitiesService {
     const a = this.activities.create();
     this.assign(a, dto, true);
     stampCreated(a, who);
-    return this.transactions.run(async (t) => this.get(await this.activities.save(a, t), t), tx);
+    return this.transactions.run(async (t) => {
+      const record = await this.get(await this.activities.save(a, t), t);
+      await this.events.record(t, 'activity.created', record);
+      return record;
+    }, tx);
   }
 
   /** Changes the given properties of the row, locked while it is read and written (parallel edits all land). */
@@ -63,9 +69,12 @@ export class ActivitiesService {
     return this.transactions.run(async (tx) => {
       const a = await this.activities.findForUpdate(id, tx);
       if (!a) throw notFound('Activity', id);
+      const before = toActivityRecord(a);
       this.assign(a, dto, false);
       stampModified(a, who);
-      return this.get(await this.activities.save(a, tx), tx);
+      const after = await this.get(await this.activities.save(a, tx), tx);
+      await this.events.recordUpdate(tx, 'activity.updated', before, after);
+      return after;
     });
   }
 
@@ -74,9 +83,12 @@ export class ActivitiesService {
     return this.transactions.run(async (tx) => {
       const a = await this.activities.findForUpdate(id, tx);
       if (!a) return { created: true, activity: await this.create(dto, who, tx) };
+      const before = toActivityRecord(a);
       this.assign(a, dto, true);
       stampModified(a, who);
-      return { created: false, activity: await this.get(await this.activities.save(a, tx), tx) };
+      const after = await this.get(await this.activities.save(a, tx), tx);
+      await this.events.recordUpdate(tx, 'activity.updated', before, after);
+      return { created: false, activity: after };
     });
   }
 
@@ -85,7 +97,9 @@ export class ActivitiesService {
     return this.transactions.run(async (tx) => {
       const a = await this.activities.findForUpdate(id, tx);
       if (!a || !(await this.activities.delete(id, tx))) throw notFound('Activity', id);
-      return toActivityRecord(a);
+      const record = toActivityRecord(a);
+      await this.events.record(tx, 'activity.deleted', record);
+      return record;
     });
   }
 

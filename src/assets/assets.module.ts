@@ -9,6 +9,7 @@ import { AssetDownloadsService } from './asset-downloads.service.js';
 import { AssetsController } from './assets.controller.js';
 import { AssetsRepository } from './assets.repository.js';
 import { AssetsService } from './assets.service.js';
+import { EventsModule } from '../events/events.module.js';
 
 /** The asset storage (local disk under STORAGE_DIR), shared by the upload engine and the services. */
 @Module({
@@ -19,6 +20,7 @@ export class AssetStorageModule {}
 
 @Module({
   imports: [
+    EventsModule,
     TypeOrmModule.forFeature([Asset]),
     AssetStorageModule,
     // Multipart parsing for the asset routes: one file in `file`, streamed into AssetStorage.

@@ -94,13 +94,13 @@ export class AssetsRepository {
    * Deletes the asset and answers it as it was, or null when there was none. The row is locked
    * first, so of concurrent deletes exactly one finds it.
    */
-  remove(id: number): Promise<Asset | null> {
-    return this.transactions.run(async (tx) => {
-      const asset = await this.findForUpdate(id, tx);
+  remove(id: number, tx?: Tx): Promise<Asset | null> {
+    return this.transactions.run(async (t) => {
+      const asset = await this.findForUpdate(id, t);
       if (!asset) return null;
-      await this.repo(tx).delete({ id });
+      await this.repo(t).delete({ id });
       return asset;
-    });
+    }, tx);
   }
 
   /**

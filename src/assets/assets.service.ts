@@ -9,6 +9,7 @@ import type { Principal } from '../common/request.js';
 import { AppValidationPipe } from '../common/validation.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { EventsService } from '../events/events.service.js';
 import { Asset } from './asset.entity.js';
 import { CreateAssetDto, UpdateAssetDto } from './asset.dto.js';
 import { formFieldsToBody, slugify } from './asset-file.js';
@@ -60,6 +61,7 @@ export class AssetsService {
     private readonly transactions: Transactions,
     private readonly storage: AssetStorage,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly events: EventsService,
   ) {}
 
   downloadUrl(a: Pick<Asset, 'id' | 'alias'>): string {
@@ -128,6 +130,13 @@ export class AssetsService {
     return a;
   }
 
+  /** The record of an asset written in `tx`. */
+  private async recordOf(id: number, tx: Tx): Promise<AssetRecord> {
+    const a = await this.assets.findById(id, tx);
+    if (!a) throw notFound('Asset', id);
+    return (await this.toRecords([a]))[0];
+  }
+
   async get(id: number): Promise<AssetRecord> {
     return (await this.toRecords([await this.findEntity(id)]))[0];
   }
@@ -147,21 +156,27 @@ export class AssetsService {
       this.setFile(asset, file);
       asset.revision = 1;
       stampCreated(asset, who);
-      const id =
-        dto.alias !== undefined
-          ? await this.assets.insert(asset)
-          : await withGeneratedAlias(
-              slugify(asset.title),
-              await this.assets.aliasesLike(slugify(asset.title), undefined),
-              (alias) => {
-                asset.alias = alias;
-                return this.assets.insert(asset);
-              },
-              (e) => isUniqueViolation(e, ALIAS_CONSTRAINT),
-              '-',
-            );
+      const record = await this.transactions.run(async (tx) => {
+        const id =
+          dto.alias !== undefined
+            ? await this.assets.insert(asset, tx)
+            : await withGeneratedAlias(
+                slugify(asset.title),
+                await this.assets.aliasesLike(slugify(asset.title), undefined, tx),
+                // A savepoint, so a taken alias does not abort the transaction.
+                (alias) => {
+                  asset.alias = alias;
+                  return this.transactions.run((sp) => this.assets.insert(asset, sp), tx);
+                },
+                (e) => isUniqueViolation(e, ALIAS_CONSTRAINT),
+                '-',
+              );
+        const created = await this.recordOf(id, tx);
+        await this.events.record(tx, 'asset.created', created);
+        return created;
+      });
       committed = true;
-      return await this.get(id);
+      return record;
     } catch (e) {
       if (file && !committed) await this.discard(file.storageKey);
       throw e;
@@ -185,10 +200,15 @@ export class AssetsService {
 
   /** Deletes the row, then its file; answers the record as it was (404 to all but one of concurrent deletes). */
   async remove(id: number): Promise<AssetRecord> {
-    const asset = await this.assets.remove(id);
-    if (!asset) throw notFound('Asset', id);
-    await this.discard(asset.storageKey);
-    return (await this.toRecords([asset]))[0];
+    const record = await this.transactions.run(async (tx) => {
+      const asset = await this.assets.remove(id, tx);
+      if (!asset) throw notFound('Asset', id);
+      const removed = { storageKey: asset.storageKey, record: (await this.toRecords([asset]))[0] };
+      await this.events.record(tx, 'asset.deleted', removed.record);
+      return removed;
+    });
+    await this.discard(record.storageKey);
+    return record.record;
   }
 
   /**
@@ -200,9 +220,10 @@ export class AssetsService {
     let committed = false;
     try {
       const dto = await this.readBody(input, replace ? CreateAssetDto : UpdateAssetDto);
-      const replacedKey = await this.transactions.run(async (tx) => {
+      const edited = await this.transactions.run(async (tx) => {
         const asset = await this.assets.findForUpdate(id, tx);
         if (!asset) throw notFound('Asset', id);
+        const before = (await this.toRecords([asset]))[0];
         this.assign(asset, dto, replace);
         let replaced: string | null = null;
         if (file) {
@@ -212,11 +233,13 @@ export class AssetsService {
         }
         stampModified(asset, who);
         await this.writeEdit(asset, dto.alias === undefined && replace, tx);
-        return replaced;
+        const after = await this.recordOf(id, tx);
+        await this.events.recordUpdate(tx, 'asset.updated', before, after);
+        return { replaced, after };
       });
       committed = true;
-      if (replacedKey) await this.discard(replacedKey);
-      return await this.get(id);
+      if (edited.replaced) await this.discard(edited.replaced);
+      return edited.after;
     } catch (e) {
       if (file && !committed) await this.discard(file.storageKey);
       throw e;

@@ -18,6 +18,8 @@ export const ACCOUNT_TOKEN_LIST_SPEC: ListSpec = {
     lastUsedAt: 't.last_used_at',
     revokedAt: 't.revoked_at',
   },
+  // A token changes only when it is revoked (last use is not a change of the record).
+  changedExpression: 'GREATEST(t.created_at, t.revoked_at)',
 };
 
 export type AccountTokenRecord = ReturnType<typeof toRecord>;

@@ -6,7 +6,10 @@ describe('permissions', () => {
     expect(PERMISSIONS).toContain('*');
     expect(PERMISSIONS).toContain('pointGroups:delete');
     expect(PERMISSIONS).toContain('tokens:write');
-    expect(PERMISSIONS.length).toBe(1 + 12 * 3);
+    expect(PERMISSIONS).toContain('webhooks:delete');
+    expect(PERMISSIONS).toContain('events:read');
+    expect(PERMISSIONS).not.toContain('events:write');
+    expect(PERMISSIONS.length).toBe(1 + 13 * 3 + 1);
     expect(isPermission('contacts:fly')).toBe(false);
   });
 

@@ -2,14 +2,18 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { registerConstraints } from '../common/constraints.js';
-import { rowsAndCount } from '../common/list.js';
 import type { Tx } from '../database/transactions.js';
+import { outboxInsertSql } from '../events/events.repository.js';
 
 registerConstraints({
   // The campaign and the contact are both named by the path: a missing one is a 404.
   campaign_members_campaign_id_fkey: { kind: 'reference', field: 'campaignId', target: 'campaign', status: 404 },
   campaign_members_contact_id_fkey: { kind: 'reference', field: 'contactId', target: 'contact', status: 404 },
 });
+
+/** A membership event's data, from a RETURNING row `m`. */
+const MEMBERSHIP_JSON = `jsonb_build_object('campaignId', m.campaign_id, 'contactId', m.contact_id,
+  'addedAt', to_char(m.added_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"'))`;
 
 /**
  * Every query of campaign_members. Raw SQL on purpose: the bench rows "add contact to campaign"
@@ -25,20 +29,27 @@ export class CampaignMembersRepository {
    * the foreign key (campaign_members_campaign_id_fkey / _contact_id_fkey, registered as 404s).
    * Bench row: "add contact to campaign".
    */
-  async add(campaignId: number, contactId: number, tx?: Tx): Promise<void> {
-    await (tx ?? this.dataSource).query(
-      `INSERT INTO campaign_members (campaign_id, contact_id) VALUES ($1, $2) ON CONFLICT (campaign_id, contact_id) DO NOTHING`,
+  async add(campaignId: number, contactId: number, tx?: Tx): Promise<boolean> {
+    // The campaign.contact_added event is written by the same statement, only for a new membership.
+    const rows: { n: string }[] = await (tx ?? this.dataSource).query(
+      `WITH m AS (INSERT INTO campaign_members (campaign_id, contact_id) VALUES ($1, $2)
+                  ON CONFLICT (campaign_id, contact_id) DO NOTHING RETURNING campaign_id, contact_id, added_at),
+            e AS (${outboxInsertSql(`'campaign.contact_added'`, MEMBERSHIP_JSON, 'NULL::jsonb', 'FROM m')})
+       SELECT count(*) AS n FROM m`,
       [campaignId, contactId],
     );
+    return Number(rows[0].n) > 0;
   }
 
-  /** Removes a membership; answers whether there was one. */
+  /** Removes a membership (and writes campaign.contact_removed in the same statement); answers whether there was one. */
   async remove(campaignId: number, contactId: number, tx?: Tx): Promise<boolean> {
-    const result: unknown = await (tx ?? this.dataSource).query(`DELETE FROM campaign_members WHERE campaign_id = $1 AND contact_id = $2`, [
-      campaignId,
-      contactId,
-    ]);
-    return rowsAndCount(result).count > 0;
+    const rows: { n: string }[] = await (tx ?? this.dataSource).query(
+      `WITH m AS (DELETE FROM campaign_members WHERE campaign_id = $1 AND contact_id = $2 RETURNING campaign_id, contact_id, added_at),
+            e AS (${outboxInsertSql(`'campaign.contact_removed'`, MEMBERSHIP_JSON, 'NULL::jsonb', 'FROM m')})
+       SELECT count(*) AS n FROM m`,
+      [campaignId, contactId],
+    );
+    return Number(rows[0].n) > 0;
   }
 
   /** Number of members (every row names an existing contact, by its foreign key). Bench row: "list a campaign's contacts". */
@@ -47,6 +58,15 @@ export class CampaignMembersRepository {
       campaignId,
     ]);
     return Number(rows[0].n);
+  }
+
+  /**
+   * For modifiedSince on a campaign's contacts: a member counts as changed when the contact changed
+   * or when it joined the campaign (`campaignId` is a validated integer, inlined as a number).
+   */
+  memberChangedExpression(campaignId: number): string {
+    return `GREATEST(COALESCE(c.modified_at, c.created_at),
+      (SELECT m.added_at FROM campaign_members m WHERE m.contact_id = c.id AND m.campaign_id = ${Math.trunc(campaignId)}))`;
   }
 
   /** Narrows a contacts query (alias `c`) to the campaign's members. Bench row: "list a campaign's contacts". */

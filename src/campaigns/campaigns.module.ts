@@ -7,9 +7,10 @@ import { CampaignMembersRepository } from './campaign-members.repository.js';
 import { CampaignsController } from './campaigns.controller.js';
 import { CampaignsRepository } from './campaigns.repository.js';
 import { CampaignsService } from './campaigns.service.js';
+import { EventsModule } from '../events/events.module.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Campaign]), ContactsModule],
+  imports: [EventsModule, TypeOrmModule.forFeature([Campaign]), ContactsModule],
   controllers: [CampaignsController],
   providers: [CampaignsService, CampaignsRepository, CampaignMembersRepository, CampaignCompletionProcessor],
   exports: [CampaignsService, CampaignsRepository, CampaignMembersRepository],

@@ -29,9 +29,12 @@ export const CAMPAIGN_LIST_SPEC: ListSpec = {
  * The change is recorded as made by the service (modifiedBy null, modifiedByUser "system").
  */
 const COMPLETE_EXPIRED_SQL = `
-  UPDATE campaigns
+  UPDATE campaigns c
      SET status = 'completed', modified_at = now(), modified_by = NULL, modified_by_user = 'system'
-   WHERE status <> 'completed' AND end_date IS NOT NULL AND end_date <= now()`;
+    FROM (SELECT id, status FROM campaigns
+           WHERE status <> 'completed' AND end_date IS NOT NULL AND end_date <= now() FOR UPDATE) old
+   WHERE c.id = old.id
+  RETURNING c.id, old.status AS "previousStatus"`;
 
 /** Every query of the campaigns table. */
 @Injectable()
@@ -83,8 +86,9 @@ export class CampaignsRepository {
     return ((await this.repo(tx).delete({ id })).affected ?? 0) > 0;
   }
 
-  /** Completes every campaign whose end has passed; answers how many it changed. */
-  async completeExpired(tx?: Tx): Promise<number> {
-    return rowsAndCount((await (tx ?? this.dataSource).query(COMPLETE_EXPIRED_SQL)) as unknown).count;
+  /** Completes every campaign whose end has passed; answers the ids it changed with their old status. */
+  async completeExpired(tx?: Tx): Promise<{ id: number; previousStatus: string }[]> {
+    const result: unknown = await (tx ?? this.dataSource).query(COMPLETE_EXPIRED_SQL);
+    return rowsAndCount(result).rows as { id: number; previousStatus: string }[];
   }
 }

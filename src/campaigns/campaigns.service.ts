@@ -6,6 +6,7 @@ import { parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { ContactsService } from '../contacts/contacts.service.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { EventsService } from '../events/events.service.js';
 import { Campaign } from './campaign.entity.js';
 import { CreateCampaignDto, ReplaceCampaignDto, UpdateCampaignDto } from './campaign.dto.js';
 import { CampaignMembersRepository } from './campaign-members.repository.js';
@@ -37,6 +38,7 @@ export class CampaignsService {
     private readonly campaigns: CampaignsRepository,
     private readonly members: CampaignMembersRepository,
     private readonly transactions: Transactions,
+    private readonly events: EventsService,
     private readonly contacts: ContactsService,
   ) {}
 
@@ -57,7 +59,11 @@ export class CampaignsService {
     c.status = checkCreateStatus(dto.status);
     checkDateOrder(c.startDate, c.endDate);
     stampCreated(c, who);
-    return this.transactions.run(async (t) => this.get(await this.campaigns.save(c, t), t), tx);
+    return this.transactions.run(async (t) => {
+      const record = await this.get(await this.campaigns.save(c, t), t);
+      await this.events.record(t, 'campaign.created', record);
+      return record;
+    }, tx);
   }
 
   /** Changes the given properties of the row, locked while it is read and written (parallel edits all land). */
@@ -66,11 +72,14 @@ export class CampaignsService {
     return this.transactions.run(async (tx) => {
       const c = await this.campaigns.findForUpdate(id, tx);
       if (!c) throw notFound('Campaign', id);
+      const before = toCampaignRecord(c);
       this.assign(c, dto, false);
       // A PATCH of one date is checked against the other, stored one.
       checkDateOrder(c.startDate, c.endDate);
       stampModified(c, who);
-      return this.get(await this.campaigns.save(c, tx), tx);
+      const after = await this.get(await this.campaigns.save(c, tx), tx);
+      await this.events.recordUpdate(tx, 'campaign.updated', before, after);
+      return after;
     });
   }
 
@@ -79,10 +88,13 @@ export class CampaignsService {
     return this.transactions.run(async (tx) => {
       const c = await this.campaigns.findForUpdate(id, tx);
       if (!c) return { created: true, campaign: await this.create(dto, who, tx) };
+      const before = toCampaignRecord(c);
       this.assign(c, dto, true);
       checkDateOrder(c.startDate, c.endDate);
       stampModified(c, who);
-      return { created: false, campaign: await this.get(await this.campaigns.save(c, tx), tx) };
+      const after = await this.get(await this.campaigns.save(c, tx), tx);
+      await this.events.recordUpdate(tx, 'campaign.updated', before, after);
+      return { created: false, campaign: after };
     });
   }
 
@@ -91,7 +103,9 @@ export class CampaignsService {
     return this.transactions.run(async (tx) => {
       const c = await this.campaigns.findForUpdate(id, tx);
       if (!c || !(await this.campaigns.delete(id, tx))) throw notFound('Campaign', id);
-      return toCampaignRecord(c);
+      const record = toCampaignRecord(c);
+      await this.events.record(tx, 'campaign.deleted', record);
+      return record;
     });
   }
 
@@ -113,12 +127,24 @@ export class CampaignsService {
   /** The campaign's member contacts, with exactly the contacts list's parameters and envelope. */
   async listContacts(campaignId: number, query: Record<string, unknown>) {
     if (!(await this.campaigns.exists(campaignId))) throw notFound('Campaign', campaignId);
-    return this.contacts.list(query, this.members.memberScope(campaignId), () => this.members.count(campaignId));
+    return this.contacts.list(
+      query,
+      this.members.memberScope(campaignId),
+      () => this.members.count(campaignId),
+      this.members.memberChangedExpression(campaignId),
+    );
   }
 
-  /** The periodic job: one idempotent UPDATE; answers how many campaigns it completed. */
-  completeExpired(): Promise<number> {
-    return this.campaigns.completeExpired();
+  /** The periodic job: one idempotent UPDATE and a campaign.updated event per completed campaign, in one transaction; answers how many it completed. */
+  async completeExpired(): Promise<number> {
+    return this.transactions.run(async (tx) => {
+      const changed = await this.campaigns.completeExpired(tx);
+      for (const { id, previousStatus } of changed) {
+        const after = await this.get(id, tx);
+        await this.events.record(tx, 'campaign.updated', after, { status: previousStatus });
+      }
+      return changed.length;
+    });
   }
 
   /** Copies DTO values onto the entity; with `replace`, omitted optional properties are reset to defaults. */

@@ -4,9 +4,10 @@ import { Category } from './category.entity.js';
 import { CategoriesController } from './categories.controller.js';
 import { CategoriesRepository } from './categories.repository.js';
 import { CategoriesService } from './categories.service.js';
+import { EventsModule } from '../events/events.module.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Category])],
+  imports: [EventsModule, TypeOrmModule.forFeature([Category])],
   controllers: [CategoriesController],
   providers: [CategoriesService, CategoriesRepository],
   exports: [CategoriesService, CategoriesRepository],

@@ -6,6 +6,7 @@ import { type ErrorDetail, notFound, validationError } from '../common/errors.js
 import { parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { EventsService } from '../events/events.service.js';
 import { CATEGORY_LIST_SPEC, CategoriesRepository } from './categories.repository.js';
 
 /** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
@@ -26,6 +27,7 @@ export class CategoriesService {
   constructor(
     private readonly categories: CategoriesRepository,
     private readonly transactions: Transactions,
+    private readonly events: EventsService,
   ) {}
 
   async list(query: Record<string, unknown>) {
@@ -47,20 +49,27 @@ export class CategoriesService {
     const c = this.categories.create();
     this.assign(c, dto, 'create');
     stampCreated(c, who);
-    if (dto.alias) return this.transactions.run(async (t) => this.get(await this.categories.save(c, t), t), tx);
-    const base = aliasFrom(c.title, '-', 'category');
-    const id = await withGeneratedAlias(
-      base,
-      await this.categories.aliasesLike(c.bundle, base, tx),
-      (alias) => {
-        c.alias = alias;
-        // A savepoint inside a caller's transaction, so a taken alias does not abort it.
-        return this.transactions.run((t) => this.categories.save(c, t), tx);
-      },
-      (e) => this.categories.isAliasTaken(e),
-      '-',
-    );
-    return this.get(id, tx);
+    return this.transactions.run(async (t) => {
+      let id: number;
+      if (dto.alias) id = await this.categories.save(c, t);
+      else {
+        const base = aliasFrom(c.title, '-', 'category');
+        id = await withGeneratedAlias(
+          base,
+          await this.categories.aliasesLike(c.bundle, base, t),
+          (alias) => {
+            c.alias = alias;
+            // A savepoint, so a taken alias does not abort the transaction.
+            return this.transactions.run((s) => this.categories.save(c, s), t);
+          },
+          (e) => this.categories.isAliasTaken(e),
+          '-',
+        );
+      }
+      const record = await this.get(id, t);
+      await this.events.record(t, 'category.created', record);
+      return record;
+    }, tx);
   }
 
   /** Changes the given properties of the row, locked while it is read and written (parallel edits all land). */
@@ -68,9 +77,12 @@ export class CategoriesService {
     return this.transactions.run(async (tx) => {
       const c = await this.categories.findForUpdate(id, tx);
       if (!c) throw notFound('Category', id);
+      const before = toCategoryRecord(c);
       this.assign(c, dto, 'patch');
       stampModified(c, who);
-      return this.get(await this.categories.save(c, tx), tx);
+      const after = await this.get(await this.categories.save(c, tx), tx);
+      await this.events.recordUpdate(tx, 'category.updated', before, after);
+      return after;
     });
   }
 
@@ -79,9 +91,12 @@ export class CategoriesService {
     return this.transactions.run(async (tx) => {
       const c = await this.categories.findForUpdate(id, tx);
       if (!c) return { created: true, category: await this.create(dto, who, tx) };
+      const before = toCategoryRecord(c);
       this.assign(c, dto, 'replace');
       stampModified(c, who);
-      return { created: false, category: await this.get(await this.categories.save(c, tx), tx) };
+      const after = await this.get(await this.categories.save(c, tx), tx);
+      await this.events.recordUpdate(tx, 'category.updated', before, after);
+      return { created: false, category: after };
     });
   }
 
@@ -90,7 +105,9 @@ export class CategoriesService {
     return this.transactions.run(async (tx) => {
       const c = await this.categories.findForUpdate(id, tx);
       if (!c || !(await this.categories.delete(id, tx))) throw notFound('Category', id);
-      return toCategoryRecord(c);
+      const record = toCategoryRecord(c);
+      await this.events.record(tx, 'category.deleted', record);
+      return record;
     });
   }
 

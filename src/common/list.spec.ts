@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { AppError } from './errors.js';
-import { likePattern, type ListSpec, parseListQuery } from './list.js';
+import { changedExpression, likePattern, listQueryParameters, type ListSpec, parseListQuery } from './list.js';
 
 const spec: ListSpec = {
   sortable: { id: 't.id', name: 't.name' },
@@ -23,7 +23,16 @@ function fails(query: Record<string, unknown>): AppError {
 
 describe('parseListQuery', () => {
   it('applies the defaults of decisions §3', () => {
-    expect(parseListQuery({}, spec)).toEqual({ page: 1, limit: 30, offset: 0, orderBy: 'id', orderByDir: 'ASC', search: null, filters: {} });
+    expect(parseListQuery({}, spec)).toEqual({
+      page: 1,
+      limit: 30,
+      offset: 0,
+      orderBy: 'id',
+      orderByDir: 'ASC',
+      search: null,
+      filters: {},
+      modifiedSince: null,
+    });
   });
 
   it('reads page, limit, order and search', () => {
@@ -77,5 +86,36 @@ describe('likePattern', () => {
   it('escapes wildcards so search is a literal substring', () => {
     expect(likePattern('50%_off\\')).toBe('%50\\%\\_off\\\\%');
     expect(likePattern('AdA')).toBe('%ada%');
+  });
+});
+
+describe('modifiedSince (incremental sync)', () => {
+  const audited: ListSpec = { sortable: { id: 'a.id', createdAt: 'a.created_at', modifiedAt: 'a.modified_at' } };
+
+  it('compares with the last change time: modifiedAt, or the creation time of a record never changed', () => {
+    expect(changedExpression(audited)).toBe('COALESCE(a.modified_at, a.created_at)');
+    expect(changedExpression({ sortable: { id: 'f.id', dateAdded: 'f.created_at', dateModified: 'f.modified_at' } })).toBe(
+      'COALESCE(f.modified_at, f.created_at)',
+    );
+    expect(changedExpression({ sortable: { id: 'x.id' }, changedExpression: 'x.changed' })).toBe('x.changed');
+  });
+
+  it('parses a date-time with an offset and refuses anything else', () => {
+    expect(parseListQuery({ modifiedSince: '2026-01-31T12:00:00+02:00' }, audited).modifiedSince).toEqual(new Date('2026-01-31T10:00:00Z'));
+    for (const bad of ['yesterday', '2026-01-31', '2026-01-31T12:00:00', '2026-02-30T00:00:00Z']) {
+      let error: AppError | null = null;
+      try {
+        parseListQuery({ modifiedSince: bad }, audited);
+      } catch (e) {
+        error = e as AppError;
+      }
+      expect(error?.details?.[0]?.field).toBe('modifiedSince');
+    }
+  });
+
+  it('is documented and accepted only on lists with audit timestamps', () => {
+    expect(listQueryParameters(audited).map((p) => p.name)).toContain('modifiedSince');
+    expect(listQueryParameters(spec).map((p) => p.name)).not.toContain('modifiedSince');
+    expect(fails({ modifiedSince: '2026-01-31T12:00:00Z' }).details?.[0]?.field).toBe('modifiedSince');
   });
 });

@@ -4,6 +4,7 @@
  * parses these parameters.
  */
 import type { DataSource, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
+import { parseIsoWithOffset } from './dates.js';
 import { AppError, type ErrorDetail } from './errors.js';
 import { parseId } from './id.pipe.js';
 
@@ -32,6 +33,22 @@ export interface ListSpec {
    * unfiltered, unscoped list reads its total from there instead of counting every row.
    */
   countTable?: string;
+  /**
+   * SQL expression of a record's last change time, which `modifiedSince` compares with (issue 13,
+   * incremental sync). Default: COALESCE of the columns behind the sortable modifiedAt (or
+   * dateModified) and createdAt (or dateAdded), so a record never changed since its creation counts
+   * as changed when it was created. A list without those columns takes no modifiedSince.
+   */
+  changedExpression?: string;
+}
+
+/** The expression `modifiedSince` compares with, or null when the list has no audit timestamps. */
+export function changedExpression(spec: ListSpec): string | null {
+  if (spec.changedExpression) return spec.changedExpression;
+  const modified = spec.sortable.modifiedAt ?? spec.sortable.dateModified;
+  const created = spec.sortable.createdAt ?? spec.sortable.dateAdded;
+  if (!modified || !created) return null;
+  return `COALESCE(${modified}, ${created})`;
 }
 
 export interface ListQuery {
@@ -42,6 +59,8 @@ export interface ListQuery {
   orderByDir: 'ASC' | 'DESC';
   search: string | null;
   filters: Record<string, string | number | boolean>;
+  /** Only records changed (or created) at or after this time. */
+  modifiedSince: Date | null;
 }
 
 const BASE_PARAMS = ['search', 'page', 'limit', 'orderBy', 'orderByDir'];
@@ -76,7 +95,8 @@ export function parseBoolean(raw: string): boolean | null {
 export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): ListQuery {
   const errors: ErrorDetail[] = [];
   const filterNames = Object.keys(spec.filters ?? {});
-  const allowed = new Set([...BASE_PARAMS, ...filterNames]);
+  const changed = changedExpression(spec);
+  const allowed = new Set([...BASE_PARAMS, ...(changed ? ['modifiedSince'] : []), ...filterNames]);
   for (const key of Object.keys(query)) {
     if (!allowed.has(key)) {
       errors.push({ field: key, message: `is not a known parameter; allowed: ${[...allowed].join(', ')}` });
@@ -109,6 +129,13 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
     else search = searchRaw.trim();
   }
 
+  let modifiedSince: Date | null = null;
+  const sinceRaw = changed ? single(query, 'modifiedSince', errors) : undefined;
+  if (sinceRaw !== undefined && sinceRaw !== '') {
+    modifiedSince = parseIsoWithOffset(sinceRaw.trim());
+    if (!modifiedSince) errors.push({ field: 'modifiedSince', message: 'must be an ISO 8601 date-time with an offset, e.g. 2026-01-31T12:00:00Z' });
+  }
+
   const filters: Record<string, string | number | boolean> = {};
   for (const [name, f] of Object.entries(spec.filters ?? {})) {
     const raw = single(query, name, errors);
@@ -132,7 +159,7 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
   if (errors.length) {
     throw new AppError('validation_failed', `Invalid list parameters: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
   }
-  return { page, limit, offset: (page - 1) * limit, orderBy, orderByDir, search, filters };
+  return { page, limit, offset: (page - 1) * limit, orderBy, orderByDir, search, filters, modifiedSince };
 }
 
 /** Route metadata key of a list route's ListSpec (set by ApiListQuery in openapi.ts). */
@@ -169,6 +196,15 @@ export function listQueryParameters(spec: ListSpec): QueryParameterDoc[] {
     q('orderBy', 'Property to order by (ties are broken by id).', { type: 'string', enum: sortable, ...(sortable.includes('id') ? { default: 'id' } : {}) }),
     q('orderByDir', 'Order direction (case-insensitive).', { type: 'string', enum: ['asc', 'desc'], default: 'asc' }),
   );
+  if (changedExpression(spec)) {
+    params.push(
+      q(
+        'modifiedSince',
+        'Incremental sync: only records created or changed at or after this time (ISO 8601 with an offset), by modifiedAt, or the creation time for records never changed. Deletions are in the event feed (GET /api/events).',
+        { type: 'string', format: 'date-time' },
+      ),
+    );
+  }
   for (const [name, f] of Object.entries(spec.filters ?? {})) {
     if (f.type === 'boolean') params.push(q(name, `Exact-match filter on ${name}: true, false, 1 or 0.`, { type: 'boolean' }));
     else if (f.type === 'int') params.push(q(name, `Exact-match filter on ${name}.`, { type: 'integer', minimum: 1, maximum: 2147483647 }));
@@ -194,6 +230,8 @@ export function applyListFilters<T extends ObjectLiteral>(qb: SelectQueryBuilder
     if (!f) throw new Error(`list filter ${name} is not in the list spec`);
     qb.andWhere(`${f.column} = :__f_${name}`, { [`__f_${name}`]: value });
   }
+  const changed = changedExpression(spec);
+  if (q.modifiedSince && changed) qb.andWhere(`${changed} >= :__modifiedSince`, { __modifiedSince: q.modifiedSince });
   return qb;
 }
 
@@ -220,7 +258,7 @@ export async function paginate<T extends ObjectLiteral>(
 ): Promise<{ total: number; items: T[] }> {
   applyListFilters(qb, q, spec);
   const idColumn = spec.idColumn ?? `${qb.alias}.id`;
-  const unfiltered = !q.search && Object.keys(q.filters).length === 0;
+  const unfiltered = !q.search && Object.keys(q.filters).length === 0 && !q.modifiedSince;
   const total =
     unfiltered && opts.scoped && opts.scopeCount
       ? await opts.scopeCount()

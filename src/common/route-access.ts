@@ -22,13 +22,17 @@ export const RESOURCES = [
   'deals',
   'activities',
   'tokens',
+  'webhooks',
 ] as const;
 export type Resource = (typeof RESOURCES)[number];
 export const ACTIONS = ['read', 'write', 'delete'] as const;
 export type Action = (typeof ACTIONS)[number];
 
-/** Every permission a token can hold: `<resource>:<action>` for each pair, plus `*` (everything). */
-export const PERMISSIONS = ['*', ...RESOURCES.flatMap((r) => ACTIONS.map((a) => `${r}:${a}` as const))] as const;
+/**
+ * Every permission a token can hold: `<resource>:<action>` for each pair, `events:read` (the event
+ * feed is read-only), plus `*` (everything).
+ */
+export const PERMISSIONS = ['*', ...RESOURCES.flatMap((r) => ACTIONS.map((a) => `${r}:${a}` as const)), 'events:read'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
 export const PERMISSION_KEY = 'sf:permission';

@@ -59,6 +59,17 @@ export interface AppConfig {
   metricsToken: string | null;
   commit: string;
   campaignCompletionIntervalMs: number; // period of the job that completes campaigns past their endDate
+  /** Webhooks: allow http:// targets (WEBHOOK_ALLOW_HTTP) and loopback/link-local/private addresses (WEBHOOK_ALLOW_PRIVATE). */
+  webhookAllowHttp: boolean;
+  webhookAllowPrivate: boolean;
+  /** One webhook delivery's whole request (connect, send, answer) may take this long. */
+  webhookTimeoutMs: number;
+  /** Delay before a failed delivery's first retry; each further retry waits 4 times longer (at most 12 h), for 72 h. */
+  webhookRetryFirstDelayMs: number;
+  /** How often the dispatcher looks for new events to deliver. */
+  webhookDispatchIntervalMs: number;
+  /** Days the event feed keeps events (EVENT_RETENTION_DAYS); the events.prune job removes older ones. */
+  eventRetentionDays: number;
   /** The signed-in account console (/account). */
   account: AccountConsoleConfig;
 }
@@ -249,6 +260,12 @@ export function loadConfig(env: Env = process.env): AppConfig {
     metricsToken: optional(env, 'METRICS_TOKEN'),
     commit: str(env, 'GIT_COMMIT', 'unknown'),
     campaignCompletionIntervalMs: int(env, 'CAMPAIGN_COMPLETION_INTERVAL_MS', 60_000, 100, 86_400_000),
+    webhookAllowHttp: bool(env, 'WEBHOOK_ALLOW_HTTP', false),
+    webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    webhookRetryFirstDelayMs: int(env, 'WEBHOOK_RETRY_FIRST_DELAY_MS', 5_000, 10, 3_600_000),
+    webhookDispatchIntervalMs: int(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 500, 20, 60_000),
+    eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 7, 1, 3650),
     account: {
       sessionIdleSeconds,
       sessionAbsoluteSeconds,

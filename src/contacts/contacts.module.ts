@@ -6,9 +6,10 @@ import { ContactsRepository } from './contacts.repository.js';
 import { ContactsService } from './contacts.service.js';
 import { FieldsModule } from '../fields/fields.module.js';
 import { NotificationsModule } from '../notifications/notifications.module.js';
+import { EventsModule } from '../events/events.module.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Contact]), FieldsModule, NotificationsModule],
+  imports: [EventsModule, TypeOrmModule.forFeature([Contact]), FieldsModule, NotificationsModule],
   controllers: [ContactsController],
   providers: [ContactsService, ContactsRepository],
   exports: [ContactsService, ContactsRepository],

@@ -4,6 +4,7 @@ import type { Repository, SelectQueryBuilder } from 'typeorm';
 import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { type Db, Transactions, type Tx } from '../database/transactions.js';
+import { outboxInsertSql } from '../events/events.repository.js';
 import { Contact } from './contact.entity.js';
 
 /**
@@ -62,6 +63,19 @@ const ROW_COLUMNS = `c.id, c.name, c.email, c.phone, c.company, c.title, c.owner
 
 const first = <T>(rows: T[]): T | null => rows[0] ?? null;
 
+const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
+
+/**
+ * The contact record (exactly toContactRecord in contacts.service.ts, checked by the events e2e
+ * suite) as jsonb, from a CTE `r` of ROW_COLUMNS: the event data of the writes that insert their
+ * event in the same statement.
+ */
+const RECORD_JSON = `jsonb_build_object('id', r.id, 'name', r.name, 'email', r.email, 'phone', r.phone, 'company', r.company,
+  'title', r.title, 'ownerId', r."ownerId",
+  'owner', CASE WHEN r."ownerId" IS NULL THEN NULL ELSE jsonb_build_object('id', r."ownerId", 'name', r."ownerName") END,
+  'fields', coalesce(r.fields, '{}'::jsonb), 'createdAt', ${isoSql('r."createdAt"')}, 'modifiedAt', ${isoSql('r."modifiedAt"')},
+  'createdBy', r."createdBy", 'createdByUser', r."createdByUser", 'modifiedBy', r."modifiedBy", 'modifiedByUser', r."modifiedByUser")`;
+
 @Injectable()
 export class ContactsRepository {
   constructor(
@@ -88,12 +102,17 @@ export class ContactsRepository {
     return rows.length > 0;
   }
 
-  /** Bench row "create contact": INSERT and the owner's name in one statement. */
+  /**
+   * Bench row "create contact": INSERT, the owner's name and the contact.created event (outbox) in
+   * one statement, so the outbox adds no round trip to the hot path.
+   */
   async insert(v: ContactValues, who: Principal, tx?: Tx): Promise<ContactRow> {
     const rows: ContactRow[] = await this.db(tx).query(
       `WITH c AS (INSERT INTO contacts (name, email, phone, company, title, owner_id, fields, created_by, created_by_user)
-                  VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9) RETURNING *)
-       SELECT ${ROW_COLUMNS} FROM c LEFT JOIN users u ON u.id = c.owner_id`,
+                  VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9) RETURNING *),
+            r AS (SELECT ${ROW_COLUMNS} FROM c LEFT JOIN users u ON u.id = c.owner_id),
+            e AS (${outboxInsertSql(`'contact.created'`, RECORD_JSON, 'NULL::jsonb', 'FROM r')})
+       SELECT * FROM r`,
       [v.name, v.email, v.phone, v.company, v.title, v.ownerId, JSON.stringify(v.fields ?? {}), who.userId, who.userName],
     );
     return rows[0];
@@ -111,11 +130,17 @@ export class ContactsRepository {
     );
   }
 
-  /** Deletes and answers the row as it was; null when no row was deleted (so exactly one concurrent caller gets it). */
+  /**
+   * Deletes and answers the row as it was, writing contact.deleted in the same statement; null when
+   * no row was deleted (so exactly one concurrent caller gets it, and only that one writes the event).
+   */
   async remove(id: number, tx?: Tx): Promise<ContactRow | null> {
     return first(
       await this.db(tx).query(
-        `WITH c AS (DELETE FROM contacts WHERE id = $1 RETURNING *) SELECT ${ROW_COLUMNS} FROM c LEFT JOIN users u ON u.id = c.owner_id`,
+        `WITH c AS (DELETE FROM contacts WHERE id = $1 RETURNING *),
+              r AS (SELECT ${ROW_COLUMNS} FROM c LEFT JOIN users u ON u.id = c.owner_id),
+              e AS (${outboxInsertSql(`'contact.deleted'`, RECORD_JSON, 'NULL::jsonb', 'FROM r')})
+         SELECT * FROM r`,
         [id],
       ),
     );
@@ -126,10 +151,15 @@ export class ContactsRepository {
    * campaign's contacts": the shared list helper (deferred join on the ordering index, the row
    * counter for the unfiltered total), then the page's owners' names in one query.
    */
-  async page(q: ListQuery, scope?: ContactListScope, scopeCount?: () => Promise<number>): Promise<{ total: number; rows: ContactRow[] }> {
+  async page(
+    q: ListQuery,
+    scope?: ContactListScope,
+    scopeCount?: () => Promise<number>,
+    spec: ListSpec = CONTACT_LIST_SPEC,
+  ): Promise<{ total: number; rows: ContactRow[] }> {
     const qb = this.contacts.createQueryBuilder('c');
     scope?.(qb);
-    const { total, items } = await paginate(qb, q, CONTACT_LIST_SPEC, { scoped: scope !== undefined, scopeCount });
+    const { total, items } = await paginate(qb, q, spec, { scoped: scope !== undefined, scopeCount });
     const ownerIds = [...new Set(items.map((c) => c.ownerId).filter((id): id is number => id !== null))];
     const names = new Map<number, string>();
     if (ownerIds.length) {

@@ -5,6 +5,7 @@ import { parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { toE164 } from '../common/phone.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { EventsService } from '../events/events.service.js';
 import { ContactFieldValuesService } from '../fields/contact-field-values.service.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
 import { CreateContactDto, UpdateContactDto } from './contact.dto.js';
@@ -42,15 +43,18 @@ export class ContactsService {
     private readonly transactions: Transactions,
     private readonly notifications: NotificationsService,
     private readonly fieldValues: ContactFieldValuesService,
+    private readonly events: EventsService,
   ) {}
 
   /**
    * The contacts list; `scope` narrows it (alias `c`), and `scopeCount` gives that scope's exact size
-   * cheaply when no search or filter applies.
+   * cheaply when no search or filter applies; `changedExpression` replaces what modifiedSince compares with.
    */
-  async list(query: Record<string, unknown>, scope?: ContactListScope, scopeCount?: () => Promise<number>) {
-    const q = parseListQuery(query, CONTACT_LIST_SPEC);
-    const { total, rows } = await this.contacts.page(q, scope, scopeCount);
+  async list(query: Record<string, unknown>, scope?: ContactListScope, scopeCount?: () => Promise<number>, changedExpression?: string) {
+    // A scope may count more as a change than the contact's own modifiedAt (e.g. joining a campaign).
+    const spec = changedExpression ? { ...CONTACT_LIST_SPEC, changedExpression } : CONTACT_LIST_SPEC;
+    const q = parseListQuery(query, spec);
+    const { total, rows } = await this.contacts.page(q, scope, scopeCount, spec);
     return { total, contacts: rows.map(toContactRecord) };
   }
 
@@ -120,12 +124,18 @@ export class ContactsService {
     return toContactRecord(row);
   }
 
-  /** Writes a locked contact: unique custom values checked under their lock, the new owner notified in the same transaction. */
+  /** Writes a locked contact: unique custom values checked under their lock; its events and the new owner's notification in the same transaction. */
   private async write(current: ContactRow, values: ContactValues, who: Principal, uniqueFields: string[], tx: Tx): Promise<ContactRow> {
     await this.fieldValues.assertUnique(tx, current.id, values.fields, uniqueFields);
     const row = await this.contacts.update(current.id, values, who, tx);
     if (!row) throw notFound('Contact', current.id);
-    if (row.ownerId !== current.ownerId) await this.notifyAssigned(row, who, tx);
+    const before = toContactRecord(current);
+    const after = toContactRecord(row);
+    await this.events.recordUpdate(tx, 'contact.updated', before, after);
+    if (row.ownerId !== current.ownerId) {
+      await this.events.record(tx, 'contact.owner_changed', after, { ownerId: before.ownerId, owner: before.owner });
+      await this.notifyAssigned(row, who, tx);
+    }
     return row;
   }
 

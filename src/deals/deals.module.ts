@@ -4,9 +4,10 @@ import { Deal } from './deal.entity.js';
 import { DealsController } from './deals.controller.js';
 import { DealsRepository } from './deals.repository.js';
 import { DealsService } from './deals.service.js';
+import { EventsModule } from '../events/events.module.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Deal])],
+  imports: [EventsModule, TypeOrmModule.forFeature([Deal])],
   controllers: [DealsController],
   providers: [DealsService, DealsRepository],
   exports: [DealsService, DealsRepository],

@@ -5,6 +5,7 @@ import { fieldError, notFound } from '../common/errors.js';
 import { parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { EventsService } from '../events/events.service.js';
 import { Deal } from './deal.entity.js';
 import { CreateDealDto, UpdateDealDto } from './deal.dto.js';
 import { DEFAULT_DEAL_QUANTITY, DEFAULT_DEAL_STATUS, rejectNulls, resolveClosedAt } from './deal.rules.js';
@@ -43,6 +44,7 @@ export class DealsService {
   constructor(
     private readonly deals: DealsRepository,
     private readonly transactions: Transactions,
+    private readonly events: EventsService,
   ) {}
 
   async list(query: Record<string, unknown>) {
@@ -60,7 +62,12 @@ export class DealsService {
     const d = this.deals.create();
     this.assign(d, dto, null, true, who);
     stampCreated(d, who);
-    return this.transactions.run(async (t) => this.get(await this.deals.save(d, t), t), tx);
+    return this.transactions.run(async (t) => {
+      const record = await this.get(await this.deals.save(d, t), t);
+      await this.events.record(t, 'deal.created', record);
+      await this.recordTransitions(t, null, record);
+      return record;
+    }, tx);
   }
 
   /** Changes the given properties of the row, locked while it is read and written (parallel edits all land). */
@@ -69,9 +76,13 @@ export class DealsService {
     return this.transactions.run(async (tx) => {
       const d = await this.deals.findForUpdate(id, tx);
       if (!d) throw notFound('Deal', id);
+      const before = toDealRecord(d);
       this.assign(d, dto, { status: d.status, closedAt: d.closedAt }, false, who);
       stampModified(d, who);
-      return this.get(await this.deals.save(d, tx), tx);
+      const after = await this.get(await this.deals.save(d, tx), tx);
+      await this.events.recordUpdate(tx, 'deal.updated', before, after);
+      await this.recordTransitions(tx, before, after);
+      return after;
     });
   }
 
@@ -80,9 +91,13 @@ export class DealsService {
     return this.transactions.run(async (tx) => {
       const d = await this.deals.findForUpdate(id, tx);
       if (!d) return { created: true, deal: await this.create(dto, who, tx) };
+      const before = toDealRecord(d);
       this.assign(d, dto, { status: d.status, closedAt: d.closedAt }, true, who);
       stampModified(d, who);
-      return { created: false, deal: await this.get(await this.deals.save(d, tx), tx) };
+      const after = await this.get(await this.deals.save(d, tx), tx);
+      await this.events.recordUpdate(tx, 'deal.updated', before, after);
+      await this.recordTransitions(tx, before, after);
+      return { created: false, deal: after };
     });
   }
 
@@ -91,8 +106,18 @@ export class DealsService {
     return this.transactions.run(async (tx) => {
       const d = await this.deals.findForUpdate(id, tx);
       if (!d || !(await this.deals.delete(id, tx))) throw notFound('Deal', id);
-      return toDealRecord(d);
+      const record = toDealRecord(d);
+      await this.events.record(tx, 'deal.deleted', record);
+      return record;
     });
+  }
+
+  /** deal.stage_changed when the stage changed; deal.won / deal.lost when the status became won / lost (on creation too). */
+  private async recordTransitions(tx: Tx, before: DealRecord | null, after: DealRecord): Promise<void> {
+    if (before && before.stage !== after.stage) await this.events.record(tx, 'deal.stage_changed', after, { stage: before.stage });
+    if (after.status !== 'open' && before?.status !== after.status) {
+      await this.events.record(tx, after.status === 'won' ? 'deal.won' : 'deal.lost', after, before ? { status: before.status } : null);
+    }
   }
 
   /**

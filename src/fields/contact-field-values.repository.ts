@@ -47,14 +47,14 @@ export class ContactFieldValuesRepository {
 
   /** Renames the field's key in every contact that holds a value (one statement; jsonb edited in SQL). */
   async renameKey(from: string, to: string, tx?: Tx): Promise<void> {
-    await this.db(tx).query(`UPDATE contacts SET fields = (fields - $1::text) || jsonb_build_object($2::text, fields -> $1::text) WHERE fields ? $1::text`, [
-      from,
-      to,
-    ]);
+    await this.db(tx).query(
+      `UPDATE contacts SET fields = (fields - $1::text) || jsonb_build_object($2::text, fields -> $1::text), modified_at = now() WHERE fields ? $1::text`,
+      [from, to],
+    );
   }
 
   /** Removes the field's key from every contact that holds a value. */
   async removeKey(alias: string, tx?: Tx): Promise<void> {
-    await this.db(tx).query(`UPDATE contacts SET fields = fields - $1::text WHERE fields ? $1::text`, [alias]);
+    await this.db(tx).query(`UPDATE contacts SET fields = fields - $1::text, modified_at = now() WHERE fields ? $1::text`, [alias]);
   }
 }

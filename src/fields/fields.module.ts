@@ -6,9 +6,10 @@ import { Field } from './field.entity.js';
 import { FieldsController } from './fields.controller.js';
 import { FieldsRepository } from './fields.repository.js';
 import { FieldsService } from './fields.service.js';
+import { EventsModule } from '../events/events.module.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Field])],
+  imports: [EventsModule, TypeOrmModule.forFeature([Field])],
   controllers: [FieldsController],
   providers: [FieldsService, FieldsRepository, ContactFieldValuesService, ContactFieldValuesRepository],
   exports: [FieldsService, ContactFieldValuesService],

@@ -8,6 +8,7 @@ import { AppError, conflict, type ErrorDetail, fieldError, notFound, validationE
 import { type ListSpec, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { EventsService } from '../events/events.service.js';
 import { Field } from './field.entity.js';
 import { FieldInObjectBodyDto, UpdateFieldDto } from './field.dto.js';
 import { FIELD_OBJECTS, FIELD_TYPES, type FieldObject, normalizeProperties, OPTION_TYPES, parseDefaultValue } from './field-rules.js';
@@ -58,6 +59,7 @@ export class FieldsService {
     private readonly contactValueRows: ContactFieldValuesRepository,
     private readonly transactions: Transactions,
     private readonly contactValues: ContactFieldValuesService,
+    private readonly events: EventsService,
   ) {}
 
   toRecord(f: Field) {
@@ -133,28 +135,43 @@ export class FieldsService {
     field.object = object;
     this.assign(field, dto, 'create');
     stampCreated(field, who);
-    let saved: Field;
-    if (dto.alias) saved = await this.fields.insert(Object.assign(field, { alias: dto.alias }));
-    else {
-      const raw = aliasFrom(field.label, '_', 'field');
-      const base = /^[a-z]/.test(raw) ? raw : `field_${raw}`.slice(0, 64);
-      saved = await withGeneratedAlias(
-        base,
-        // Names of built-in object members are never aliases (their values could not be sent).
-        new Set([...(await this.fields.aliasesLike(object, base)), ...RESERVED_PROPERTY_NAMES]),
-        (alias) => this.fields.insert(Object.assign(field, { alias })),
-        (e) => isUniqueViolation(e, 'fields_object_alias_uq'),
-      );
-    }
+    const record = await this.transactions.run(async (tx) => {
+      let saved: Field;
+      if (dto.alias) saved = await this.fields.insert(Object.assign(field, { alias: dto.alias }), tx);
+      else {
+        const raw = aliasFrom(field.label, '_', 'field');
+        const base = /^[a-z]/.test(raw) ? raw : `field_${raw}`.slice(0, 64);
+        saved = await withGeneratedAlias(
+          base,
+          // Names of built-in object members are never aliases (their values could not be sent).
+          new Set([...(await this.fields.aliasesLike(object, base, tx)), ...RESERVED_PROPERTY_NAMES]),
+          // A savepoint, so a taken alias does not abort the transaction.
+          (alias) => this.transactions.run((s) => this.fields.insert(Object.assign(field, { alias }), s), tx),
+          (e) => isUniqueViolation(e, 'fields_object_alias_uq'),
+        );
+      }
+      const created = await this.recordIn(saved.id, tx);
+      await this.events.record(tx, 'field.created', created);
+      return created;
+    });
     this.contactValues.invalidate();
-    return this.get(saved.id);
+    return record;
+  }
+
+  /** The record of a field written in `tx` (for its event). */
+  private async recordIn(id: number, tx: Tx): Promise<FieldRecord> {
+    const f = await this.fields.find(id, tx);
+    if (!f) throw notFound('Field', id);
+    return this.toRecord(f);
   }
 
   /** PATCH: reads the field under a lock, so concurrent edits of different properties all survive. */
   async patch(id: number, dto: UpdateFieldDto, who: Principal, pathObject?: FieldObject): Promise<FieldRecord> {
     await this.transactions.run(async (tx) => {
       const field = await this.findEntity(id, pathObject, tx);
+      const before = this.toRecord(field);
       await this.change(field, dto, 'patch', who, pathObject, tx);
+      await this.events.recordUpdate(tx, 'field.updated', before, await this.recordIn(id, tx));
     });
     this.contactValues.invalidate();
     return this.get(id);
@@ -165,7 +182,9 @@ export class FieldsService {
     const replaced = await this.transactions.run(async (tx) => {
       const existing = await this.fields.lock(id, tx);
       if (!existing || (pathObject && existing.object !== pathObject)) return false;
+      const before = this.toRecord(existing);
       await this.change(existing, dto, 'replace', who, pathObject, tx);
+      await this.events.recordUpdate(tx, 'field.updated', before, await this.recordIn(id, tx));
       return true;
     });
     if (!replaced) return { created: true, field: await this.create(dto, who, pathObject) };
@@ -183,6 +202,7 @@ export class FieldsService {
       const record = this.toRecord(field);
       await this.fields.delete(id, tx);
       if (field.object === 'contact') await this.contactValueRows.removeKey(field.alias, tx);
+      await this.events.record(tx, 'field.deleted', record);
       return record;
     });
     this.contactValues.invalidate();

@@ -7,6 +7,7 @@ export const QUEUES = {
   maintenance: 'maintenance',
   reports: 'reports',
   sms: 'sms',
+  webhooks: 'webhooks',
 } as const;
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
@@ -25,6 +26,10 @@ export interface JobPayloads {
   'sms.send': { messageId: number; generation: number; queuedAt: number };
   /** Re-queues text messages left `queued` without a job (worker start and periodically). */
   'sms.recover': Record<string, never>;
+  /** One attempt of one webhook delivery; `attempt` is the delivery's attempt count when queued (duplicate suppression). */
+  'webhooks.deliver': { deliveryId: number; attempt: number };
+  /** Deletes events older than EVENT_RETENTION_DAYS from the event feed (hourly). */
+  'events.prune': Record<string, never>;
 }
 export type JobName = keyof JobPayloads;
 
@@ -34,6 +39,8 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   'reports.sync-schedules': QUEUES.maintenance,
   'sms.send': QUEUES.sms,
   'sms.recover': QUEUES.maintenance,
+  'webhooks.deliver': QUEUES.webhooks,
+  'events.prune': QUEUES.maintenance,
 };
 
 export interface JobPolicy {
@@ -51,6 +58,9 @@ export const JOB_POLICY: Record<JobName, JobPolicy> = {
   // 2 s, 4 s, 8 s, 16 s, 32 s: a gateway answering 429/5xx gets about a minute before the message fails.
   'sms.send': { attempts: 6, backoffMs: 2_000 },
   'sms.recover': { attempts: 2, backoffMs: 5_000 },
+  // HTTP failures are retried by the delivery's own schedule (webhook-retry.ts); these attempts only cover database errors.
+  'webhooks.deliver': { attempts: 3, backoffMs: 1_000 },
+  'events.prune': { attempts: 2, backoffMs: 60_000 },
 };
 
 /** Retention of finished jobs in Redis: bounded by count and age so the queue never grows without end. */
@@ -66,4 +76,7 @@ export const JOB_IDS = {
   reportSchedule: (reportId: number) => `report-schedule:${reportId}`,
   reportsSyncSchedule: 'reports-sync-schedules',
   smsRecoverSchedule: 'sms-recover',
+  /** One job per delivery attempt: a re-queue of the same attempt is suppressed. */
+  webhookDeliver: (deliveryId: number, attempt: number) => `webhook:${deliveryId}:${attempt}`,
+  eventsPruneSchedule: 'events-prune',
 };

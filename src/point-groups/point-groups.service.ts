@@ -5,6 +5,7 @@ import { type ErrorDetail, notFound, validationError } from '../common/errors.js
 import { parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { EventsService } from '../events/events.service.js';
 import { PointGroup } from './point-group.entity.js';
 import { CreatePointGroupDto, UpdatePointGroupDto } from './point-group.dto.js';
 import { POINT_GROUP_LIST_SPEC, PointGroupsRepository } from './point-groups.repository.js';
@@ -34,6 +35,7 @@ export class PointGroupsService {
   constructor(
     private readonly groups: PointGroupsRepository,
     private readonly transactions: Transactions,
+    private readonly events: EventsService,
   ) {}
 
   async list(query: Record<string, unknown>) {
@@ -51,7 +53,11 @@ export class PointGroupsService {
     const g = this.groups.create();
     this.assign(g, dto, 'create');
     stampCreated(g, who);
-    return this.transactions.run(async (t) => this.get(await this.groups.save(g, t), t), tx);
+    return this.transactions.run(async (t) => {
+      const record = await this.get(await this.groups.save(g, t), t);
+      await this.events.record(t, 'point_group.created', record);
+      return record;
+    }, tx);
   }
 
   /** Changes the given properties of the row, locked while it is read and written (the range is checked against what is stored). */
@@ -59,9 +65,12 @@ export class PointGroupsService {
     return this.transactions.run(async (tx) => {
       const g = await this.groups.findForUpdate(id, tx);
       if (!g) throw notFound('Point group', id);
+      const before = toPointGroupRecord(g);
       this.assign(g, dto, 'patch');
       stampModified(g, who);
-      return this.get(await this.groups.save(g, tx), tx);
+      const after = await this.get(await this.groups.save(g, tx), tx);
+      await this.events.recordUpdate(tx, 'point_group.updated', before, after);
+      return after;
     });
   }
 
@@ -70,9 +79,12 @@ export class PointGroupsService {
     return this.transactions.run(async (tx) => {
       const g = await this.groups.findForUpdate(id, tx);
       if (!g) return { created: true, pointGroup: await this.create(dto, who, tx) };
+      const before = toPointGroupRecord(g);
       this.assign(g, dto, 'replace');
       stampModified(g, who);
-      return { created: false, pointGroup: await this.get(await this.groups.save(g, tx), tx) };
+      const after = await this.get(await this.groups.save(g, tx), tx);
+      await this.events.recordUpdate(tx, 'point_group.updated', before, after);
+      return { created: false, pointGroup: after };
     });
   }
 
@@ -81,7 +93,9 @@ export class PointGroupsService {
     return this.transactions.run(async (tx) => {
       const g = await this.groups.findForUpdate(id, tx);
       if (!g || !(await this.groups.delete(id, tx))) throw notFound('Point group', id);
-      return toPointGroupRecord(g);
+      const record = toPointGroupRecord(g);
+      await this.events.record(tx, 'point_group.deleted', record);
+      return record;
     });
   }
 

@@ -6,9 +6,10 @@ import { ReportsProcessor } from './reports.processor.js';
 import { ReportsRepository } from './reports.repository.js';
 import { ReportsService } from './reports.service.js';
 import { NotificationsModule } from '../notifications/notifications.module.js';
+import { EventsModule } from '../events/events.module.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Report]), NotificationsModule],
+  imports: [EventsModule, TypeOrmModule.forFeature([Report]), NotificationsModule],
   controllers: [ReportsController],
   providers: [ReportsRepository, ReportsService, ReportsProcessor],
   exports: [ReportsService, ReportsRepository],

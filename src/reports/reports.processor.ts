@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { iso } from '../common/dates.js';
 import { Transactions } from '../database/transactions.js';
+import { EventsService } from '../events/events.service.js';
 import { JOB_IDS, type JobPayloads } from '../jobs/job-names.js';
 import { type JobContext, JobQueue } from '../jobs/job-queue.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
@@ -31,6 +32,7 @@ export class ReportsProcessor implements OnModuleInit {
     private readonly jobs: JobQueue,
     private readonly reports: ReportsService,
     private readonly notifications: NotificationsService,
+    private readonly events: EventsService,
   ) {}
 
   onModuleInit(): void {
@@ -66,6 +68,10 @@ export class ReportsProcessor implements OnModuleInit {
       const current = await this.repository.findForUpdate(reportId, tx);
       if (!current) return false;
       const resultId = await this.repository.storeResult({ reportId, generatedAt, trigger, jobId: ctx.jobId, output }, tx);
+      await this.events.record(tx, 'report.completed', {
+        ...this.reports.toRecord(Object.assign(current, { lastRun: generatedAt })),
+        result: { id: resultId, generatedAt: iso(generatedAt), trigger },
+      });
       if (current.createdBy !== null) {
         await this.notifications.notify(
           current.createdBy,

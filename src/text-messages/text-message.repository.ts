@@ -85,13 +85,13 @@ export class TextMessageRepository {
   }
 
   /** Deletes the message and answers it as it was, or null: of concurrent deletes exactly one finds it. */
-  remove(id: number): Promise<TextMessage | null> {
-    return this.transactions.run(async (tx) => {
-      const message = await this.findForUpdate(id, tx);
+  remove(id: number, tx?: Tx): Promise<TextMessage | null> {
+    return this.transactions.run(async (t) => {
+      const message = await this.findForUpdate(id, t);
       if (!message) return null;
-      await this.repo(tx).delete({ id });
+      await this.repo(t).delete({ id });
       return message;
-    });
+    }, tx);
   }
 
   /**
@@ -119,7 +119,7 @@ export class TextMessageRepository {
   /** `delivered` at `at` (sentAt filled when unknown), failure and claim cleared. */
   async markDelivered(id: number, at: Date, tx?: Tx): Promise<void> {
     await this.db(tx).query(
-      `UPDATE text_messages SET status = 'delivered', delivered_at = $2, sent_at = coalesce(sent_at, $2),
+      `UPDATE text_messages SET status = 'delivered', delivered_at = $2, modified_at = now(), sent_at = coalesce(sent_at, $2),
          failed_at = NULL, failure_code = NULL, failure_reason = NULL, claim_token = NULL, claimed_at = NULL WHERE id = $1`,
       [id, at],
     );
@@ -128,7 +128,7 @@ export class TextMessageRepository {
   /** `failed` by the gateway's delivery report (failure code delivery_failed). */
   async markDeliveryFailed(id: number, at: Date, reason: string, tx?: Tx): Promise<void> {
     await this.db(tx).query(
-      `UPDATE text_messages SET status = 'failed', failed_at = $2, failure_code = 'delivery_failed', failure_reason = $3,
+      `UPDATE text_messages SET status = 'failed', failed_at = $2, modified_at = now(), failure_code = 'delivery_failed', failure_reason = $3,
          claim_token = NULL, claimed_at = NULL WHERE id = $1`,
       [id, at, reason],
     );
@@ -159,7 +159,7 @@ export class TextMessageRepository {
   async markSent(id: number, token: string, provider: string, providerMessageId: string | null, tx?: Tx): Promise<boolean> {
     const rows = await returning(
       this.db(tx),
-      `UPDATE text_messages SET status = 'sent', sent_at = now(), provider = $3, provider_message_id = $4, claim_token = NULL, claimed_at = NULL
+      `UPDATE text_messages SET status = 'sent', sent_at = now(), modified_at = now(), provider = $3, provider_message_id = $4, claim_token = NULL, claimed_at = NULL
        WHERE id = $1 AND claim_token = $2 RETURNING id`,
       [id, token, provider, providerMessageId],
     );
@@ -170,7 +170,7 @@ export class TextMessageRepository {
   async markFailed(id: number, token: string, code: FailureCode, reason: string, tx?: Tx): Promise<boolean> {
     const rows = await returning(
       this.db(tx),
-      `UPDATE text_messages SET status = 'failed', failed_at = now(), failure_code = $3, failure_reason = $4, claim_token = NULL, claimed_at = NULL
+      `UPDATE text_messages SET status = 'failed', failed_at = now(), modified_at = now(), failure_code = $3, failure_reason = $4, claim_token = NULL, claimed_at = NULL
        WHERE id = $1 AND claim_token = $2 RETURNING id`,
       [id, token, code, reason],
     );

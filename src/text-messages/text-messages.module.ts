@@ -7,9 +7,10 @@ import { TextMessagesController } from './text-messages.controller.js';
 import { TextMessagesProcessor } from './text-messages.processor.js';
 import { TextMessagesService } from './text-messages.service.js';
 import { NotificationsModule } from '../notifications/notifications.module.js';
+import { EventsModule } from '../events/events.module.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([TextMessage]), SmsModule, NotificationsModule],
+  imports: [EventsModule, TypeOrmModule.forFeature([TextMessage]), SmsModule, NotificationsModule],
   controllers: [TextMessagesController],
   providers: [TextMessageRepository, TextMessagesService, TextMessagesProcessor],
   exports: [TextMessagesService, TextMessageRepository],

@@ -109,6 +109,7 @@ export class TextMessagesProcessor implements OnModuleInit {
       try {
         await this.transactions.run(async (tx) => {
           const sent = await this.repository.markSent(messageId, token, this.provider.name, result.providerMessageId, tx);
+          if (sent) await this.messages.recordStatus(tx, messageId, 'text_message.sent', 'queued');
           // Not sent: a delivery report got there first, or the message was deleted.
           if (sent && result.delivery) {
             await this.messages.applyDelivery(messageId, result.delivery.status, result.delivery.at, result.delivery.reason ?? null, tx);
@@ -151,6 +152,7 @@ export class TextMessagesProcessor implements OnModuleInit {
   private async fail(messageId: number, token: string, code: FailureCode, reason: string, msg: ClaimedMessage): Promise<void> {
     await this.transactions.run(async (tx) => {
       const failed = await this.repository.markFailed(messageId, token, code, reason.slice(0, 1000), tx);
+      if (failed) await this.messages.recordStatus(tx, messageId, 'text_message.failed', 'queued');
       if (failed && msg.createdBy !== null) {
         await this.notifications.notify(
           msg.createdBy,

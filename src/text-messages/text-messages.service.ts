@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { EventsService } from '../events/events.service.js';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
 import { AppError, conflict, fieldError, notFound, unavailable } from '../common/errors.js';
@@ -47,6 +48,7 @@ export class TextMessagesService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly jobs: JobQueue,
     private readonly notifications: NotificationsService,
+    private readonly events: EventsService,
   ) {}
 
   /** The one mapper from a stored message (and its campaign's name) to the API record. */
@@ -99,7 +101,7 @@ export class TextMessagesService {
       t.sendCount = 0;
       this.assign(t, dto, true);
       stampCreated(t, who);
-      return this.saveAndQueue(t, tx);
+      return this.saveAndQueue(t, tx, null);
     });
   }
 
@@ -107,9 +109,10 @@ export class TextMessagesService {
     return this.transactions.run(async (tx) => {
       const t = await this.findEntity(id, tx);
       this.assertEditable(t);
+      const before = (await this.toRecords([t], tx))[0];
       this.assign(t, dto, false);
       stampModified(t, who);
-      return this.saveAndQueue(t, tx);
+      return this.saveAndQueue(t, tx, before);
     });
   }
 
@@ -119,9 +122,10 @@ export class TextMessagesService {
     const textMessage = await this.transactions.run(async (tx) => {
       const t = await this.findEntity(id, tx);
       this.assertEditable(t);
+      const before = (await this.toRecords([t], tx))[0];
       this.assign(t, dto, true);
       stampModified(t, who);
-      return this.saveAndQueue(t, tx);
+      return this.saveAndQueue(t, tx, before);
     });
     return { created: false, textMessage };
   }
@@ -132,9 +136,13 @@ export class TextMessagesService {
    * one answers the message and the others 404.
    */
   async remove(id: number): Promise<TextMessageRecord> {
-    const t = await this.messages.remove(id);
-    if (!t) throw notFound('Text message', id);
-    return (await this.toRecords([t]))[0];
+    return this.transactions.run(async (tx) => {
+      const t = await this.messages.remove(id, tx);
+      if (!t) throw notFound('Text message', id);
+      const record = (await this.toRecords([t], tx))[0];
+      await this.events.record(tx, 'text_message.deleted', record);
+      return record;
+    });
   }
 
   /**
@@ -147,10 +155,11 @@ export class TextMessagesService {
     return this.transactions.run(async (tx) => {
       const t = await this.findEntity(id, tx);
       if (!canSend(t.status)) throw conflict(`Text message ${id} is ${t.status}; only draft or failed messages can be sent`);
+      const before = (await this.toRecords([t], tx))[0];
       t.scheduledFor = null;
       t.status = 'queued';
       stampModified(t, who);
-      return this.saveAndQueue(t, tx, true);
+      return this.saveAndQueue(t, tx, before, true);
     });
   }
 
@@ -163,7 +172,7 @@ export class TextMessagesService {
    * starts a new send: send_count + 1, failure cleared, and a job `sms:<id>:<sendCount>` delayed to
    * scheduledFor, added before the transaction commits (503 and a rollback when it cannot be).
    */
-  private async saveAndQueue(t: TextMessage, tx: Tx, forceQueue = false): Promise<TextMessageRecord> {
+  private async saveAndQueue(t: TextMessage, tx: Tx, before: TextMessageRecord | null, forceQueue = false): Promise<TextMessageRecord> {
     const queue = forceQueue || (t.scheduledFor !== null && (t.status === 'draft' || t.status === 'failed'));
     if (queue) {
       if (!(await this.jobs.isAvailable())) throw unavailable('The job queue is unreachable; the message was not queued. Try again shortly.');
@@ -194,7 +203,18 @@ export class TextMessagesService {
         { jobId: JOB_IDS.smsSend(saved.id, saved.sendCount), uniqueId: true, delayMs: saved.scheduledFor ? saved.scheduledFor.getTime() - Date.now() : 0 },
       );
     }
-    return (await this.toRecords([saved], tx))[0];
+    const record = (await this.toRecords([saved], tx))[0];
+    // created / updated for the edit itself (a send only changes the status: queued says it all), then queued.
+    if (!before) await this.events.record(tx, 'text_message.created', record);
+    else if (!forceQueue) await this.events.recordUpdate(tx, 'text_message.updated', before, record);
+    if (queue) await this.events.record(tx, 'text_message.queued', record, { status: before?.status ?? 'draft' });
+    return record;
+  }
+
+  /** Writes the event of a status change made by the worker or a delivery report (text_message.sent|delivered|failed). */
+  async recordStatus(tx: Tx, id: number, type: 'text_message.sent' | 'text_message.delivered' | 'text_message.failed', previousStatus: string): Promise<void> {
+    const t = await this.messages.findById(id, tx);
+    if (t) await this.events.record(tx, type, (await this.toRecords([t], tx))[0], { status: previousStatus });
   }
 
   /**
@@ -263,8 +283,10 @@ export class TextMessagesService {
   }
 
   /** Writes a delivery outcome (shared by delivery reports and providers that report at once). */
-  async applyDelivery(id: number, next: 'delivered' | 'failed', at: Date, reason: string | null, tx?: Tx): Promise<void> {
+  async applyDelivery(id: number, next: 'delivered' | 'failed', at: Date, reason: string | null, tx: Tx): Promise<void> {
+    const previous = (await this.messages.findById(id, tx))?.status ?? null;
     if (next === 'delivered') await this.messages.markDelivered(id, at, tx);
     else await this.messages.markDeliveryFailed(id, at, reason ?? 'the gateway reported the message undelivered', tx);
+    if (previous !== null) await this.recordStatus(tx, id, next === 'delivered' ? 'text_message.delivered' : 'text_message.failed', previous);
   }
 }

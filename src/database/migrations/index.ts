@@ -10,6 +10,9 @@ import { ReportsTextMessages1763700000400 } from './1763700000400-reports-text-m
 import { RowCounts1763700000600 } from './1763700000600-row-counts.js';
 import { TokenParents1763700000700 } from './1763700000700-token-parents.js';
 import { AccountConsole1763700000800 } from './1763700000800-account-console.js';
+import { Events1763700000900 } from './1763700000900-events.js';
+import { ModifiedSince1763700000910 } from './1763700000910-modified-since.js';
+import { Webhooks1763700000950 } from './1763700000950-webhooks.js';
 
 export const MIGRATIONS = [
   Platform1763700000000,
@@ -20,4 +23,7 @@ export const MIGRATIONS = [
   RowCounts1763700000600,
   TokenParents1763700000700,
   AccountConsole1763700000800,
+  Events1763700000900,
+  ModifiedSince1763700000910,
+  Webhooks1763700000950,
 ];

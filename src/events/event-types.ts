@@ -1,0 +1,78 @@
+/**
+ * The event catalogue (issue 13): every event type the service writes, with what its `data` and
+ * `previous` hold. The OpenAPI document and the README list it; the feed and the webhooks accept
+ * only these names (or "*").
+ */
+export const EVENT_CATALOGUE = {
+  'contact.created': 'A contact was created. data: the contact.',
+  'contact.updated': "A contact changed (properties or custom field values). data: the contact; previous: the changed properties' old values.",
+  'contact.deleted': 'A contact was deleted. data: the contact as it was.',
+  'contact.owner_changed': "A contact's owner changed (written beside contact.updated). data: the contact; previous: { owner }.",
+  'campaign.created': 'A campaign was created. data: the campaign.',
+  'campaign.updated': "A campaign changed (including its completion by the scheduled job). data: the campaign; previous: the changed properties' old values.",
+  'campaign.deleted': 'A campaign was deleted. data: the campaign as it was.',
+  'campaign.contact_added': 'A contact joined a campaign. data: { campaignId, contactId, addedAt }.',
+  'campaign.contact_removed': 'A contact left a campaign. data: { campaignId, contactId, addedAt }.',
+  'deal.created': 'A deal was created. data: the deal.',
+  'deal.updated': "A deal changed. data: the deal; previous: the changed properties' old values.",
+  'deal.deleted': 'A deal was deleted. data: the deal as it was.',
+  'deal.stage_changed': 'A deal moved to another stage (written beside deal.updated). data: the deal; previous: { stage }.',
+  'deal.won': "A deal's status became won (on creation too). data: the deal; previous: { status } (null on creation).",
+  'deal.lost': "A deal's status became lost (on creation too). data: the deal; previous: { status } (null on creation).",
+  'activity.created': 'An activity was created. data: the activity.',
+  'activity.updated': "An activity changed. data: the activity; previous: the changed properties' old values.",
+  'activity.deleted': 'An activity was deleted. data: the activity as it was.',
+  'text_message.created': 'A text message was created (as a draft, or before it is queued). data: the message.',
+  'text_message.updated': "A draft or failed text message was edited. data: the message; previous: the changed properties' old values.",
+  'text_message.deleted': 'A text message was deleted. data: the message as it was.',
+  'text_message.queued': 'A text message was queued for sending. data: the message; previous: { status }.',
+  'text_message.sent': 'The SMS provider accepted a text message. data: the message; previous: { status }.',
+  'text_message.delivered': 'The provider reported a text message delivered. data: the message; previous: { status }.',
+  'text_message.failed': 'Sending a text message failed for good. data: the message; previous: { status }.',
+  'report.completed': 'A report run finished and its result was stored (manual or scheduled). data: the report, with result: { id, generatedAt, trigger }.',
+  'asset.created': 'An asset was created. data: the asset.',
+  'asset.updated': "An asset changed (properties or its file). data: the asset; previous: the changed properties' old values.",
+  'asset.deleted': 'An asset was deleted. data: the asset as it was.',
+  'field.created': 'A custom field was created. data: the field.',
+  'field.updated': "A custom field changed. data: the field; previous: the changed properties' old values.",
+  'field.deleted': 'A custom field was deleted. data: the field as it was.',
+  'category.created': 'A category was created. data: the category.',
+  'category.updated': "A category changed. data: the category; previous: the changed properties' old values.",
+  'category.deleted': 'A category was deleted. data: the category as it was.',
+  'point_group.created': 'A point group was created. data: the point group.',
+  'point_group.updated': "A point group changed. data: the point group; previous: the changed properties' old values.",
+  'point_group.deleted': 'A point group was deleted. data: the point group as it was.',
+} as const;
+
+export type EventType = keyof typeof EVENT_CATALOGUE;
+export const EVENT_TYPES = Object.keys(EVENT_CATALOGUE) as EventType[];
+
+export function isEventType(s: string): s is EventType {
+  return Object.prototype.hasOwnProperty.call(EVENT_CATALOGUE, s);
+}
+
+/** An event as the feed and the webhooks hand it out. */
+export interface EventRecord {
+  id: string;
+  type: EventType;
+  occurredAt: string;
+  sequence: number;
+  data: Record<string, unknown>;
+  previous: Record<string, unknown> | null;
+}
+
+/**
+ * The properties of `after` whose value differs from `before` (compared as JSON), with their old
+ * values: the `previous` of an update event. Audit stamps (modifiedAt, modifiedBy) are left out.
+ * Null when nothing changed.
+ */
+export function changedProperties(before: object, after: object): Record<string, unknown> | null {
+  const b = before as Record<string, unknown>;
+  const a = after as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const k of new Set([...Object.keys(b), ...Object.keys(a)])) {
+    if (k === 'modifiedAt' || k === 'dateModified' || k === 'modifiedBy' || k === 'modifiedByUser') continue;
+    if (JSON.stringify(b[k]) !== JSON.stringify(a[k])) out[k] = b[k] === undefined ? null : b[k];
+  }
+  return Object.keys(out).length ? out : null;
+}

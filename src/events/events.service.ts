@@ -1,0 +1,180 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { AppError, validationError } from '../common/errors.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import type { Tx } from '../database/transactions.js';
+import { changedProperties, EVENT_TYPES, type EventRecord, type EventType, isEventType } from './event-types.js';
+import { EventsRepository } from './events.repository.js';
+
+/** How often each api/worker process numbers newly committed events. */
+export const SEQUENCER_INTERVAL_MS = 100;
+/** Events numbered per sequencer statement. */
+const SEQUENCER_BATCH = 5_000;
+
+/**
+ * The transactional outbox and the feed behind it.
+ *
+ * `record` inserts an event in the caller's transaction, unnumbered: it commits or rolls back with
+ * the change. The sequencer numbers committed events one pass at a time (an advisory lock makes
+ * passes strictly serial), so `sequence` grows in the order events become visible; it runs every
+ * {@link SEQUENCER_INTERVAL_MS} in every api/worker process and on demand before the feed is read.
+ * `after` only ever answers numbered events, so a reader paging by sequence never skips one.
+ */
+@Injectable()
+export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('Events');
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<number> | null = null;
+  private readonly listeners = new Set<() => void>();
+
+  constructor(
+    private readonly events: EventsRepository,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  /** Writes an event in `tx`, the transaction of the change it describes. */
+  record(tx: Tx, type: EventType, data: object, previous?: object | null): Promise<void> {
+    return this.events.insert(tx, type, data, previous ?? null);
+  }
+
+  /**
+   * Writes an update event in `tx`: `data` the record after the change, `previous` the old values
+   * of the properties that changed (audit stamps left out; {} when only those changed).
+   */
+  recordUpdate(tx: Tx, type: EventType, before: object, after: object): Promise<void> {
+    return this.events.insert(tx, type, after, changedProperties(before, after) ?? {});
+  }
+
+  /** Writes several events in `tx` in one statement, in the given order. */
+  recordMany(tx: Tx, events: { type: EventType; data: object; previous?: object | null }[]): Promise<void> {
+    return this.events.insertMany(tx, events);
+  }
+
+  /**
+   * Numbered events after `sequence`, in sequence order, at most `limit`, optionally of `types`
+   * only. Numbers every event committed so far first, so a write that returned before this call
+   * is in the answer (when it fits the page).
+   */
+  async after(sequence: number, limit: number, types?: string[]): Promise<EventRecord[]> {
+    await this.sequenceNow(true);
+    return this.events.after(sequence, limit, types);
+  }
+
+  /**
+   * GET /api/events: `{ events, next }` after the cursor `after` (the sequence of the last event
+   * read; omitted: from the oldest kept), of `types` (comma-separated), at most `limit` (1..500).
+   */
+  async page(query: Record<string, unknown>): Promise<{ events: EventRecord[]; next: string }> {
+    const unknown = Object.keys(query).filter((k) => !['after', 'types', 'limit'].includes(k));
+    if (unknown.length) {
+      throw validationError(
+        `Unknown query parameter ${unknown.join(', ')}; allowed: after, types, limit`,
+        unknown.map((field) => ({ field, message: 'is not a parameter of this route' })),
+      );
+    }
+    const one = (name: string): string | undefined => {
+      const v = query[name];
+      if (v === undefined) return undefined;
+      if (typeof v !== 'string') throw validationError(`${name} must be given once`, [{ field: name, message: 'must be given once' }]);
+      return v;
+    };
+    const rawLimit = one('limit');
+    let limit = 100;
+    if (rawLimit !== undefined) {
+      if (!/^\d{1,4}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > 500) {
+        throw validationError('limit must be a whole number from 1 to 500', [{ field: 'limit', message: 'must be a whole number from 1 to 500' }]);
+      }
+      limit = Number(rawLimit);
+    }
+    const rawTypes = one('types');
+    let types: string[] | undefined;
+    if (rawTypes !== undefined) {
+      types = [
+        ...new Set(
+          rawTypes
+            .split(',')
+            .map((t) => t.trim())
+            .filter(Boolean),
+        ),
+      ];
+      const bad = types.filter((t) => !isEventType(t));
+      if (bad.length || !types.length) {
+        throw validationError(`Unknown event type ${bad.join(', ') || '(none given)'}; allowed: ${EVENT_TYPES.join(', ')}`, [
+          { field: 'types', message: `must be a comma-separated list of: ${EVENT_TYPES.join(', ')}`, allowed: EVENT_TYPES },
+        ]);
+      }
+    }
+    const rawAfter = one('after');
+    const prunedThrough = await this.prunedThrough();
+    let after = prunedThrough;
+    if (rawAfter !== undefined) {
+      if (!/^\d{1,15}$/.test(rawAfter)) {
+        throw validationError('after must be a cursor: the `next` of an earlier page (a whole number)', [{ field: 'after', message: 'is not a cursor' }]);
+      }
+      after = Number(rawAfter);
+      if (after < prunedThrough) {
+        throw new AppError(
+          'gone',
+          `The events after cursor ${after} are no longer kept (retention ${this.config.eventRetentionDays} days); continue from ${prunedThrough} after a full list walk`,
+          [{ field: 'after', message: 'is older than the retention', oldestCursor: String(prunedThrough) }],
+        );
+      }
+    }
+    const events = await this.after(after, limit, types);
+    return { events, next: String(events.length ? events[events.length - 1].sequence : after) };
+  }
+
+  /** The highest sequence removed by retention (0 when none): cursors below it are gone. */
+  async prunedThrough(): Promise<number> {
+    return (await this.events.state()).prunedThrough;
+  }
+
+  /** Deletes events older than `days` days (the `events.prune` job); answers how many. */
+  prune(days: number, now = new Date()): Promise<number> {
+    return this.events.prune(new Date(now.getTime() - days * 86_400_000));
+  }
+
+  /**
+   * Numbers every committed, unnumbered event; answers how many this call numbered. With `wait`,
+   * waits for a pass running in another process; without, skips when one is running.
+   */
+  async sequenceNow(wait = true): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await this.events.sequence(SEQUENCER_BATCH, wait);
+      if (n > 0) total += n;
+      if (n < SEQUENCER_BATCH) break;
+    }
+    if (total > 0) for (const l of this.listeners) l();
+    return total;
+  }
+
+  /** Calls `listener` (in this process) after a sequencer pass numbered new events; answers an unsubscribe. */
+  onSequenced(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  onApplicationBootstrap(): void {
+    if (!['api', 'worker', 'all'].includes(this.config.role)) return;
+    const tick = async () => {
+      // One pass at a time in this process; another process's pass is skipped, not waited for.
+      if (!this.running) {
+        this.running = (async () => ((await this.events.hasUnsequenced()) ? this.sequenceNow(false) : 0))().catch((e: unknown) => {
+          this.logger.warn({ msg: 'event sequencer pass failed', err: e instanceof Error ? e.message : String(e) });
+          return 0;
+        });
+        await this.running;
+        this.running = null;
+      }
+      if (this.timer) this.timer = setTimeout(() => void tick(), SEQUENCER_INTERVAL_MS).unref();
+    };
+    this.timer = setTimeout(() => void tick(), SEQUENCER_INTERVAL_MS).unref();
+  }
+
+  /** Stops the loop before the pool closes. */
+  async onModuleDestroy(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+}

@@ -1,0 +1,87 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { parseRetryAfter } from './webhook-retry.js';
+import type { ResolvedTarget } from './webhook-url.js';
+
+/** At most this much of a receiver's answer is read (and kept as the attempt's excerpt); the rest is not downloaded. */
+export const RESPONSE_EXCERPT_BYTES = 4096;
+
+export interface SendOutcome {
+  /** The receiver's HTTP status; null when there was no answer (network error, timeout). */
+  status: number | null;
+  durationMs: number;
+  error: string | null;
+  /** The start of the answer's body (at most 4 KiB, as text). */
+  excerpt: string;
+  retryAfterMs: number | null;
+}
+
+/**
+ * POSTs one signed body to a checked target: connects to the address that was checked (the host
+ * name is still sent as Host and TLS server name), follows no redirect, reads at most 4 KiB of the
+ * answer, and gives up after `timeoutMs` for the whole exchange. Never throws.
+ */
+export function postWebhook(target: ResolvedTarget, headers: Record<string, string>, body: string, timeoutMs: number): Promise<SendOutcome> {
+  const started = performance.now();
+  const lookup: LookupFunction = (_host, options, cb) => {
+    if ((options as { all?: boolean }).all)
+      (cb as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: target.address, family: target.family }]);
+    else cb(null, target.address, target.family);
+  };
+  const mod = target.url.protocol === 'https:' ? https : http;
+  return new Promise<SendOutcome>((resolve) => {
+    let done = false;
+    const finish = (o: Omit<SendOutcome, 'durationMs'>) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve({ ...o, durationMs: Math.round(performance.now() - started) });
+    };
+    const req = mod.request(
+      target.url,
+      {
+        method: 'POST',
+        lookup,
+        agent: false,
+        headers: {
+          ...headers,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          'user-agent': 'salesflow-webhooks/1',
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        const complete = () => {
+          const excerpt = Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8');
+          const status = res.statusCode ?? null;
+          finish({
+            status,
+            error: status !== null && status >= 300 && status < 400 ? `redirect to ${res.headers.location ?? '(none)'} not followed` : null,
+            excerpt,
+            retryAfterMs: parseRetryAfter(res.headers['retry-after']),
+          });
+          req.destroy();
+        };
+        res.on('data', (c: Buffer) => {
+          chunks.push(c);
+          size += c.length;
+          if (size >= RESPONSE_EXCERPT_BYTES) complete();
+        });
+        res.on('end', complete);
+        res.on('error', complete);
+        res.on('close', complete);
+      },
+    );
+    const timer = setTimeout(() => {
+      finish({ status: null, error: `timed out after ${timeoutMs} ms`, excerpt: '', retryAfterMs: null });
+      req.destroy();
+    }, timeoutMs);
+    req.on('error', (e: NodeJS.ErrnoException) =>
+      finish({ status: null, error: `${e.code ?? 'error'}: ${e.message}`.slice(0, 500), excerpt: '', retryAfterMs: null }),
+    );
+    req.end(body);
+  });
+}

@@ -1,0 +1,107 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import type { Tx } from '../database/transactions.js';
+import { Webhook } from './webhook.entity.js';
+
+/**
+ * Rows of an UPDATE/DELETE ... RETURNING: TypeORM's query() answers `[rows, affected]` for those
+ * statements (and plain rows for the others).
+ */
+async function returning<T>(db: { query(sql: string, params?: unknown[]): Promise<unknown> }, sql: string, params: unknown[]): Promise<T[]> {
+  const r: unknown = await db.query(sql, params);
+  return (Array.isArray(r) && r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number' ? r[0] : r) as T[];
+}
+
+export const WEBHOOK_LIST_SPEC: ListSpec = {
+  sortable: { id: 'w.id', url: 'w.url', createdAt: 'w.created_at', modifiedAt: 'w.modified_at' },
+  searchExpression: "lower(w.url || ' ' || coalesce(w.description, ''))",
+  filters: { isActive: { type: 'boolean', column: 'w.is_active' } },
+};
+
+/** Active webhooks as the dispatcher matches them against events. */
+export interface WebhookSubscription {
+  id: number;
+  events: string[];
+}
+
+/** Every query of the webhooks table and of the dispatcher's cursor. */
+@Injectable()
+export class WebhooksRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  private repo(tx?: Tx) {
+    return (tx ?? this.dataSource.manager).getRepository(Webhook);
+  }
+
+  create(): Webhook {
+    return this.repo().create();
+  }
+
+  list(q: ListQuery): Promise<{ total: number; items: Webhook[] }> {
+    return paginate(this.repo().createQueryBuilder('w'), q, WEBHOOK_LIST_SPEC);
+  }
+
+  findRecord(id: number, tx?: Tx): Promise<Webhook | null> {
+    return this.repo(tx).findOne({ where: { id } });
+  }
+
+  /** The row, locked until `tx` ends; null when absent. */
+  findForUpdate(id: number, tx: Tx): Promise<Webhook | null> {
+    return this.repo(tx).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
+  }
+
+  async save(w: Webhook, tx?: Tx): Promise<number> {
+    return (await this.repo(tx).save(w)).id;
+  }
+
+  /** Deletes and answers the row as it was (null when another caller deleted it first). */
+  async remove(id: number, tx?: Tx): Promise<Webhook | null> {
+    const rows: { id: number }[] = await returning(tx ?? this.dataSource, `DELETE FROM webhooks WHERE id = $1 RETURNING id`, [id]);
+    return rows.length ? ({ id } as Webhook) : null;
+  }
+
+  activeSubscriptions(tx?: Tx): Promise<WebhookSubscription[]> {
+    return (tx ?? this.dataSource).query(`SELECT id, events FROM webhooks WHERE is_active ORDER BY id`);
+  }
+
+  /** A success: clears the failure clock. */
+  async markSuccess(id: number, tx?: Tx): Promise<void> {
+    await (tx ?? this.dataSource).query(`UPDATE webhooks SET last_success_at = now(), failing_since = NULL WHERE id = $1`, [id]);
+  }
+
+  /**
+   * A failed attempt: starts the failure clock if it is not running; answers the webhook when it has
+   * now been failing for `disableAfterMs` without a success and is still active (the caller disables it).
+   */
+  async markFailure(id: number, disableAfterMs: number, tx?: Tx): Promise<{ failingSince: Date; due: boolean; createdBy: number | null; url: string } | null> {
+    const rows: { failing_since: Date; due: boolean; created_by: number | null; url: string }[] = await returning(
+      tx ?? this.dataSource,
+      `UPDATE webhooks SET failing_since = coalesce(failing_since, now()) WHERE id = $1
+       RETURNING failing_since, is_active AND failing_since <= now() - $2 * interval '1 millisecond' AS due, created_by, url`,
+      [id, disableAfterMs],
+    );
+    return rows.length ? { failingSince: rows[0].failing_since, due: rows[0].due, createdBy: rows[0].created_by, url: rows[0].url } : null;
+  }
+
+  /** Disables an active webhook for a reason; false when it was not active (another run got there first). */
+  async disable(id: number, reason: string, tx?: Tx): Promise<boolean> {
+    const rows = await returning(
+      tx ?? this.dataSource,
+      `UPDATE webhooks SET is_active = false, disabled_reason = $2, modified_at = now() WHERE id = $1 AND is_active RETURNING id`,
+      [id, reason],
+    );
+    return rows.length > 0;
+  }
+
+  /** The dispatcher's cursor, locked until `tx` ends; null when another dispatcher holds it. */
+  async lockCursor(tx: Tx): Promise<number | null> {
+    const rows: { sequence: string }[] = await tx.query(`SELECT sequence FROM webhook_dispatch_cursor WHERE id = 1 FOR UPDATE SKIP LOCKED`);
+    return rows.length ? Number(rows[0].sequence) : null;
+  }
+
+  async advanceCursor(sequence: number, tx: Tx): Promise<void> {
+    await tx.query(`UPDATE webhook_dispatch_cursor SET sequence = $1 WHERE id = 1`, [sequence]);
+  }
+}

@@ -1,0 +1,229 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { auditOut, stampCreated, stampModified } from '../common/audit.js';
+import { iso } from '../common/dates.js';
+import { AppError, type ErrorDetail, fieldError, notFound, validationError } from '../common/errors.js';
+import { parseListQuery } from '../common/list.js';
+import type { Principal } from '../common/request.js';
+import { Transactions } from '../database/transactions.js';
+import { EVENT_TYPES, isEventType } from './event-types.js';
+import { newWebhookSecret } from './signature.js';
+import { DELIVERY_STATUSES, type DeliveryStatus, WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
+import { toDeliveryRecord, WebhookDeliveriesService } from './webhook-deliveries.service.js';
+import { verdictFor } from './webhook-retry.js';
+import { resolveTarget, WebhookUrlError } from './webhook-url.js';
+import type { CreateWebhookDto, UpdateWebhookDto } from './webhook.dto.js';
+import type { Webhook } from './webhook.entity.js';
+import { WEBHOOK_LIST_SPEC, WebhooksRepository } from './webhooks.repository.js';
+
+export { WEBHOOK_LIST_SPEC };
+
+/** After a rotation the previous secret keeps signing beside the new one this long. */
+export const PREVIOUS_SECRET_TTL_MS = 24 * 3600_000;
+/** The event a test delivery sends. */
+export const TEST_EVENT_TYPE = 'webhook.test';
+
+/** The one mapper from a stored webhook to the API record (never with its secret). */
+export function toWebhookRecord(w: Webhook) {
+  const previousActive = w.previousSecret && w.previousSecretExpiresAt && w.previousSecretExpiresAt.getTime() > Date.now();
+  return {
+    id: w.id,
+    url: w.url,
+    events: w.events,
+    description: w.description,
+    isActive: w.isActive,
+    disabledReason: w.disabledReason,
+    lastSuccessAt: iso(w.lastSuccessAt),
+    failingSince: iso(w.failingSince),
+    previousSecretExpiresAt: previousActive ? iso(w.previousSecretExpiresAt) : null,
+    ...auditOut(w),
+  };
+}
+export type WebhookRecord = ReturnType<typeof toWebhookRecord>;
+
+/** Event types a webhook subscribes to: names from the catalogue, or exactly ["*"]. */
+export function checkEventTypes(events: readonly string[]): string[] {
+  const list = [...new Set(events)];
+  if (list.includes('*')) {
+    if (list.length > 1) throw fieldError('events', '"*" (every event type) cannot be combined with other types');
+    return list;
+  }
+  const unknown = list.filter((t) => !isEventType(t));
+  if (unknown.length) {
+    throw new AppError(
+      'validation_failed',
+      `events: unknown event type${unknown.length > 1 ? 's' : ''} ${unknown.map((t) => `"${t.slice(0, 80)}"`).join(', ')}; allowed: "*" or ${EVENT_TYPES.join(', ')}`,
+      [{ field: 'events', message: `unknown event types: ${unknown.join(', ').slice(0, 500)}`, allowed: ['*', ...EVENT_TYPES] }],
+    );
+  }
+  return list;
+}
+
+const DELIVERY_PARAMS = ['status', 'page', 'limit'];
+
+@Injectable()
+export class WebhooksService {
+  constructor(
+    private readonly webhooks: WebhooksRepository,
+    private readonly deliveries: WebhookDeliveriesRepository,
+    private readonly delivery: WebhookDeliveriesService,
+    private readonly transactions: Transactions,
+  ) {}
+
+  async list(query: Record<string, unknown>) {
+    const { total, items } = await this.webhooks.list(parseListQuery(query, WEBHOOK_LIST_SPEC));
+    return { total, webhooks: items.map(toWebhookRecord) };
+  }
+
+  async get(id: number): Promise<WebhookRecord> {
+    return toWebhookRecord(await this.found(id));
+  }
+
+  /** Creates a webhook; the answer carries its signing secret, the only time it is shown. */
+  async create(dto: CreateWebhookDto, who: Principal): Promise<WebhookRecord & { secret: string }> {
+    const events = checkEventTypes(dto.events);
+    const url = await this.checkUrl(dto.url);
+    const w = stampCreated(this.webhooks.create(), who);
+    Object.assign(w, {
+      url,
+      events,
+      description: dto.description ?? null,
+      isActive: dto.isActive ?? true,
+      secret: newWebhookSecret(),
+      previousSecret: null,
+      previousSecretExpiresAt: null,
+      disabledReason: null,
+      lastSuccessAt: null,
+      failingSince: null,
+    });
+    const id = await this.webhooks.save(w);
+    return { ...toWebhookRecord(await this.found(id)), secret: w.secret };
+  }
+
+  /**
+   * Changes the given properties. Turning an inactive webhook active restarts its failure clock;
+   * with `requeueDead: true` its dead deliveries are queued again (each with a fresh 72 h window).
+   */
+  async patch(id: number, dto: UpdateWebhookDto, who: Principal): Promise<WebhookRecord> {
+    for (const f of ['url', 'events', 'isActive'] as const) if (dto[f] === null) throw fieldError(f, 'must not be null');
+    const events = dto.events !== undefined ? checkEventTypes(dto.events) : undefined;
+    const url = dto.url !== undefined ? await this.checkUrl(dto.url) : undefined;
+    const { record, requeued } = await this.transactions.run(async (tx) => {
+      const w = await this.webhooks.findForUpdate(id, tx);
+      if (!w) throw notFound('Webhook', id);
+      const enabling = dto.isActive === true && !w.isActive;
+      if (url !== undefined) w.url = url;
+      if (events !== undefined) w.events = events;
+      if (dto.description !== undefined) w.description = dto.description ?? null;
+      if (dto.isActive !== undefined) w.isActive = dto.isActive;
+      if (enabling) {
+        w.disabledReason = null;
+        w.failingSince = null;
+      }
+      stampModified(w, who);
+      await this.webhooks.save(w, tx);
+      const requeued = enabling && dto.requeueDead ? await this.deliveries.requeueDead(id, tx) : [];
+      return { record: toWebhookRecord(w), requeued };
+    });
+    await this.delivery.enqueueQuietly(requeued);
+    return record;
+  }
+
+  /** Exactly one of concurrent deletes gets the webhook; the others a 404. Its deliveries go with it. */
+  async remove(id: number): Promise<WebhookRecord> {
+    const w = await this.found(id);
+    if (!(await this.webhooks.remove(id))) throw notFound('Webhook', id);
+    return toWebhookRecord(w);
+  }
+
+  /** A new secret; the previous one keeps signing beside it for 24 h (both signatures are sent). */
+  async rotateSecret(id: number, who: Principal): Promise<WebhookRecord & { secret: string }> {
+    return this.transactions.run(async (tx) => {
+      const w = await this.webhooks.findForUpdate(id, tx);
+      if (!w) throw notFound('Webhook', id);
+      w.previousSecret = w.secret;
+      w.previousSecretExpiresAt = new Date(Date.now() + PREVIOUS_SECRET_TTL_MS);
+      w.secret = newWebhookSecret();
+      stampModified(w, who);
+      await this.webhooks.save(w, tx);
+      return { ...toWebhookRecord(w), secret: w.secret };
+    });
+  }
+
+  /** Sends a signed `webhook.test` event now and answers what the receiver said (not recorded, not retried). */
+  async test(id: number) {
+    const w = await this.found(id);
+    const eventId = randomUUID();
+    const body = JSON.stringify({
+      id: eventId,
+      type: TEST_EVENT_TYPE,
+      occurredAt: new Date().toISOString(),
+      sequence: null,
+      data: { webhookId: w.id, message: 'This is a test delivery.' },
+      previous: null,
+    });
+    const out = await this.delivery.send(w, eventId, body);
+    return {
+      eventId,
+      success: verdictFor(out.status) === 'succeeded',
+      statusCode: out.status,
+      durationMs: out.durationMs,
+      error: out.error,
+      response: out.excerpt,
+    };
+  }
+
+  async listDeliveries(id: number, query: Record<string, unknown>) {
+    const details: ErrorDetail[] = [];
+    for (const k of Object.keys(query))
+      if (!DELIVERY_PARAMS.includes(k)) details.push({ field: k, message: `is not a known parameter; allowed: ${DELIVERY_PARAMS.join(', ')}` });
+    const int = (k: string, min: number, max: number, fallback: number) => {
+      const v = query[k];
+      if (v === undefined) return fallback;
+      if (typeof v !== 'string' || !/^\d{1,6}$/.test(v) || Number(v) < min || Number(v) > max) {
+        details.push({ field: k, message: `must be a whole number from ${min} to ${max}` });
+        return fallback;
+      }
+      return Number(v);
+    };
+    const page = int('page', 1, 100000, 1);
+    const limit = int('limit', 1, 100, 30);
+    const status = query.status;
+    if (status !== undefined && !(DELIVERY_STATUSES as readonly unknown[]).includes(status)) {
+      details.push({ field: 'status', message: `must be one of: ${DELIVERY_STATUSES.join(', ')}` });
+    }
+    if (details.length) throw validationError(`Validation failed: ${details.map((d) => `${d.field}: ${d.message}`).join('; ')}`, details);
+    await this.found(id);
+    const { total, items } = await this.deliveries.page(id, (status as DeliveryStatus | undefined) ?? null, (page - 1) * limit, limit);
+    return { total, deliveries: items.map(toDeliveryRecord) };
+  }
+
+  /** Queues a delivery again now (whatever its status), with a fresh 72 h window. */
+  async retryDelivery(id: number, deliveryId: number) {
+    const w = await this.found(id);
+    if (!w.isActive) throw new AppError('conflict', `Webhook ${id} is not active; re-enable it first (isActive: true)`);
+    const r = await this.deliveries.requeue(id, deliveryId);
+    if (!r) throw notFound('Delivery', deliveryId);
+    await this.delivery.enqueue(r.id, r.attemptCount, 0, true);
+    const d = await this.deliveries.find(id, deliveryId);
+    if (!d) throw notFound('Delivery', deliveryId); // deleted with its webhook meanwhile
+    return toDeliveryRecord(d);
+  }
+
+  private async found(id: number): Promise<Webhook> {
+    const w = await this.webhooks.findRecord(id);
+    if (!w) throw notFound('Webhook', id);
+    return w;
+  }
+
+  /** The URL rules at creation/change: form, then every address the host resolves to. */
+  private async checkUrl(raw: string): Promise<string> {
+    try {
+      await resolveTarget(raw, this.delivery.urlRules);
+    } catch (e) {
+      if (e instanceof WebhookUrlError) throw fieldError('url', e.message);
+      throw e;
+    }
+    return raw;
+  }
+}

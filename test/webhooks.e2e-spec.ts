@@ -1,0 +1,499 @@
+/**
+ * Webhooks end to end: the API and a worker as separate processes (Redis/BullMQ), real local HTTP
+ * receivers on 127.0.0.1 (so the suite runs with WEBHOOK_ALLOW_HTTP and WEBHOOK_ALLOW_PRIVATE; the
+ * SSRF refusals are checked on processes started with the defaults). Events are written into the
+ * outbox table the way a committed change writes them; the dispatcher picks them up from the feed.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
+import { expectError, freePort, startApp, type TestApp } from './support/app.js';
+import { bearer, userId } from './support/fixtures.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 30000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+interface Received {
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+}
+
+type Behaviour = (req: IncomingMessage, res: ServerResponse) => void;
+const answer =
+  (status: number, body = 'ok', headers: Record<string, string> = {}): Behaviour =>
+  (_req, res) => {
+    res.writeHead(status, headers);
+    res.end(body);
+  };
+
+/** One local receiver: each path has its own queue of behaviours (the last one repeats) and its log. */
+class Receiver {
+  server: Server;
+  port = 0;
+  readonly log = new Map<string, Received[]>();
+  readonly plans = new Map<string, Behaviour[]>();
+
+  constructor() {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const path = req.url ?? '/';
+        const entry = { path, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+        this.log.set(path, [...(this.log.get(path) ?? []), entry]);
+        const plan = this.plans.get(path) ?? [answer(200)];
+        const b = plan.length > 1 ? plan.shift()! : plan[0];
+        b(req, res);
+      });
+    });
+  }
+
+  async listen(port = 0): Promise<this> {
+    await new Promise<void>((r) => this.server.listen(port, '127.0.0.1', r));
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  url(path: string) {
+    return `http://127.0.0.1:${this.port}${path}`;
+  }
+
+  got(path: string): Received[] {
+    return this.log.get(path) ?? [];
+  }
+
+  close() {
+    this.server.closeAllConnections();
+    return new Promise<void>((r) => this.server.close(() => r()));
+  }
+}
+
+const ENV = {
+  WEBHOOK_ALLOW_HTTP: 'true',
+  WEBHOOK_ALLOW_PRIVATE: 'true',
+  WEBHOOK_TIMEOUT_MS: '2000',
+  WEBHOOK_RETRY_FIRST_DELAY_MS: '300',
+  WEBHOOK_DISPATCH_INTERVAL_MS: '100',
+  JOB_LOCK_MS: '2000',
+  RATE_LIMIT_ENTERPRISE: '1000000',
+};
+
+describe('webhooks', () => {
+  let api: TestApp;
+  let worker: TestApp | null = null;
+  let auth: string;
+  const rx = new Receiver();
+
+  beforeAll(async () => {
+    await rx.listen();
+    api = await startApp({ role: 'api', env: ENV });
+    worker = await startApp({ role: 'worker', shareWith: api, env: ENV });
+    auth = bearer(await api.token('*', { plan: 'enterprise' }));
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await api?.stop();
+    await rx.close();
+  });
+
+  /** Writes a committed event, as a change's transaction does. */
+  const emit = async (type: string, data: object = {}) =>
+    (await api.sql<{ id: string }>(`INSERT INTO events (type, data) VALUES ($1, $2) RETURNING id`, [type, JSON.stringify(data)]))[0].id;
+
+  const create = async (body: object) => {
+    const res = await api.http.post('/api/webhooks').set('Authorization', auth).send(body);
+    expect(res.status).toBe(201);
+    return res.body.webhook as { id: number; secret: string; url: string };
+  };
+  const deliveries = async (id: number) => {
+    const res = await api.http.get(`/api/webhooks/${id}/deliveries`).set('Authorization', auth);
+    expect(res.status).toBe(200);
+    return res.body.deliveries as {
+      id: number;
+      eventId: string;
+      status: string;
+      sequence: number;
+      attempts: { code: number | null; error: string | null; durationMs: number; nextAttemptAt: string | null; response: string }[];
+    }[];
+  };
+
+  it('creates, reads, edits and deletes in both path styles; the secret is shown once', async () => {
+    const a = await api.http
+      .post('/api/webhooks/new')
+      .set('Authorization', auth)
+      .send({ url: rx.url('/crud'), events: ['contact.created'], description: 'crm mirror' });
+    expect(a.status).toBe(201);
+    expect(a.body.webhook).toMatchObject({ url: rx.url('/crud'), events: ['contact.created'], description: 'crm mirror', isActive: true });
+    expect(a.body.webhook.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    const id = a.body.webhook.id;
+
+    const got = await api.http.get(`/api/webhooks/${id}`).set('Authorization', auth);
+    expect(got.status).toBe(200);
+    expect(got.body.webhook.secret).toBeUndefined();
+    const list = await api.http.get('/api/webhooks').set('Authorization', auth);
+    expect(list.status).toBe(200);
+    expect(list.body.webhooks.map((w: { id: number }) => w.id)).toContain(id);
+    expect(JSON.stringify(list.body)).not.toContain('whsec_');
+
+    const e1 = await api.http
+      .patch(`/api/webhooks/${id}/edit`)
+      .set('Authorization', auth)
+      .send({ events: ['*'] });
+    expect(e1.status).toBe(200);
+    expect(e1.body.webhook.events).toEqual(['*']);
+    const e2 = await api.http.patch(`/api/webhooks/${id}`).set('Authorization', auth).send({ isActive: false });
+    expect(e2.body.webhook).toMatchObject({ isActive: false, events: ['*'], description: 'crm mirror' });
+
+    const reader = bearer(await api.token('webhooks:read', { plan: 'enterprise' }));
+    expectError(
+      await api.http
+        .post('/api/webhooks')
+        .set('Authorization', reader)
+        .send({ url: rx.url('/x'), events: ['*'] }),
+      403,
+      'forbidden',
+    );
+    expect((await api.http.get(`/api/webhooks/${id}`).set('Authorization', reader)).status).toBe(200);
+
+    expect((await api.http.delete(`/api/webhooks/${id}/delete`).set('Authorization', auth)).status).toBe(200);
+    expectError(await api.http.delete(`/api/webhooks/${id}`).set('Authorization', auth), 404, 'not_found');
+    expectError(await api.http.get(`/api/webhooks/${id}`).set('Authorization', auth), 404, 'not_found');
+  });
+
+  it('answers bad input with 400s in the error shape', async () => {
+    const post = (body: object) => api.http.post('/api/webhooks').set('Authorization', auth).send(body);
+    const unknown = await post({ url: rx.url('/bad'), events: ['contact.created', 'contact.exploded'] });
+    expectError(unknown, 400, 'validation_failed');
+    expect(unknown.body.error.message).toContain('contact.exploded');
+    expect(unknown.body.error.message).toContain('deal.won'); // names the allowed types
+    expectError(await post({ url: rx.url('/bad'), events: ['*', 'deal.won'] }), 400, 'validation_failed');
+    expectError(await post({ url: rx.url('/bad'), events: [] }), 400, 'validation_failed');
+    expectError(await post({ url: rx.url('/bad') }), 400, 'validation_failed');
+    expectError(await post({ url: 'not a url', events: ['*'] }), 400, 'validation_failed');
+    expectError(await post({ url: 'ftp://127.0.0.1/x', events: ['*'] }), 400, 'validation_failed');
+    expectError(await post({ url: 'http://user:pw@127.0.0.1/x', events: ['*'] }), 400, 'validation_failed');
+    expectError(await post({ url: rx.url('/bad'), events: ['*'], isActive: 'yes' }), 400, 'validation_failed');
+    expectError(await post({ url: rx.url('/bad'), events: 'contact.created' }), 400, 'validation_failed');
+    const w = await create({ url: rx.url('/bad'), events: ['deal.lost'] });
+    expectError(await api.http.get(`/api/webhooks/${w.id}/deliveries?status=lost`).set('Authorization', auth), 400, 'validation_failed');
+    expectError(await api.http.get(`/api/webhooks/${w.id}/deliveries?limit=0`).set('Authorization', auth), 400, 'validation_failed');
+    expectError(
+      await api.http
+        .patch(`/api/webhooks/${w.id}`)
+        .set('Authorization', auth)
+        .send({ events: ['nope'] }),
+      400,
+      'validation_failed',
+    );
+    expectError(await api.http.patch(`/api/webhooks/${w.id}`).set('Authorization', auth).send({ url: null }), 400, 'validation_failed');
+    expectError(await api.http.post(`/api/webhooks/${w.id}/deliveries/999999/retry`).set('Authorization', auth), 404, 'not_found');
+    await api.http.delete(`/api/webhooks/${w.id}`).set('Authorization', auth);
+  });
+
+  it('signs deliveries so that the standardwebhooks library verifies them; the body carries the sequence', async () => {
+    const w = await create({ url: rx.url('/signed'), events: ['category.created'] });
+    const eventId = await emit('category.created', { id: 41, title: 'Signed' });
+    const [r] = await until('the signed delivery', async () => rx.got('/signed').length >= 1 && rx.got('/signed'));
+    expect(r.headers['webhook-id']).toBe(eventId);
+    expect(r.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+    const payload = new StandardWebhook(w.secret).verify(r.body, r.headers as Record<string, string>) as Record<string, unknown>;
+    expect(payload).toMatchObject({ id: eventId, type: 'category.created', data: { id: 41, title: 'Signed' }, previous: null });
+    expect(typeof payload.sequence).toBe('number');
+    // Another secret does not verify.
+    expect(() => new StandardWebhook('whsec_' + Buffer.alloc(32, 7).toString('base64')).verify(r.body, r.headers as Record<string, string>)).toThrow();
+    const [d] = await until('succeeded', async () => {
+      const ds = await deliveries(w.id);
+      return ds[0]?.status === 'succeeded' && ds;
+    });
+    expect(d).toMatchObject({ eventId, sequence: payload.sequence, status: 'succeeded' });
+  });
+
+  it('a change made through the API reaches the webhook with the record as data', async () => {
+    const w = await create({ url: rx.url('/api-change'), events: ['category.created', 'category.updated'] });
+    const res = await api.http.post('/api/categories').set('Authorization', auth).send({ title: 'Hooked', bundle: 'global' });
+    expect(res.status).toBe(201);
+    const [r] = await until('the category event', async () => rx.got('/api-change').length >= 1 && rx.got('/api-change'));
+    const event = new StandardWebhook(w.secret).verify(r.body, r.headers as Record<string, string>) as { type: string; data: { id: number; title: string } };
+    expect(event).toMatchObject({ type: 'category.created', data: { id: res.body.category.id, title: 'Hooked' } });
+    // A rolled-back change (a 409 on the taken alias) sends nothing.
+    const dup = await api.http.post('/api/categories').set('Authorization', auth).send({ title: 'Again', alias: res.body.category.alias, bundle: 'global' });
+    expect(dup.status).toBe(409);
+    await api.http.patch(`/api/categories/${res.body.category.id}`).set('Authorization', auth).send({ title: 'Hooked 2' });
+    await until('the update event', async () => rx.got('/api-change').length >= 2);
+    await sleep(300);
+    expect(rx.got('/api-change').map((x) => (JSON.parse(x.body) as { type: string }).type)).toEqual(['category.created', 'category.updated']);
+  });
+
+  it('500, 500, 200 leaves three attempts and one success, with the same Webhook-Id', async () => {
+    rx.plans.set('/flaky', [answer(500, 'boom'), answer(503, 'busy'), answer(200)]);
+    const w = await create({ url: rx.url('/flaky'), events: ['deal.created'] });
+    const eventId = await emit('deal.created', { id: 1 });
+    const [d] = await until('the third attempt to succeed', async () => {
+      const ds = await deliveries(w.id);
+      return ds[0]?.status === 'succeeded' && ds;
+    });
+    expect(d.attempts.map((a) => a.code)).toEqual([500, 503, 200]);
+    expect(d.attempts[0].nextAttemptAt).not.toBeNull();
+    expect(d.attempts[0].response).toBe('boom');
+    expect(d.attempts[2].nextAttemptAt).toBeNull();
+    expect(rx.got('/flaky').map((r) => r.headers['webhook-id'])).toEqual([eventId, eventId, eventId]);
+  });
+
+  it('a receiver that is down for a while gets every event after it returns', async () => {
+    const port = await freePort();
+    const w = await create({ url: `http://127.0.0.1:${port}/late`, events: ['activity.created'] });
+    const ids = [await emit('activity.created', { n: 1 }), await emit('activity.created', { n: 2 }), await emit('activity.created', { n: 3 })];
+    await until('failed attempts while the receiver is down', async () => {
+      const ds = await deliveries(w.id);
+      return ds.length === 3 && ds.every((d) => d.status === 'failed' && d.attempts.length >= 1) && ds;
+    });
+    const ds = await deliveries(w.id);
+    expect(ds[0].attempts[0].error).toMatch(/ECONNREFUSED/);
+    const late = await new Receiver().listen(port);
+    try {
+      await until('every event after the return', async () => new Set(late.got('/late').map((r) => r.headers['webhook-id'])).size === 3, 30000);
+      expect(new Set(late.got('/late').map((r) => r.headers['webhook-id']))).toEqual(new Set(ids));
+      const seqs = late.got('/late').map((r) => (JSON.parse(r.body) as { sequence: number }).sequence);
+      expect(seqs.every((s) => Number.isInteger(s))).toBe(true);
+      await until('all succeeded', async () => (await deliveries(w.id)).every((d) => d.status === 'succeeded'));
+    } finally {
+      await late.close();
+    }
+  });
+
+  it('a hanging receiver, a redirect and a 50 MB answer do not hold back another webhook', async () => {
+    let hanging = 0;
+    rx.plans.set('/hang', [
+      () => {
+        hanging++; // never answers
+      },
+    ]);
+    rx.plans.set('/redirect', [answer(302, '', { location: 'http://127.0.0.1:1/elsewhere' })]);
+    rx.plans.set('/huge', [
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        const chunk = Buffer.alloc(1024 * 1024, 'x');
+        let sent = 0;
+        const more = () => {
+          while (sent < 50 && res.write(chunk)) sent++;
+          if (sent >= 50) res.end();
+          else
+            res.once('drain', () => {
+              sent++;
+              more();
+            });
+        };
+        res.on('close', () => {
+          sent = 50;
+        });
+        more();
+      },
+    ]);
+    const events = ['deal.won'];
+    // The hanging receiver also has a backlog of its own, more than a worker runs at once.
+    const hang = await create({ url: rx.url('/hang'), events: ['deal.won', 'deal.updated'] });
+    const redirect = await create({ url: rx.url('/redirect'), events });
+    const huge = await create({ url: rx.url('/huge'), events });
+    await create({ url: rx.url('/good'), events });
+    await api.sql(`INSERT INTO events (type, data) SELECT 'deal.updated', jsonb_build_object('i', i) FROM generate_series(1, 40) i`);
+    await until('the backlog to reach the hanging receiver', async () => hanging >= 1, 10000);
+    for (let i = 0; i < 5; i++) await emit('deal.won', { i });
+    await until('the good receiver to get all five', async () => rx.got('/good').length >= 5, 10000);
+    // Before the first request to the hanging receiver timed out (2 s): nothing waited behind it.
+    const [{ n }] = await api.sql<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 AND attempt_count > 0`, [hang.id]);
+    expect(n).toBe(0);
+    await until('redirects dead', async () => {
+      const ds = await deliveries(redirect.id);
+      return ds.length === 5 && ds.every((d) => d.status === 'dead');
+    });
+    const [r] = await deliveries(redirect.id);
+    expect(r.attempts).toHaveLength(1);
+    expect(r.attempts[0]).toMatchObject({ code: 302 });
+    expect(r.attempts[0].error).toContain('not followed');
+    expect(rx.got('/elsewhere')).toHaveLength(0);
+    await until('huge answers succeeded', async () => {
+      const ds = await deliveries(huge.id);
+      return ds.length === 5 && ds.every((d) => d.status === 'succeeded');
+    });
+    const [h] = await deliveries(huge.id);
+    expect(h.attempts[0].response.length).toBeLessThanOrEqual(4096);
+    const hs = await until('timeouts of the hanging receiver', async () => {
+      const ds = await deliveries(hang.id);
+      return ds.find((d) => d.attempts.length >= 1);
+    });
+    expect(hs.attempts[0].error).toMatch(/timed out/);
+    expect(hs.attempts[0].code).toBeNull();
+    await api.http.delete(`/api/webhooks/${hang.id}`).set('Authorization', auth);
+  });
+
+  it('410 disables the webhook and notifies its owner; re-enabling can re-queue its dead deliveries', async () => {
+    rx.plans.set('/gone', [answer(410, 'gone'), answer(200)]);
+    const w = await create({ url: rx.url('/gone'), events: ['field.created'] });
+    await emit('field.created', { id: 5 });
+    await until('the webhook disabled', async () => {
+      const res = await api.http.get(`/api/webhooks/${w.id}`).set('Authorization', auth);
+      return res.body.webhook.isActive === false && res.body.webhook;
+    });
+    const got = (await api.http.get(`/api/webhooks/${w.id}`).set('Authorization', auth)).body.webhook;
+    expect(got.disabledReason).toContain('410');
+    const [d] = await deliveries(w.id);
+    expect(d.status).toBe('dead');
+    const owner = await userId(api);
+    const notes = await api.sql<{ type: string; details: { webhookId: number } }>(
+      `SELECT type, details FROM notifications WHERE user_id = $1 AND type = 'webhook_disabled'`,
+      [owner],
+    );
+    expect(notes.map((n) => n.details.webhookId)).toContain(w.id);
+    // Disabled: new events are not delivered to it.
+    await emit('field.created', { id: 6 });
+    await sleep(800);
+    expect(await deliveries(w.id)).toHaveLength(1);
+
+    const res = await api.http.patch(`/api/webhooks/${w.id}`).set('Authorization', auth).send({ isActive: true, requeueDead: true });
+    expect(res.status).toBe(200);
+    expect(res.body.webhook).toMatchObject({ isActive: true, disabledReason: null });
+    const [again] = await until('the dead delivery delivered', async () => {
+      const ds = await deliveries(w.id);
+      return ds[0]?.status === 'succeeded' && ds;
+    });
+    expect(again.attempts.map((a) => a.code)).toEqual([410, 200]);
+  });
+
+  it('rotate-secret: the old secret keeps signing beside the new one', async () => {
+    const w = await create({ url: rx.url('/rotate'), events: ['point_group.created'] });
+    const rot = await api.http.post(`/api/webhooks/${w.id}/rotate-secret`).set('Authorization', auth);
+    expect(rot.status).toBe(200);
+    const secret = rot.body.webhook.secret as string;
+    expect(secret).toMatch(/^whsec_/);
+    expect(secret).not.toBe(w.secret);
+    expect(Date.parse(rot.body.webhook.previousSecretExpiresAt) - Date.now()).toBeGreaterThan(23.9 * 3600_000);
+    await emit('point_group.created', { id: 9 });
+    const [r] = await until('the delivery', async () => rx.got('/rotate').length >= 1 && rx.got('/rotate'));
+    expect(String(r.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    const headers = r.headers as Record<string, string>;
+    expect(new StandardWebhook(secret).verify(r.body, headers)).toMatchObject({ type: 'point_group.created' });
+    expect(new StandardWebhook(w.secret).verify(r.body, headers)).toMatchObject({ type: 'point_group.created' });
+    expect((await api.http.get(`/api/webhooks/${w.id}`).set('Authorization', auth)).body.webhook.secret).toBeUndefined();
+  });
+
+  it('test delivery: a synchronous signed webhook.test answering the receiver status, duration and body', async () => {
+    rx.plans.set('/probe', [answer(202, 'accepted by probe')]);
+    const w = await create({ url: rx.url('/probe'), events: ['asset.created'] });
+    const res = await api.http.post(`/api/webhooks/${w.id}/test`).set('Authorization', auth);
+    expect(res.status).toBe(200);
+    expect(res.body.test).toMatchObject({ success: true, statusCode: 202, response: 'accepted by probe', error: null });
+    expect(res.body.test.durationMs).toBeGreaterThanOrEqual(0);
+    const [r] = rx.got('/probe');
+    expect(new StandardWebhook(w.secret).verify(r.body, r.headers as Record<string, string>)).toMatchObject({
+      type: 'webhook.test',
+      id: res.body.test.eventId,
+    });
+    rx.plans.set('/probe', [answer(500, 'nope')]);
+    const bad = await api.http.post(`/api/webhooks/${w.id}/test`).set('Authorization', auth);
+    expect(bad.body.test).toMatchObject({ success: false, statusCode: 500, response: 'nope' });
+  });
+
+  it('retries a delivery on request', async () => {
+    const w = await create({ url: rx.url('/again'), events: ['asset.deleted'] });
+    await emit('asset.deleted', { id: 3 });
+    const [d] = await until('delivered', async () => {
+      const ds = await deliveries(w.id);
+      return ds[0]?.status === 'succeeded' && ds;
+    });
+    const res = await api.http.post(`/api/webhooks/${w.id}/deliveries/${d.id}/retry`).set('Authorization', auth);
+    expect(res.status).toBe(200);
+    expect(res.body.delivery.id).toBe(d.id);
+    await until('delivered twice', async () => rx.got('/again').length === 2);
+    const [after] = await until('two attempts', async () => {
+      const ds = await deliveries(w.id);
+      return ds[0]?.attempts.length === 2 && ds[0].status === 'succeeded' && ds;
+    });
+    expect(after.attempts.map((a) => a.code)).toEqual([200, 200]);
+  });
+
+  it('a worker killed (SIGKILL) in the middle of a delivery: the event is still delivered after restart', async () => {
+    let first = true;
+    rx.plans.set('/killed', [
+      (_req, res) => {
+        // The first request is held until the worker is dead; later ones succeed.
+        if (first) first = false;
+        else answer(200)(_req, res);
+      },
+      answer(200),
+    ]);
+    const w = await create({ url: rx.url('/killed'), events: ['asset.updated'] });
+    const eventId = await emit('asset.updated', { id: 8 });
+    await until('the first request to arrive', async () => rx.got('/killed').length >= 1);
+    await worker!.kill('SIGKILL');
+    worker = await startApp({ role: 'worker', shareWith: api, env: ENV });
+    await until(
+      'delivered after the restart',
+      async () => {
+        const ds = await deliveries(w.id);
+        return ds[0]?.status === 'succeeded' && ds;
+      },
+      45000,
+    );
+    expect(rx.got('/killed').length).toBeGreaterThanOrEqual(2);
+    expect(rx.got('/killed').every((r) => r.headers['webhook-id'] === eventId)).toBe(true);
+  }, 90000);
+
+  describe('SSRF, with the default URL rules', () => {
+    it('refuses private, loopback and link-local targets and plain http at creation', async () => {
+      const strict = await startApp({ role: 'api', shareWith: api, env: { RATE_LIMIT_ENTERPRISE: '1000000' } });
+      try {
+        const post = (url: string) =>
+          strict.http
+            .post('/api/webhooks')
+            .set('Authorization', auth)
+            .send({ url, events: ['*'] });
+        for (const url of [
+          'https://127.0.0.1/hook',
+          'https://localhost/hook',
+          'https://169.254.169.254/latest/meta-data',
+          'https://10.1.2.3/hook',
+          'https://192.168.1.10/hook',
+          'https://[::1]/hook',
+          'https://[::ffff:127.0.0.1]/hook',
+          'https://[fd00::1]/hook',
+          'https://0.0.0.0/hook',
+        ]) {
+          const res = await post(url);
+          expectError(res, 400, 'validation_failed');
+          expect(res.body.error.message).toMatch(/loopback, link-local or private/);
+        }
+        const http = await post('http://93.184.216.34/hook');
+        expectError(http, 400, 'validation_failed');
+        expect(http.body.error.message).toContain('https');
+      } finally {
+        await strict.kill('SIGTERM');
+      }
+    });
+
+    it('checks the target again at delivery time', async () => {
+      const w = await create({ url: rx.url('/ssrf'), events: ['category.deleted'] });
+      // The rules changed (or the name now resolves elsewhere) after the webhook was created.
+      await worker!.kill('SIGTERM');
+      worker = await startApp({ role: 'worker', shareWith: api, env: { ...ENV, WEBHOOK_ALLOW_PRIVATE: 'false' } });
+      await emit('category.deleted', { id: 77 });
+      const [d] = await until('a refused attempt', async () => {
+        const ds = await deliveries(w.id);
+        return ds[0]?.attempts.length >= 1 && ds;
+      });
+      expect(d.attempts[0].code).toBeNull();
+      expect(d.attempts[0].error).toMatch(/target refused: .*loopback, link-local or private/);
+      expect(rx.got('/ssrf')).toHaveLength(0);
+    });
+  });
+});
