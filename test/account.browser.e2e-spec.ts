@@ -107,6 +107,8 @@ describe('account console in Chromium', () => {
     expect(field).toMatch(/^sf_[A-Za-z0-9_-]{43}$/);
     expect(page.url()).not.toContain(field);
     await page.getByRole('button', { name: 'Copy' }).click();
+    // The copy is asynchronous (navigator.clipboard): wait for the page to announce it, as a user would see it.
+    await page.locator('#copy-status', { hasText: 'Copied to the clipboard.' }).waitFor({ timeout: 10_000 });
     await expect(page.locator('#copy-status').textContent()).resolves.toBe('Copied to the clipboard.');
     // The page's own clipboard, as the user would paste it (the suite's tsconfig has no DOM types).
     secret = await page.evaluate(() => (globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }).navigator.clipboard.readText());

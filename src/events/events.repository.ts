@@ -94,14 +94,15 @@ export class EventsRepository {
   }
 
   /** Sequenced events after `sequence`, in order, optionally of the given types only. */
-  async after(sequence: number, limit: number, types?: readonly string[]): Promise<EventRecord[]> {
+  async after(sequence: number, limit: number, types?: readonly string[], tx?: Tx): Promise<EventRecord[]> {
+    const db = tx ?? this.dataSource;
     const rows: EventRow[] = types?.length
-      ? await this.dataSource.query(
+      ? await db.query(
           `SELECT id, type, occurred_at, sequence, data, previous FROM events
             WHERE sequence > $1 AND type = ANY($3::text[]) ORDER BY sequence LIMIT $2`,
           [sequence, limit, types],
         )
-      : await this.dataSource.query(
+      : await db.query(
           `SELECT id, type, occurred_at, sequence, data, previous FROM events
             WHERE sequence > $1 ORDER BY sequence LIMIT $2`,
           [sequence, limit],

@@ -60,6 +60,15 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /**
+   * Numbered events after `sequence` read inside the caller's transaction, without numbering first
+   * (call sequenceNow() before opening `tx`): a transaction that waited here for the sequencer's own
+   * connection would deadlock on the embedded database, which runs one transaction at a time.
+   */
+  afterIn(tx: Tx, sequence: number, limit: number): Promise<EventRecord[]> {
+    return this.events.after(sequence, limit, undefined, tx);
+  }
+
+  /**
    * GET /api/events: `{ events, next }` after the cursor `after` (the sequence of the last event
    * read; omitted: from the oldest kept), of `types` (comma-separated), at most `limit` (1..500).
    */

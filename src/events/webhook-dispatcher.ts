@@ -86,10 +86,12 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
   /** One pass; answers how many events it read. */
   async dispatchOnce(): Promise<number> {
     let read = 0;
+    // Number what has committed before taking the cursor's lock: the sequencer uses a connection of its own.
+    await this.events.sequenceNow(true);
     const created = await this.transactions.run(async (tx) => {
       const cursor = await this.webhooks.lockCursor(tx);
       if (cursor === null) return []; // another process is dispatching
-      const events = await this.events.after(cursor, DISPATCH_BATCH);
+      const events = await this.events.afterIn(tx, cursor, DISPATCH_BATCH);
       read = events.length;
       if (!events.length) return [];
       const subs = await this.webhooks.activeSubscriptions(tx);
