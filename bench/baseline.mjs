@@ -21,6 +21,13 @@ const tokens = new Map(
 );
 const COLUMNS = 'id, name, email, phone, company, title, owner_id, fields, created_at, modified_at, created_by, created_by_user, modified_by, modified_by_user';
 
+/** The event's data: the record as the API shows it, built in SQL as the application's outbox insert does. */
+const isoSql = (e) => `to_char(${e} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
+const EVENT_JSON = `jsonb_build_object('id', c.id, 'name', c.name, 'email', c.email, 'phone', c.phone, 'company', c.company,
+  'title', c.title, 'ownerId', c.owner_id, 'owner', NULL, 'fields', coalesce(c.fields, '{}'::jsonb), 'createdAt', ${isoSql('c.created_at')},
+  'modifiedAt', ${isoSql('c.modified_at')}, 'createdBy', c.created_by, 'createdByUser', c.created_by_user, 'modifiedBy', c.modified_by,
+  'modifiedByUser', c.modified_by_user)`;
+
 const iso = (d) => (d ? new Date(d).toISOString().slice(0, 19) + '+00:00' : null);
 const record = (r) => ({
   id: r.id,
@@ -97,9 +104,18 @@ async function handle(req, res) {
   if (req.method === 'GET' && parts[1] === 'contacts' && parts.length === 2) return send(res, 200, await page([], [], url));
   if (req.method === 'POST' && parts[1] === 'contacts') {
     const b = await readBody(req);
+    // The application writes the contact.created event (the outbox) in the same statement, so the
+    // baseline does too; `?outbox=0` leaves it out, for the row that measures what the outbox costs.
+    const outbox = url.searchParams.get('outbox') !== '0';
     try {
       const { rows } = await pool.query(
-        `INSERT INTO contacts (name, email, phone, company, title, created_by, created_by_user) VALUES ($1,$2,$3,$4,$5,$6,'baseline') RETURNING ${COLUMNS}`,
+        outbox
+          ? `WITH c AS (INSERT INTO contacts (name, email, phone, company, title, created_by, created_by_user, modified_by, modified_by_user)
+                        VALUES ($1,$2,$3,$4,$5,$6,'baseline',$6,'baseline') RETURNING ${COLUMNS}),
+                  e AS (INSERT INTO events (type, data, previous) SELECT 'contact.created', ${EVENT_JSON}, NULL::jsonb FROM c)
+             SELECT * FROM c`
+          : `INSERT INTO contacts (name, email, phone, company, title, created_by, created_by_user, modified_by, modified_by_user)
+             VALUES ($1,$2,$3,$4,$5,$6,'baseline',$6,'baseline') RETURNING ${COLUMNS}`,
         [b.name, b.email, b.phone ?? null, b.company ?? null, b.title ?? null, token.userId],
       );
       return send(res, 201, { contact: record(rows[0]) });

@@ -8,20 +8,24 @@
  * REDIS_URL (default redis://127.0.0.1:6379), BENCH_DURATION seconds per scenario (10),
  * BENCH_CONNECTIONS (32), BENCH_REUSE=1 to keep an already seeded database, BENCH_RESULTS=path to
  * also write the table as Markdown, BENCH_CONTACTS / BENCH_DEALS / BENCH_MEMBERSHIPS to seed less,
- * BENCH_ONLY=<regular expression> to run only the scenarios whose names match.
+ * BENCH_ONLY=<regular expression> to run only the scenarios whose names match, BENCH_BUILD=<dir> to
+ * measure another build's dist/ (e.g. a worktree of an older commit) against the same database and baseline.
  */
 import autocannon from 'autocannon';
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { cpus, totalmem } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { seed, SIZES } from './seed.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+/** The build to measure (its dist/): this checkout, or BENCH_BUILD (e.g. a worktree of an older commit, for before/after). */
+const BUILD = process.env.BENCH_BUILD ? resolve(process.env.BENCH_BUILD) : ROOT;
 const ADMIN_URL = process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const DB_NAME = process.env.BENCH_DATABASE ?? 'sf_bench';
@@ -59,7 +63,8 @@ async function prepareDatabase() {
     if (Number(n.rows[0].n) >= SIZES.contacts) {
       await admin.end();
       log(`reusing ${DB_NAME} (${n.rows[0].n} contacts)`);
-      execFileSync(process.execPath, ['dist/cli.js', 'migration:run'], { cwd: ROOT, env: { ...process.env, DATABASE_URL: dbUrl }, stdio: 'ignore' });
+      if (BUILD === ROOT)
+        execFileSync(process.execPath, ['dist/cli.js', 'migration:run'], { cwd: ROOT, env: { ...process.env, DATABASE_URL: dbUrl }, stdio: 'ignore' });
       return null;
     }
   }
@@ -72,9 +77,9 @@ async function prepareDatabase() {
   return (Date.now() - t) / 1000;
 }
 
-function startProcess(name, args, env) {
+function startProcess(name, args, env, cwd = ROOT) {
   const child = spawn(process.execPath, args, {
-    cwd: ROOT,
+    cwd,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -143,7 +148,7 @@ async function main() {
     process.execPath,
     ['dist/cli.js', 'token:create', '--user', 'bench@example.com', '--name', 'bench', '--permissions', '*', '--plan', 'enterprise'],
     {
-      cwd: ROOT,
+      cwd: BUILD,
       env: { ...process.env, DATABASE_URL: dbUrl },
     },
   )
@@ -164,11 +169,14 @@ async function main() {
     RATE_LIMIT_ENTERPRISE: '1000000000',
     SMS_PROVIDER: 'log',
     SMS_RATE_LIMIT_PER_SECOND: '100000',
+    // The event-throughput scenario's receiver listens on 127.0.0.1 over plain http.
+    WEBHOOK_ALLOW_HTTP: 'true',
+    WEBHOOK_ALLOW_PRIVATE: 'true',
     // The Node.js options of the deployed image (Dockerfile), unless overridden.
     NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS ?? DEPLOYED_NODE_OPTIONS,
   };
-  const api = startProcess('api', ['dist/main.js'], { ...appEnv, APP_ROLE: 'api', PORT: String(apiPort), HOST: '127.0.0.1' });
-  const worker = startProcess('worker', ['dist/main.js'], { ...appEnv, APP_ROLE: 'worker' });
+  const api = startProcess('api', ['dist/main.js'], { ...appEnv, APP_ROLE: 'api', PORT: String(apiPort), HOST: '127.0.0.1' }, BUILD);
+  const worker = startProcess('worker', ['dist/main.js'], { ...appEnv, APP_ROLE: 'worker' }, BUILD);
   const baseline = startProcess('baseline', ['bench/baseline.mjs'], {
     DATABASE_URL: dbUrl,
     REDIS_URL,
@@ -314,6 +322,74 @@ async function main() {
     log('text messages resource not available: SMS scenario skipped');
   }
 
+  // What the outbox costs create contact: the baseline server with and without the event insert in
+  // the same statement (the application always writes it), alternated, each after a warm-up.
+  if (wanted('outbox cost')) {
+    const make = (outbox) => () => ({
+      method: 'POST',
+      path: outbox ? '/api/contacts' : '/api/contacts?outbox=0',
+      body: JSON.stringify({ name: 'Bench Person', email: `bench-${runTag}-${process.pid}-${createSeq++}@bench.test`, company: 'Bench Co' }),
+    });
+    const runs = { with: [], without: [] };
+    for (let round = 0; round < 2; round++) {
+      for (const outbox of [false, true]) {
+        await cannon(baseUrl, auth, make(outbox), { duration: 2 });
+        const r = await cannon(baseUrl, auth, make(outbox));
+        runs[outbox ? 'with' : 'without'].push(r.requests.average);
+      }
+    }
+    const avg = (a) => a.reduce((x, y) => x + y, 0) / a.length;
+    const cost = 1 - avg(runs.with) / avg(runs.without);
+    rows.push({
+      name: 'outbox cost on create contact (baseline server, with vs without the event insert)',
+      outbox: { with: avg(runs.with), without: avg(runs.without), cost },
+    });
+    log(`outbox: ${runs.with.join(', ')} req/s with, ${runs.without.join(', ')} without: cost ${(cost * 100).toFixed(1)} %`);
+  }
+
+  // Event throughput end to end: N committed events (one statement, as a burst of changes would
+  // leave them) to a webhook's receiver on 127.0.0.1, through the sequencer, the dispatcher, BullMQ
+  // and the delivery workers; timed from the commit to the last event received.
+  if (wanted('event throughput')) {
+    const n = Number(process.env.BENCH_EVENTS ?? 20000);
+    const seen = new Set();
+    let lastAt = 0;
+    const receiver = createHttpServer((req, res) => {
+      const id = req.headers['webhook-id'];
+      req.resume();
+      req.on('end', () => {
+        if (id) seen.add(id);
+        lastAt = Date.now();
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
+    const hookRes = await fetch(`${apiUrl}/api/webhooks`, {
+      method: 'POST',
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `http://127.0.0.1:${receiver.address().port}/events`, events: ['contact.updated'] }),
+    });
+    const hook = (await hookRes.json()).webhook;
+    if (!hook) throw new Error(`webhook not created: ${hookRes.status}`);
+    await new Promise((r) => setTimeout(r, 1000));
+    const t = Date.now();
+    await db.query(
+      `INSERT INTO events (type, data) SELECT 'contact.updated', jsonb_build_object('id', i, 'name', 'Bench ' || i) FROM generate_series(1, $1) i`,
+      [n],
+    );
+    const committed = Date.now();
+    for (;;) {
+      if (seen.size >= n) break;
+      if (Date.now() - t > 600000) throw new Error(`only ${seen.size} of ${n} events received within 10 minutes`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const seconds = (lastAt - committed) / 1000;
+    await fetch(`${apiUrl}/api/webhooks/${hook.id}`, { method: 'DELETE', headers: { authorization: auth } });
+    receiver.close();
+    rows.push({ name: `event throughput, ${n.toLocaleString()} events commit → webhook receiver (events/s)`, eps: n / seconds, rss: peakRssMb(api.child.pid) });
+    log(`events: ${n} in ${seconds} s`);
+  }
+
   const peak = peakRssMb(api.child.pid);
   for (const p of [api, worker, baseline]) p.child.kill('SIGTERM');
   await db.end();
@@ -326,6 +402,11 @@ async function main() {
   for (const r of rows) {
     if (r.seconds !== undefined)
       lines.push(`| ${r.name} | — | — | ${fmt(r.seconds * 1000)} (run→results) | — | — | ${fmt(r.baseSeconds * 1000)} (bare SQL) | — | ${fmt(r.rss)} |`);
+    else if (r.outbox !== undefined)
+      lines.push(
+        `| ${r.name} | ${fmt(r.outbox.with)} with, ${fmt(r.outbox.without)} without | — | — | cost ${fmt(r.outbox.cost * 100, 1)} % | — | — | — | — |`,
+      );
+    else if (r.eps !== undefined) lines.push(`| ${r.name} | ${fmt(r.eps)} events/s | — | — | — | — | — | — | ${fmt(r.rss)} |`);
     else if (r.mps !== undefined) lines.push(`| ${r.name} | ${fmt(r.mps)} msg/s | — | — | — | — | — | ${fmt(r.errors)} | ${fmt(r.rss)} |`);
     else
       lines.push(

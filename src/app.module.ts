@@ -1,6 +1,8 @@
 import { type DynamicModule, type MiddlewareConsumer, Module, type NestModule, type Type } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { CommonModule } from './common/common.module.js';
+import { IdempotencyModule } from './common/idempotency.module.js';
+import { IdempotencyInterceptor } from './common/idempotency.interceptor.js';
 import type { AppConfig } from './config/config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
@@ -18,6 +20,7 @@ import { SameOriginGuard } from './common/same-origin.guard.js';
 import { FallbackModule } from './common/fallback.controller.js';
 import { NotificationsModule } from './notifications/notifications.module.js';
 import { ContactsModule } from './contacts/contacts.module.js';
+import { CompaniesModule } from './companies/companies.module.js';
 import { SystemModule } from './system/system.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { CampaignsModule } from './campaigns/campaigns.module.js';
@@ -33,11 +36,13 @@ import { TextMessagesModule } from './text-messages/text-messages.module.js';
 import { EventsModule } from './events/events.module.js';
 import { WebhooksModule } from './events/webhooks.module.js';
 import { AccountModule } from './account/account.module.js';
+import { SegmentsModule } from './segments/segments.module.js';
 
 /** Feature modules: one per resource. */
 export const FEATURE_MODULES: Type[] = [
   NotificationsModule,
   ContactsModule,
+  CompaniesModule,
   SystemModule,
   AuthApiModule,
   FieldsModule,
@@ -49,6 +54,7 @@ export const FEATURE_MODULES: Type[] = [
   AssetsModule,
   ReportsModule,
   TextMessagesModule,
+  SegmentsModule,
   EventsModule,
   WebhooksModule,
   AccountModule,
@@ -65,6 +71,7 @@ export class AppModule implements NestModule {
         RedisModule,
         JobsModule.forRoot(config),
         CommonModule,
+        IdempotencyModule,
         MetricsModule,
         AuthModule,
         RateLimitModule,
@@ -82,6 +89,8 @@ export class AppModule implements NestModule {
         { provide: APP_GUARD, useClass: PermissionGuard },
         { provide: APP_GUARD, useClass: SameOriginGuard },
         { provide: APP_GUARD, useClass: ContentTypeGuard },
+        // After the guards (the account is known, the request counted): Idempotency-Key claims, records and replays.
+        { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
       ],
     };
   }

@@ -1,11 +1,12 @@
 /**
- * Admin command line: users, tokens, migrations.
+ * Admin command line: users, tokens, migrations, the companies backfill.
  *
  *   npm run --silent cli -- token:create --user <email> --name <name> --permissions <list|*> [--plan <plan>] [--expires <ISO date>]
  *   npm run --silent cli -- user:create --email <email> --name <name> [--plan <plan>] [--team <team>]
  *   npm run --silent cli -- user:list | token:list [--user <email>] | token:revoke --id <id> | migration:run
  *   npm run --silent cli -- user:password --email <email>   (password from stdin, or prompted on a terminal)
  *   npm run --silent cli -- user:invite --email <email>     (prints a one-time URL, valid 72 h, to set it)
+ *   npm run --silent cli -- companies:backfill              (companies from the contacts' company strings)
  *
  * In embedded mode (no DATABASE_URL) it connects through the running server's socket when a
  * server owns the data directory, and opens the data directory itself otherwise.
@@ -16,6 +17,7 @@ import { NestFactory } from '@nestjs/core';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type AppConfig, ConfigError, loadConfig, type Plan, PLANS } from './config/config.js';
+import { CommonModule } from './common/common.module.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { findRunningEmbedded, startEmbeddedPostgres, type EmbeddedPostgres } from './database/embedded.js';
@@ -30,6 +32,9 @@ import { parseIsoWithOffset } from './common/dates.js';
 import { AppError } from './common/errors.js';
 import { AccountRepository } from './account/account.repository.js';
 import { AccountService } from './account/account.service.js';
+import { JobsModule } from './jobs/jobs.module.js';
+import { CompaniesModule } from './companies/companies.module.js';
+import { CompaniesService } from './companies/companies.service.js';
 
 class UsageError extends Error {}
 
@@ -44,6 +49,8 @@ const USAGE = `usage: cli <command> [options]
   token:list    [--user <email>]
   token:revoke  --id <token id>
   migration:run
+  companies:backfill   creates a company for every distinct contact company string (case-insensitive) that no company has yet
+                       and links the contacts without a company; idempotent (POST /api/companies/backfill queues the same work)
 permissions: ${PERMISSIONS.join(', ')}`;
 
 function out(line: string) {
@@ -155,6 +162,31 @@ async function main(argv: string[]): Promise<number> {
       const done = await runMigrations(url, (m) => out(m));
       out(done.length ? `${done.length} migration(s) applied` : 'no pending migrations');
       return 0;
+    });
+  }
+  if (command === 'companies:backfill') {
+    return withDatabase(config, async (url) => {
+      await runMigrations(url);
+      // The work runs here, in the foreground: jobs in-process (no Redis workers are started).
+      @Module({
+        imports: [
+          ConfigModule.forRoot(config),
+          DatabaseModule.forRoot({ ...config, databasePoolSize: 2 }, url),
+          RedisModule,
+          JobsModule.forRoot({ ...config, redisUrl: null }),
+          CommonModule,
+          CompaniesModule,
+        ],
+      })
+      class BackfillModule {}
+      const app = await NestFactory.createApplicationContext(BackfillModule, { logger: ['error'] });
+      try {
+        const run = await app.get(CompaniesService).backfillNow();
+        out(`backfill run ${run.id} ${run.status}: ${run.companiesCreated ?? 0} companies created, ${run.contactsLinked ?? 0} contacts linked`);
+        return 0;
+      } finally {
+        await app.close();
+      }
     });
   }
   if (!['user:create', 'user:list', 'user:password', 'user:invite', 'token:create', 'token:list', 'token:revoke'].includes(command)) {

@@ -1,12 +1,16 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import helmet from 'helmet';
+import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import type { AppConfig } from './config/config.js';
 import { completeOpenApi } from './common/openapi.js';
 import { RouteTable } from './common/route-table.js';
 import { requestTextMiddleware } from './common/request-text.middleware.js';
+import { staticSecurityHeaders } from './common/security-headers.js';
 import { API_VERSION } from './system/system.controller.js';
+
+/** The batch routes' paths: /api/<resource>/batch and /api/campaigns/<id>/contacts/batch. */
+const BATCH_PATH = /^\/api\/(?:[a-z-]+|campaigns\/[^/]+\/contacts)\/batch\/?$/;
 
 /** Express-level settings of the API process: parsers and limits, security headers, CORS, the OpenAPI document. */
 export function configureHttp(app: NestExpressApplication, config: AppConfig): void {
@@ -16,8 +20,10 @@ export function configureHttp(app: NestExpressApplication, config: AppConfig): v
   app.set('query parser', 'simple');
   // No automatic ETag on API JSON (it hashes every response body); asset downloads set their own.
   app.set('etag', false);
+  app.disable('x-powered-by');
+  // helmet's headers, computed once at boot (they are the same for every request).
   app.use(
-    helmet({
+    staticSecurityHeaders({
       contentSecurityPolicy: {
         directives: { defaultSrc: ["'self'"], scriptSrc: ["'self'", "'unsafe-inline'"], styleSrc: ["'self'", "'unsafe-inline'"], imgSrc: ["'self'", 'data:'] },
       },
@@ -26,11 +32,26 @@ export function configureHttp(app: NestExpressApplication, config: AppConfig): v
   if (config.corsOrigins) {
     app.enableCors({
       origin: config.corsOrigins === '*' ? true : config.corsOrigins,
-      exposedHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'Content-Disposition', 'ETag'],
+      exposedHeaders: [
+        'X-RateLimit-Limit',
+        'X-RateLimit-Remaining',
+        'X-RateLimit-Reset',
+        'Retry-After',
+        'X-Request-Id',
+        'Content-Disposition',
+        'ETag',
+        'Location',
+        'Idempotent-Replayed',
+      ],
       maxAge: 600,
     });
   }
-  app.useBodyParser('json', { limit: config.bodyLimitBytes, type: ['application/json', 'application/*+json'] });
+  // Batch routes (POST /api/<resource>/batch, up to 500 records or 10,000 ids) take a larger JSON body than single records.
+  // (body-parser hands its type check the request Express already extended, typed as Node's IncomingMessage.)
+  const isJson = (req: IncomingMessage) => Boolean((req as Request).is(['application/json', 'application/*+json']));
+  const isBatch = (req: IncomingMessage) => req.method === 'POST' && BATCH_PATH.test((req as Request).path);
+  app.useBodyParser('json', { limit: config.batchBodyLimitBytes, type: (req: IncomingMessage) => isJson(req) && isBatch(req) });
+  app.useBodyParser('json', { limit: config.bodyLimitBytes, type: (req: IncomingMessage) => isJson(req) && !isBatch(req) });
   app.useBodyParser('urlencoded', { limit: config.bodyLimitBytes, extended: false, parameterLimit: 100 });
   // Before the router: NUL / invalid UTF-8 in the path, query or body, and reserved keys, are a 400 everywhere.
   app.use(requestTextMiddleware);

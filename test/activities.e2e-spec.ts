@@ -49,11 +49,11 @@ describe('activities', () => {
           notes: 'Bring slides',
           outcome: 'scheduled',
           createdAt: expect.stringMatching(ISO),
-          modifiedAt: null,
+          modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
           createdBy: adminId,
           createdByUser: expect.any(String),
-          modifiedBy: null,
-          modifiedByUser: null,
+          modifiedBy: expect.any(Number),
+          modifiedByUser: expect.any(String),
         },
       });
     });
@@ -246,8 +246,10 @@ describe('activities', () => {
       const routes = (res.body.endpoints as { method: string; path: string; permission: string }[]).filter((e) => e.path.startsWith('/api/activities'));
       const expected = [
         ['GET', '/api/activities', 'activities:read'],
+        ['POST', '/api/activities/search', 'activities:read'],
         ['POST', '/api/activities', 'activities:write'],
         ['POST', '/api/activities/new', 'activities:write'],
+        ['POST', '/api/activities/batch', 'activities:write'],
         ['GET', '/api/activities/:id', 'activities:read'],
         ['PATCH', '/api/activities/:id', 'activities:write'],
         ['PATCH', '/api/activities/:id/edit', 'activities:write'],

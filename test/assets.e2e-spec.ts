@@ -129,9 +129,9 @@ describe('assets', () => {
       publishDown: null,
       createdBy: expect.any(Number),
       createdByUser: expect.any(String),
-      dateModified: null,
-      modifiedBy: null,
-      modifiedByUser: null,
+      dateModified: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
+      modifiedBy: expect.any(Number),
+      modifiedByUser: expect.any(String),
       downloadCount: 0,
       uniqueDownloadCount: 0,
       revision: 1,
@@ -207,7 +207,7 @@ describe('assets', () => {
     expect(res.body.asset.isPublished).toBe(false);
     expect(res.body.asset.category).toEqual({
       createdByUser: 'Admin',
-      modifiedByUser: null,
+      modifiedByUser: null, // the category was written by SQL, with no user
       id: categoryId,
       title: 'Brochures',
       alias: 'brochures',

@@ -51,11 +51,11 @@ describe('campaigns', () => {
           startDate: '2026-03-01T07:00:00+00:00',
           endDate: '2026-04-01T00:00:00+00:00',
           createdAt: expect.stringMatching(ISO),
-          modifiedAt: null,
+          modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
           createdBy: expect.any(Number),
           createdByUser: expect.any(String),
-          modifiedBy: null,
-          modifiedByUser: null,
+          modifiedBy: expect.any(Number),
+          modifiedByUser: expect.any(String),
         },
       });
     });
@@ -418,6 +418,7 @@ describe('campaigns', () => {
       const routes = (res.body.endpoints as { method: string; path: string; permission: string }[]).filter((e) => e.path.startsWith('/api/campaigns'));
       const expected = [
         ['GET', '/api/campaigns', 'campaigns:read'],
+        ['POST', '/api/campaigns/search', 'campaigns:read'],
         ['POST', '/api/campaigns', 'campaigns:write'],
         ['POST', '/api/campaigns/new', 'campaigns:write'],
         ['GET', '/api/campaigns/:id', 'campaigns:read'],
@@ -428,8 +429,10 @@ describe('campaigns', () => {
         ['DELETE', '/api/campaigns/:id', 'campaigns:delete'],
         ['DELETE', '/api/campaigns/:id/delete', 'campaigns:delete'],
         ['GET', '/api/campaigns/:id/contacts', 'campaigns:read'],
+        ['POST', '/api/campaigns/:id/contacts/search', 'campaigns:read'],
         ['POST', '/api/campaigns/:campaignId/contact/:contactId/add', 'campaigns:write'],
         ['POST', '/api/campaigns/:campaignId/contact/:contactId/remove', 'campaigns:write'],
+        ['POST', '/api/campaigns/:id/contacts/batch', 'campaigns:write'],
       ].map(([method, path, permission]) => ({ method, path, permission }));
       expect(routes).toEqual(expect.arrayContaining(expected));
       expect(routes).toHaveLength(expected.length);

@@ -31,11 +31,11 @@ describe('categories', () => {
       color: '#4e5d9d',
       bundle: 'asset',
       createdAt: expect.stringMatching(ISO),
-      modifiedAt: null,
+      modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
       createdBy: expect.any(Number),
       createdByUser: expect.any(String),
-      modifiedBy: null,
-      modifiedByUser: null,
+      modifiedBy: expect.any(Number),
+      modifiedByUser: expect.any(String),
     });
     const hash = await create({ title: 'Hash', bundle: 'global', color: '#ABCDEF' });
     expect(hash.body.category.color).toBe('#abcdef');

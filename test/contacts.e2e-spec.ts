@@ -28,10 +28,12 @@ describe('contacts', () => {
       owner: null,
       createdBy: expect.any(Number),
       createdByUser: expect.any(String),
-      modifiedAt: null,
+      modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
     });
     expect(res.body.contact.id).toEqual(expect.any(Number));
     expect(res.body.contact.createdAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/);
+    expect(res.body.contact.modifiedAt).toBe(res.body.contact.createdAt);
+    expect(res.body.contact.modifiedBy).toBe(res.body.contact.createdBy);
   });
 
   it('answers 409 with the existing id for a duplicate email, case-insensitively', async () => {

@@ -49,12 +49,13 @@ describe('deals', () => {
           quantity: 1,
           closed_at: null,
           owner_id: adminId,
+          company_id: null,
           createdAt: expect.stringMatching(ISO),
-          modifiedAt: null,
+          modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
           createdBy: adminId,
           createdByUser: expect.any(String),
-          modifiedBy: null,
-          modifiedByUser: null,
+          modifiedBy: expect.any(Number),
+          modifiedByUser: expect.any(String),
         },
       });
     });
@@ -380,8 +381,10 @@ describe('deals', () => {
       const routes = (res.body.endpoints as { method: string; path: string; permission: string }[]).filter((e) => e.path.startsWith('/api/deals'));
       const expected = [
         ['GET', '/api/deals', 'deals:read'],
+        ['POST', '/api/deals/search', 'deals:read'],
         ['POST', '/api/deals', 'deals:write'],
         ['POST', '/api/deals/new', 'deals:write'],
+        ['POST', '/api/deals/batch', 'deals:write'],
         ['GET', '/api/deals/:id', 'deals:read'],
         ['PATCH', '/api/deals/:id', 'deals:write'],
         ['PATCH', '/api/deals/:id/edit', 'deals:write'],

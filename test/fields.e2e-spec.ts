@@ -32,9 +32,9 @@ describe('fields', () => {
       dateAdded: expect.stringMatching(ISO),
       createdBy: expect.any(Number),
       createdByUser: expect.any(String),
-      dateModified: null,
-      modifiedBy: null,
-      modifiedByUser: null,
+      dateModified: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
+      modifiedBy: expect.any(Number),
+      modifiedByUser: expect.any(String),
       label: 'Favourite Colour',
       alias: 'favourite_colour',
       description: 'What they like',

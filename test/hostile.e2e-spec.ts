@@ -122,6 +122,7 @@ describe('hostile input over every route', () => {
     fixtures.contacts = await create('/api/contacts/new', { name: 'Fixture', email: 'fixture@example.com' });
     const has = (p: string) => routes.some((r) => r.path === p);
     if (has('/api/campaigns/new')) fixtures.campaigns = await create('/api/campaigns/new', { name: 'Fixture campaign' });
+    if (has('/api/companies/new')) fixtures.companies = await create('/api/companies/new', { name: 'Fixture company', domain: 'fixture-company.example' });
     if (has('/api/deals/new')) fixtures.deals = await create('/api/deals/new', { title: 'Fixture deal', value: 10, contact_id: fixtures.contacts });
     if (has('/api/activities/new'))
       fixtures.activities = await create('/api/activities/new', { type: 'call', subject: 'Fixture', contact_id: fixtures.contacts });
@@ -144,7 +145,21 @@ describe('hostile input over every route', () => {
     const others = `Bearer ${await app.token('contacts:read', { user: 'others@example.com' })}`;
     const notificationsOnly = `Bearer ${await app.token('notifications:read', { user: 'others@example.com', name: 'n' })}`;
     const everythingButStar = `Bearer ${await app.token(
-      ['contacts', 'fields', 'campaigns', 'assets', 'categories', 'pointGroups', 'reports', 'textMessages', 'notifications', 'deals', 'activities', 'tokens']
+      [
+        'contacts',
+        'companies',
+        'fields',
+        'campaigns',
+        'assets',
+        'categories',
+        'pointGroups',
+        'reports',
+        'textMessages',
+        'notifications',
+        'deals',
+        'activities',
+        'tokens',
+      ]
         .flatMap((r) => [`${r}:read`, `${r}:write`, `${r}:delete`])
         .join(','),
       { user: 'others@example.com', name: 'all-but-star' },

@@ -30,11 +30,11 @@ describe('point groups', () => {
       maximumPoints: 50,
       color: '#ff8800',
       createdAt: expect.stringMatching(ISO),
-      modifiedAt: null,
+      modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
       createdBy: expect.any(Number),
       createdByUser: expect.any(String),
-      modifiedBy: null,
-      modifiedByUser: null,
+      modifiedBy: expect.any(Number),
+      modifiedByUser: expect.any(String),
     });
     for (const path of ['/api/point_groups/new', '/api/point_groups', '/api/point-groups']) {
       const r = await create({ name: `Via ${path}`, minimumPoints: 0, maximumPoints: 0 }, path);

@@ -4,7 +4,9 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { CreateOrReplace, putOutcome } from '../common/put-status.js';
-import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
+import { ApiBatchAnswers, ApiEnvelope, ApiListQuery, ApiListSearch } from '../common/openapi.js';
+import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
+import { BatchWriteDto } from '../common/batch.dto.js';
 import type { Principal } from '../common/request.js';
 import { ActivityRecordDto, CreateActivityDto, UpdateActivityDto } from './activity.dto.js';
 import { ActivitiesService, ACTIVITY_LIST_SPEC } from './activities.service.js';
@@ -26,6 +28,18 @@ export class ActivitiesController {
     return this.activities.list(query);
   }
 
+  @Post('search')
+  @HttpCode(200)
+  @RequirePermission('activities:read')
+  @ApiOperation({
+    summary: 'Search activities: the list with its parameters as a JSON body (filter in its JSON form)',
+    description: 'Answers what the GET list answers.',
+  })
+  @ApiListSearch('activities', ActivityRecordDto, ACTIVITY_LIST_SPEC)
+  search(@Body() body: ListSearchDto) {
+    return this.activities.list(searchQuery(body));
+  }
+
   @Post(['new', '/'])
   @HttpCode(201)
   @RequirePermission('activities:write')
@@ -33,6 +47,22 @@ export class ActivitiesController {
   @ApiEnvelope('activity', ActivityRecordDto, { status: 201 })
   async create(@Body() dto: CreateActivityDto, @CurrentPrincipal() who: Principal) {
     return { activity: await this.activities.create(dto, who) };
+  }
+
+  @Post('batch')
+  @HttpCode(200)
+  @RequirePermission('activities:write')
+  @ApiOperation({
+    summary: 'Create, update, upsert or delete up to 500 activities in one request (one request against the plan limit)',
+    description:
+      'Each item is written exactly as its single-record route would write it (same validation, same events, same errors) in its own savepoint; ' +
+      'results come back in input order. `update`, `upsert` and `delete` items name their record by `id`; `upsert` without an id, or with one that does ' +
+      'not exist, creates (as PUT does). Mode delete needs `activities:delete`. Two items naming one id: the later fails 409. With `atomic: true` any failure ' +
+      'rolls the whole batch back (422 `batch_failed`).',
+  })
+  @ApiBatchAnswers()
+  batch(@Body() dto: BatchWriteDto, @CurrentPrincipal() who: Principal) {
+    return this.activities.batch(dto, who);
   }
 
   @Get(':id')

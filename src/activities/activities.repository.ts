@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import { type ListPage, type ListQuery, type ListSpec, paginate } from '../common/list.js';
 import type { Tx } from '../database/transactions.js';
 import { Activity } from './activity.entity.js';
 import { ACTIVITY_TYPES } from './activity.rules.js';
@@ -24,6 +24,32 @@ export const ACTIVITY_LIST_SPEC: ListSpec = {
     type: { type: 'string', column: 'a.type', values: ACTIVITY_TYPES },
     contact_id: { type: 'int', column: 'a.contact_id' },
   },
+  filterable: {
+    id: { type: 'id', sql: 'a.id' },
+    type: { type: 'enum', sql: 'a.type', values: ACTIVITY_TYPES },
+    subject: { type: 'string', sql: 'a.subject' },
+    contact_id: { type: 'id', sql: 'a.contact_id' },
+    due_date: { type: 'datetime', sql: 'a.due_date' },
+    notes: { type: 'string', sql: 'a.notes' },
+    outcome: { type: 'string', sql: 'a.outcome' },
+    createdAt: { type: 'datetime', sql: 'a.created_at' },
+    modifiedAt: { type: 'datetime', sql: 'a.modified_at' },
+  },
+  properties: [
+    'id',
+    'type',
+    'subject',
+    'contact_id',
+    'due_date',
+    'notes',
+    'outcome',
+    'createdAt',
+    'modifiedAt',
+    'createdBy',
+    'createdByUser',
+    'modifiedBy',
+    'modifiedByUser',
+  ],
 };
 
 /** Every query of the activities table. */
@@ -40,7 +66,7 @@ export class ActivitiesRepository {
     return this.repo().create();
   }
 
-  list(q: ListQuery): Promise<{ total: number; items: Activity[] }> {
+  list(q: ListQuery): Promise<ListPage<Activity>> {
     return paginate(this.repo().createQueryBuilder('a'), q, ACTIVITY_LIST_SPEC);
   }
 

@@ -2,7 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
 import { fieldError, notFound, rejectNulls } from '../common/errors.js';
-import { parseListQuery } from '../common/list.js';
+import { listEnvelope, parseListQuery } from '../common/list.js';
+import { assertBatchPermission, type BatchAnswer, BatchRunner } from '../common/batch.js';
+import type { BatchWriteDto } from '../common/batch.dto.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
@@ -39,11 +41,13 @@ export class ActivitiesService {
     private readonly activities: ActivitiesRepository,
     private readonly transactions: Transactions,
     private readonly events: EventsService,
+    private readonly batches: BatchRunner,
   ) {}
 
   async list(query: Record<string, unknown>) {
-    const { total, items } = await this.activities.list(parseListQuery(query, ACTIVITY_LIST_SPEC));
-    return { total, activities: items.map(toActivityRecord) };
+    const q = parseListQuery(query, ACTIVITY_LIST_SPEC);
+    const page = await this.activities.list(q);
+    return listEnvelope(q, 'activities', page, page.items.map(toActivityRecord));
   }
 
   async get(id: number, tx?: Tx): Promise<ActivityRecord> {
@@ -64,7 +68,7 @@ export class ActivitiesService {
   }
 
   /** Changes the given properties of the row, locked while it is read and written (parallel edits all land). */
-  async patch(id: number, dto: UpdateActivityDto, who: Principal): Promise<ActivityRecord> {
+  async patch(id: number, dto: UpdateActivityDto, who: Principal, outer?: Tx): Promise<ActivityRecord> {
     rejectNulls(dto, ['type', 'subject', 'contact_id']);
     return this.transactions.run(async (tx) => {
       const a = await this.activities.findForUpdate(id, tx);
@@ -75,7 +79,7 @@ export class ActivitiesService {
       const after = await this.get(await this.activities.save(a, tx), tx);
       await this.events.recordUpdate(tx, 'activity.updated', before, after);
       return after;
-    });
+    }, outer);
   }
 
   /** PUT: full replace when the id exists (omitted optional properties reset to null), else a new activity. */
@@ -93,13 +97,25 @@ export class ActivitiesService {
   }
 
   /** Deletes the activity; one of parallel deletes succeeds, the others are 404s. */
-  async remove(id: number): Promise<ActivityRecord> {
+  async remove(id: number, outer?: Tx): Promise<ActivityRecord> {
     return this.transactions.run(async (tx) => {
       const a = await this.activities.findForUpdate(id, tx);
       if (!a || !(await this.activities.delete(id, tx))) throw notFound('Activity', id);
       const record = toActivityRecord(a);
       await this.events.record(tx, 'activity.deleted', record);
       return record;
+    }, outer);
+  }
+
+  /** `POST /api/activities/batch`: up to 500 creates, updates, upserts (PUT-like) or deletes by id, each as its single-record route. */
+  batch(dto: BatchWriteDto, who: Principal): Promise<BatchAnswer> {
+    assertBatchPermission(dto, who, 'activities:delete');
+    return this.batches.runById(dto, {
+      createDto: CreateActivityDto,
+      updateDto: UpdateActivityDto,
+      create: (body, tx) => this.create(body as CreateActivityDto, who, tx),
+      patch: (id, body, tx) => this.patch(id, body, who, tx),
+      remove: (id, tx) => this.remove(id, tx),
     });
   }
 

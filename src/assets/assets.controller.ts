@@ -13,6 +13,7 @@ import {
   Req,
   Res,
   UseInterceptors,
+  Body,
 } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
 import { ApiBody, ApiConsumes, ApiOperation, ApiParam, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
@@ -22,7 +23,8 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { Public, RequirePermission } from '../auth/permissions.js';
 import { Consumes } from '../common/content-type.guard.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope, ApiErrorBody, ApiListQuery, ApiErrors } from '../common/openapi.js';
+import { ApiEnvelope, ApiErrorBody, ApiListQuery, ApiErrors, ApiListSearch } from '../common/openapi.js';
+import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { AssetEditFormDto, AssetRecordDto, AssetUploadFormDto } from './asset.dto.js';
 import { AssetDownloadsService } from './asset-downloads.service.js';
@@ -88,6 +90,18 @@ export class AssetsController {
   @ApiListQuery(ASSET_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.assets.list(query);
+  }
+
+  @Post('search')
+  @HttpCode(200)
+  @RequirePermission('assets:read')
+  @ApiOperation({
+    summary: 'Search assets: the list with its parameters as a JSON body (filter in its JSON form)',
+    description: 'Answers what the GET list answers.',
+  })
+  @ApiListSearch('assets', AssetRecordDto, ASSET_LIST_SPEC)
+  search(@Body() body: ListSearchDto) {
+    return this.assets.list(searchQuery(body));
   }
 
   @ApiErrors({ status: 409, description: 'The alias is taken by another asset' })

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import { type ListPage, type ListQuery, type ListSpec, paginate } from '../common/list.js';
 import { type Db, Transactions, type Tx } from '../database/transactions.js';
 import { Asset } from './asset.entity.js';
 
@@ -51,7 +51,7 @@ export class AssetsRepository {
   }
 
   /** A page of assets; `published` narrows to the isPublished flag (the list's `status` filter). */
-  list(q: ListQuery, spec: ListSpec, published?: boolean): Promise<{ total: number; items: Asset[] }> {
+  list(q: ListQuery, spec: ListSpec, published?: boolean): Promise<ListPage<Asset>> {
     const qb = this.repo().createQueryBuilder('a');
     if (published !== undefined) qb.andWhere('a.is_published = :published', { published });
     return paginate(qb, q, spec);

@@ -4,7 +4,7 @@ import { stampCreated, stampModified } from '../common/audit.js';
 import { isUniqueViolation } from '../common/constraints.js';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
 import { fieldError, notFound, validationError } from '../common/errors.js';
-import { type ListSpec, parseListQuery } from '../common/list.js';
+import { type ListSpec, listEnvelope, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { AppValidationPipe } from '../common/validation.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
@@ -38,6 +38,50 @@ export const ASSET_LIST_SPEC: ListSpec = {
   searchExpression: 'sf_text(a.title, a.alias, a.description)',
   // `status` is read here and applied as is_published (see list()).
   filters: { status: { type: 'string', column: 'a.is_published', values: ['published', 'unpublished'] } },
+  filterable: {
+    id: { type: 'id', sql: 'a.id' },
+    title: { type: 'string', sql: 'a.title' },
+    alias: { type: 'string', sql: 'a.alias' },
+    description: { type: 'string', sql: 'a.description' },
+    language: { type: 'string', sql: 'a.language' },
+    isPublished: { type: 'boolean', sql: 'a.is_published' },
+    publishUp: { type: 'datetime', sql: 'a.publish_up' },
+    publishDown: { type: 'datetime', sql: 'a.publish_down' },
+    'category.id': { type: 'id', sql: 'a.category_id' },
+    dateAdded: { type: 'datetime', sql: 'a.created_at' },
+    dateModified: { type: 'datetime', sql: 'a.modified_at' },
+    downloadCount: { type: 'int', sql: 'a.download_count' },
+    uniqueDownloadCount: { type: 'int', sql: 'a.unique_download_count' },
+    revision: { type: 'int', sql: 'a.revision' },
+    extension: { type: 'string', sql: 'a.extension' },
+    mime: { type: 'string', sql: 'a.mime' },
+    size: { type: 'int', sql: 'a.size' },
+  },
+  properties: [
+    'id',
+    'title',
+    'description',
+    'alias',
+    'language',
+    'isPublished',
+    'publishUp',
+    'publishDown',
+    'dateAdded',
+    'createdBy',
+    'createdByUser',
+    'dateModified',
+    'modifiedBy',
+    'modifiedByUser',
+    'downloadCount',
+    'uniqueDownloadCount',
+    'revision',
+    'category',
+    'extension',
+    'mime',
+    'size',
+    'originalFilename',
+    'downloadUrl',
+  ],
 };
 
 /** What a create or edit request carries: the body (JSON, or multipart form fields) and the stored upload. */
@@ -120,8 +164,8 @@ export class AssetsService {
     const q = parseListQuery(query, ASSET_LIST_SPEC);
     const status = q.filters.status;
     if (status !== undefined) delete q.filters.status;
-    const { total, items } = await this.assets.list(q, ASSET_LIST_SPEC, status === undefined ? undefined : status === 'published');
-    return { total, assets: await this.toRecords(items) };
+    const page = await this.assets.list(q, ASSET_LIST_SPEC, status === undefined ? undefined : status === 'published');
+    return listEnvelope(q, 'assets', page, await this.toRecords(page.items));
   }
 
   async findEntity(id: number): Promise<Asset> {

@@ -1,7 +1,8 @@
 import { Body, Controller, Delete, Get, Header, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
+import { ApiEnvelope, ApiListQuery, ApiListSearch } from '../common/openapi.js';
+import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { AccountTokenRecordDto, CreateAccountTokenDto, CreatedAccountTokenRecordDto } from './account-token.dto.js';
 import { AccountTokensService, ACCOUNT_TOKEN_LIST_SPEC } from './account-tokens.service.js';
@@ -25,6 +26,18 @@ export class AccountTokensController {
   @ApiListQuery(ACCOUNT_TOKEN_LIST_SPEC)
   list(@Query() query: Record<string, unknown>, @CurrentPrincipal() who: Principal) {
     return this.tokens.list(query, who);
+  }
+
+  @Post('search')
+  @HttpCode(200)
+  @RequirePermission('tokens:read')
+  @ApiOperation({
+    summary: 'Search API tokens of the calling user: the list with its parameters as a JSON body (filter in its JSON form)',
+    description: 'Answers what the GET list answers.',
+  })
+  @ApiListSearch('tokens', AccountTokenRecordDto, ACCOUNT_TOKEN_LIST_SPEC)
+  search(@Body() body: ListSearchDto, @CurrentPrincipal() who: Principal) {
+    return this.tokens.list(searchQuery(body), who);
   }
 
   @Post(['new', '/'])

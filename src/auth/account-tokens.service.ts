@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
-import { type ListSpec, parseListQuery } from '../common/list.js';
+import { type ListSpec, listEnvelope, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import type { ApiToken } from './api-token.entity.js';
 import { ApiTokenRepository } from './api-token.repository.js';
@@ -20,6 +20,15 @@ export const ACCOUNT_TOKEN_LIST_SPEC: ListSpec = {
   },
   // A token changes only when it is revoked (last use is not a change of the record).
   changedExpression: 'GREATEST(t.created_at, t.revoked_at)',
+  filterable: {
+    id: { type: 'id', sql: 't.id' },
+    name: { type: 'string', sql: 't.name' },
+    createdAt: { type: 'datetime', sql: 't.created_at' },
+    expiresAt: { type: 'datetime', sql: 't.expires_at' },
+    lastUsedAt: { type: 'datetime', sql: 't.last_used_at' },
+    revokedAt: { type: 'datetime', sql: 't.revoked_at' },
+  },
+  properties: ['id', 'name', 'prefix', 'permissions', 'expiresAt', 'lastUsedAt', 'createdAt', 'revokedAt', 'state'],
 };
 
 export type AccountTokenRecord = ReturnType<typeof toRecord>;
@@ -55,8 +64,13 @@ export class AccountTokensService {
   async list(query: Record<string, unknown>, who: Principal) {
     const q = parseListQuery(query, ACCOUNT_TOKEN_LIST_SPEC);
     const within = who.permissions.has('*') ? null : [...who.permissions];
-    const { total, items } = await this.repo.page(who.userId, q, ACCOUNT_TOKEN_LIST_SPEC, within);
-    return { total, tokens: items.map((t) => toRecord(t)) };
+    const page = await this.repo.page(who.userId, q, ACCOUNT_TOKEN_LIST_SPEC, within);
+    return listEnvelope(
+      q,
+      'tokens',
+      page,
+      page.items.map((t) => toRecord(t)),
+    );
   }
 
   async get(id: number, who: Principal): Promise<AccountTokenRecord> {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
-import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import { type ListPage, type ListQuery, type ListSpec, paginate } from '../common/list.js';
 import { type Db, type Tx, Transactions } from '../database/transactions.js';
 import type { Plan } from '../config/config.js';
 import { ApiToken } from './api-token.entity.js';
@@ -125,7 +125,7 @@ export class ApiTokenRepository {
    * A page of one user's tokens. With `within` (the caller's permissions, when it lacks `*`), only
    * tokens holding nothing beyond them.
    */
-  page(userId: number, q: ListQuery, spec: ListSpec, within: readonly string[] | null): Promise<{ total: number; items: ApiToken[] }> {
+  page(userId: number, q: ListQuery, spec: ListSpec, within: readonly string[] | null): Promise<ListPage<ApiToken>> {
     const qb = this.repo.createQueryBuilder('t').where('t.user_id = :userId', { userId });
     if (within) qb.andWhere('t.permissions <@ :within::text[]', { within: [...within] });
     return paginate(qb, q, spec);

@@ -5,11 +5,12 @@ describe('permissions', () => {
   it('lists read, write and delete for every resource, plus *', () => {
     expect(PERMISSIONS).toContain('*');
     expect(PERMISSIONS).toContain('pointGroups:delete');
+    expect(PERMISSIONS).toEqual(expect.arrayContaining(['companies:read', 'companies:write', 'companies:delete']));
     expect(PERMISSIONS).toContain('tokens:write');
     expect(PERMISSIONS).toContain('webhooks:delete');
     expect(PERMISSIONS).toContain('events:read');
     expect(PERMISSIONS).not.toContain('events:write');
-    expect(PERMISSIONS.length).toBe(1 + 13 * 3 + 1);
+    expect(PERMISSIONS.length).toBe(1 + 14 * 3 + 1);
     expect(isPermission('contacts:fly')).toBe(false);
   });
 

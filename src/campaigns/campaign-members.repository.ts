@@ -52,6 +52,52 @@ export class CampaignMembersRepository {
     return Number(rows[0].n) > 0;
   }
 
+  /**
+   * Adds and removes many memberships in one statement (set-based). The campaign is locked against
+   * deletion (FOR KEY SHARE) and so are the contacts to add, so no foreign key can fail midway; a
+   * membership another request adds meanwhile is counted as already there (ON CONFLICT DO NOTHING).
+   * Each membership created or removed writes its event in the same statement. `campaign` is false
+   * when the campaign does not exist (then nothing changed).
+   */
+  async batch(
+    campaignId: number,
+    add: number[],
+    remove: number[],
+    tx?: Tx,
+  ): Promise<{ campaign: boolean; added: number; addFound: number; removed: number; removeFound: number; notFound: number[] }> {
+    const rows: { campaign: boolean; added: string; add_found: string; removed: string; remove_found: string; not_found: number[] | null }[] = await (
+      tx ?? this.dataSource
+    ).query(
+      `WITH campaign AS (SELECT id FROM campaigns WHERE id = $1 FOR KEY SHARE),
+            wanted_add AS (SELECT DISTINCT unnest($2::int[]) AS contact_id),
+            wanted_remove AS (SELECT DISTINCT unnest($3::int[]) AS contact_id),
+            found_add AS (SELECT c.id FROM contacts c WHERE c.id IN (SELECT contact_id FROM wanted_add) ORDER BY c.id FOR KEY SHARE),
+            found_remove AS (SELECT c.id FROM contacts c WHERE c.id IN (SELECT contact_id FROM wanted_remove)),
+            m AS (INSERT INTO campaign_members (campaign_id, contact_id)
+                  SELECT $1, f.id FROM found_add f WHERE EXISTS (SELECT 1 FROM campaign) ORDER BY f.id
+                  ON CONFLICT (campaign_id, contact_id) DO NOTHING RETURNING campaign_id, contact_id, added_at),
+            d AS (DELETE FROM campaign_members x WHERE x.campaign_id = $1 AND x.contact_id IN (SELECT contact_id FROM wanted_remove)
+                  RETURNING x.campaign_id, x.contact_id, x.added_at),
+            e1 AS (${outboxInsertSql(`'campaign.contact_added'`, MEMBERSHIP_JSON, 'NULL::jsonb', 'FROM (SELECT * FROM m ORDER BY contact_id) m')}),
+            e2 AS (${outboxInsertSql(`'campaign.contact_removed'`, MEMBERSHIP_JSON, 'NULL::jsonb', 'FROM (SELECT * FROM d ORDER BY contact_id) m')})
+       SELECT EXISTS (SELECT 1 FROM campaign) AS campaign,
+              (SELECT count(*) FROM m) AS added, (SELECT count(*) FROM found_add) AS add_found,
+              (SELECT count(*) FROM d) AS removed, (SELECT count(*) FROM found_remove) AS remove_found,
+              (SELECT array_agg(w.contact_id ORDER BY w.contact_id) FROM (SELECT contact_id FROM wanted_add UNION SELECT contact_id FROM wanted_remove) w
+                WHERE NOT EXISTS (SELECT 1 FROM contacts c WHERE c.id = w.contact_id)) AS not_found`,
+      [campaignId, add, remove],
+    );
+    const r = rows[0];
+    return {
+      campaign: r.campaign,
+      added: Number(r.added),
+      addFound: Number(r.add_found),
+      removed: Number(r.removed),
+      removeFound: Number(r.remove_found),
+      notFound: r.not_found ?? [],
+    };
+  }
+
   /** Number of members (every row names an existing contact, by its foreign key). Bench row: "list a campaign's contacts". */
   async count(campaignId: number, tx?: Tx): Promise<number> {
     const rows: { n: string }[] = await (tx ?? this.dataSource).query(`SELECT count(*)::bigint AS n FROM campaign_members WHERE campaign_id = $1`, [

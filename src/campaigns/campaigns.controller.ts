@@ -4,10 +4,19 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { CreateOrReplace, putOutcome } from '../common/put-status.js';
-import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
+import { ApiEnvelope, ApiErrors, ApiListQuery, ApiListSearch } from '../common/openapi.js';
+import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { ContactRecordDto } from '../contacts/contact.dto.js';
-import { CampaignRecordDto, CreateCampaignDto, ReplaceCampaignDto, SuccessDto, UpdateCampaignDto } from './campaign.dto.js';
+import {
+  CampaignMembersBatchDto,
+  CampaignMembersBatchResultDto,
+  CampaignRecordDto,
+  CreateCampaignDto,
+  ReplaceCampaignDto,
+  SuccessDto,
+  UpdateCampaignDto,
+} from './campaign.dto.js';
 import { CampaignsService, CAMPAIGN_LIST_SPEC } from './campaigns.service.js';
 import { CONTACT_LIST_SPEC } from '../contacts/contacts.service.js';
 
@@ -26,6 +35,18 @@ export class CampaignsController {
   @ApiListQuery(CAMPAIGN_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.campaigns.list(query);
+  }
+
+  @Post('search')
+  @HttpCode(200)
+  @RequirePermission('campaigns:read')
+  @ApiOperation({
+    summary: 'Search campaigns: the list with its parameters as a JSON body (filter in its JSON form)',
+    description: 'Answers what the GET list answers.',
+  })
+  @ApiListSearch('campaigns', CampaignRecordDto, CAMPAIGN_LIST_SPEC)
+  search(@Body() body: ListSearchDto) {
+    return this.campaigns.list(searchQuery(body));
   }
 
   @Post(['new', '/'])
@@ -104,6 +125,34 @@ export class CampaignsController {
   @ApiResponse({ status: 200, type: SuccessDto, description: '{ "success": true }' })
   removeContact(@Param('campaignId', IdPipe) campaignId: number, @Param('contactId', IdPipe) contactId: number) {
     return this.campaigns.removeContact(campaignId, contactId);
+  }
+
+  @Post(':id/contacts/search')
+  @HttpCode(200)
+  @RequirePermission('campaigns:read')
+  @ApiOperation({
+    summary: "Search the campaign's member contacts (the list parameters as a JSON body)",
+    description: 'Answers what GET /api/campaigns/{id}/contacts answers. 404 when the campaign does not exist.',
+  })
+  @ApiListSearch('contacts', ContactRecordDto, CONTACT_LIST_SPEC)
+  searchContacts(@Param('id', IdPipe) id: number, @Body() body: ListSearchDto) {
+    return this.campaigns.listContacts(id, searchQuery(body));
+  }
+
+  @Post(':id/contacts/batch')
+  @HttpCode(200)
+  @RequirePermission('campaigns:write')
+  @ApiOperation({
+    summary: 'Add and remove up to 10,000 contacts each: { added, alreadyMember, removed, notMember, notFound }',
+    description:
+      'One set-based statement: each membership created or removed writes its own campaign.contact_added / campaign.contact_removed event; ' +
+      'contacts already members (add) or not members (remove) are counted, unknown contact ids listed in `notFound`. An id in both lists is a 400; ' +
+      'more than 10,000 ids in a list is a 413. 404 when the campaign does not exist (nothing changes).',
+  })
+  @ApiResponse({ status: 200, type: CampaignMembersBatchResultDto })
+  @ApiErrors({ status: 413, description: 'More than 10,000 ids in add or in remove, or a body over BATCH_BODY_LIMIT_BYTES' })
+  batchContacts(@Param('id', IdPipe) id: number, @Body() dto: CampaignMembersBatchDto) {
+    return this.campaigns.batchContacts(id, dto);
   }
 
   @Get(':id/contacts')

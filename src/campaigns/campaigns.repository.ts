@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { type ListQuery, type ListSpec, paginate, rowsAndCount } from '../common/list.js';
+import { type ListPage, type ListQuery, type ListSpec, paginate, rowsAndCount } from '../common/list.js';
 import type { Tx } from '../database/transactions.js';
 import { Campaign } from './campaign.entity.js';
 import { CAMPAIGN_STATUSES } from './campaign.rules.js';
@@ -21,6 +21,32 @@ export const CAMPAIGN_LIST_SPEC: ListSpec = {
   // Same expression as the campaigns_search_trgm index.
   searchExpression: 'sf_text(cp.name, cp.description, cp.type)',
   filters: { status: { type: 'string', column: 'cp.status', values: CAMPAIGN_STATUSES } },
+  filterable: {
+    id: { type: 'id', sql: 'cp.id' },
+    name: { type: 'string', sql: 'cp.name' },
+    description: { type: 'string', sql: 'cp.description' },
+    type: { type: 'string', sql: 'cp.type' },
+    status: { type: 'enum', sql: 'cp.status', values: CAMPAIGN_STATUSES },
+    startDate: { type: 'datetime', sql: 'cp.start_date' },
+    endDate: { type: 'datetime', sql: 'cp.end_date' },
+    createdAt: { type: 'datetime', sql: 'cp.created_at' },
+    modifiedAt: { type: 'datetime', sql: 'cp.modified_at' },
+  },
+  properties: [
+    'id',
+    'name',
+    'description',
+    'type',
+    'status',
+    'startDate',
+    'endDate',
+    'createdAt',
+    'modifiedAt',
+    'createdBy',
+    'createdByUser',
+    'modifiedBy',
+    'modifiedByUser',
+  ],
 };
 
 /**
@@ -50,7 +76,7 @@ export class CampaignsRepository {
     return this.repo().create();
   }
 
-  list(q: ListQuery): Promise<{ total: number; items: Campaign[] }> {
+  list(q: ListQuery): Promise<ListPage<Campaign>> {
     return paginate(this.repo().createQueryBuilder('cp'), q, CAMPAIGN_LIST_SPEC);
   }
 

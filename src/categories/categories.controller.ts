@@ -4,7 +4,8 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { CreateOrReplace, putOutcome } from '../common/put-status.js';
-import { ApiEnvelope, ApiListQuery, ApiErrors } from '../common/openapi.js';
+import { ApiEnvelope, ApiListQuery, ApiErrors, ApiListSearch } from '../common/openapi.js';
+import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { CategoryRecordDto, CreateCategoryDto, UpdateCategoryDto } from './category.dto.js';
 import { CategoriesService, CATEGORY_LIST_SPEC } from './categories.service.js';
@@ -24,6 +25,18 @@ export class CategoriesController {
   @ApiListQuery(CATEGORY_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.categories.list(query);
+  }
+
+  @Post('search')
+  @HttpCode(200)
+  @RequirePermission('categories:read')
+  @ApiOperation({
+    summary: 'Search categories: the list with its parameters as a JSON body (filter in its JSON form)',
+    description: 'Answers what the GET list answers.',
+  })
+  @ApiListSearch('categories', CategoryRecordDto, CATEGORY_LIST_SPEC)
+  search(@Body() body: ListSearchDto) {
+    return this.categories.list(searchQuery(body));
   }
 
   @ApiErrors({ status: 409, description: 'The alias is taken in the bundle (`details[0].existingId`)' })

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { isUniqueViolation } from '../common/constraints.js';
-import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import { type ListPage, type ListQuery, type ListSpec, paginate } from '../common/list.js';
 import type { Tx } from '../database/transactions.js';
 import { CATEGORY_BUNDLES } from './category.dto.js';
 import { Category } from './category.entity.js';
@@ -19,6 +19,30 @@ export const CATEGORY_LIST_SPEC: ListSpec = {
   },
   searchExpression: 'sf_text(c.title, c.alias, c.description)',
   filters: { bundle: { type: 'string', column: 'c.bundle', values: CATEGORY_BUNDLES } },
+  filterable: {
+    id: { type: 'id', sql: 'c.id' },
+    title: { type: 'string', sql: 'c.title' },
+    alias: { type: 'string', sql: 'c.alias' },
+    description: { type: 'string', sql: 'c.description' },
+    color: { type: 'string', sql: 'c.color' },
+    bundle: { type: 'enum', sql: 'c.bundle', values: CATEGORY_BUNDLES },
+    createdAt: { type: 'datetime', sql: 'c.created_at' },
+    modifiedAt: { type: 'datetime', sql: 'c.modified_at' },
+  },
+  properties: [
+    'id',
+    'title',
+    'alias',
+    'description',
+    'color',
+    'bundle',
+    'createdAt',
+    'modifiedAt',
+    'createdBy',
+    'createdByUser',
+    'modifiedBy',
+    'modifiedByUser',
+  ],
 };
 
 /** Every query of the categories table. */
@@ -35,7 +59,7 @@ export class CategoriesRepository {
     return this.repo().create();
   }
 
-  list(q: ListQuery): Promise<{ total: number; items: Category[] }> {
+  list(q: ListQuery): Promise<ListPage<Category>> {
     return paginate(this.repo().createQueryBuilder('c'), q, CATEGORY_LIST_SPEC);
   }
 

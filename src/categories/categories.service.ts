@@ -3,7 +3,7 @@ import { aliasFrom, withGeneratedAlias } from '../common/alias.js';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { COLOR_MESSAGE, normalizeColor } from '../common/color.js';
 import { type ErrorDetail, notFound, validationError } from '../common/errors.js';
-import { parseListQuery } from '../common/list.js';
+import { listEnvelope, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
@@ -31,8 +31,9 @@ export class CategoriesService {
   ) {}
 
   async list(query: Record<string, unknown>) {
-    const { total, items } = await this.categories.list(parseListQuery(query, CATEGORY_LIST_SPEC));
-    return { total, categories: items.map(toCategoryRecord) };
+    const q = parseListQuery(query, CATEGORY_LIST_SPEC);
+    const page = await this.categories.list(q);
+    return listEnvelope(q, 'categories', page, page.items.map(toCategoryRecord));
   }
 
   async get(id: number, tx?: Tx): Promise<CategoryRecord> {

@@ -1,6 +1,7 @@
 /** The audit part of a record (decisions §1), for resources that name it createdAt/modifiedAt. */
 export class AuditRecordDto {
   createdAt: string;
+  /** Set on creation (equal to createdAt) and on every change. */
   modifiedAt: string | null;
   /** Id of the user whose token created the record. */
   createdBy: number | null;

@@ -10,7 +10,8 @@ export abstract class AuditedEntity {
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 
-  @Column({ name: 'modified_at', type: 'timestamptz', nullable: true })
+  /** Set on creation (the database default, the same instant as created_at) and on every change. */
+  @Column({ name: 'modified_at', type: 'timestamptz', nullable: true, default: () => 'now()' })
   modifiedAt: Date | null;
 
   @Column({ name: 'created_by', type: 'int', nullable: true })
@@ -29,9 +30,10 @@ export abstract class AuditedEntity {
 export function stampCreated<T extends AuditedEntity>(entity: T, who: Principal): T {
   entity.createdBy = who.userId;
   entity.createdByUser = who.userName;
-  entity.modifiedAt = null;
-  entity.modifiedBy = null;
-  entity.modifiedByUser = null;
+  // Left to the column default (now(), the instant of created_at), which the insert reads back.
+  Reflect.deleteProperty(entity, 'modifiedAt');
+  entity.modifiedBy = who.userId;
+  entity.modifiedByUser = who.userName;
   return entity;
 }
 

@@ -1,8 +1,7 @@
 import { type CanActivate, type ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
-import { Reflector } from '@nestjs/core';
 import type { AppRequest } from './request.js';
 import { AppError } from './errors.js';
-import { isFallbackRoute } from './route-access.js';
+import { isFallbackRoute, routeMetadata } from './route-access.js';
 
 export const CONSUMES_KEY = 'sf:consumes';
 /** Media types a route accepts for its body (default: application/json). */
@@ -14,8 +13,6 @@ export const Consumes = (...types: string[]) => SetMetadata(CONSUMES_KEY, types)
  */
 @Injectable()
 export class ContentTypeGuard implements CanActivate {
-  constructor(private readonly reflector: Reflector) {}
-
   canActivate(context: ExecutionContext): boolean {
     const req = context.switchToHttp().getRequest<AppRequest>();
     if (!['POST', 'PUT', 'PATCH'].includes(req.method)) return true;
@@ -24,7 +21,7 @@ export class ContentTypeGuard implements CanActivate {
     const length = req.headers['content-length'];
     const hasBody = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
     if (!hasBody) return true;
-    const accepted = this.reflector.getAllAndOverride<string[]>(CONSUMES_KEY, [context.getHandler(), context.getClass()]) ?? ['application/json'];
+    const accepted = (routeMetadata(CONSUMES_KEY, context) as string[] | undefined) ?? ['application/json'];
     const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     const ok = accepted.some((a) => type === a || (a === 'application/json' && /^application\/[a-z0-9.+-]*\+json$/.test(type)));
     if (!ok) {

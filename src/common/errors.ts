@@ -31,7 +31,16 @@ export const OAUTH_ERROR_STATUS = {
   unsupported_grant_type: 400,
 } as const;
 
-export const ERROR_STATUS = { ...GENERIC_ERROR_STATUS, ...OAUTH_ERROR_STATUS } as const;
+/**
+ * 422 answers of the bulk features (issue 15): a reused Idempotency-Key with another request, and an
+ * atomic batch refused because an item failed. Kept apart so the status → code fallback stays unambiguous.
+ */
+export const UNPROCESSABLE_ERROR_STATUS = {
+  idempotency_key_mismatch: 422,
+  batch_failed: 422,
+} as const;
+
+export const ERROR_STATUS = { ...GENERIC_ERROR_STATUS, ...OAUTH_ERROR_STATUS, ...UNPROCESSABLE_ERROR_STATUS } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
@@ -49,6 +58,8 @@ export class AppError extends Error {
     readonly details?: ErrorDetail[],
     /** Extra response headers (e.g. Allow on 405, Retry-After on 429/503). */
     readonly headers?: Record<string, string>,
+    /** Properties sent beside `error` in the body (an atomic batch's `results` and `summary`). */
+    readonly extra?: Record<string, unknown>,
   ) {
     super(message);
     this.status = ERROR_STATUS[code];

@@ -5,6 +5,7 @@ import { DataSource, QueryFailedError } from 'typeorm';
 import { constraintRule, pgErrorOf, translateConstraintError } from './constraints.js';
 import { AppError, type ErrorCode, type ErrorDetail, GENERIC_ERROR_STATUS } from './errors.js';
 import { RouteTable } from './route-table.js';
+import { REPLAYED_HEADER, ReplayedResponse } from './idempotency.js';
 
 /**
  * HTTP status → code, for errors that do not come from our own AppError (Nest, Express, body-parser).
@@ -49,12 +50,13 @@ export function labelBodyError(exception: HttpException, req: Pick<Request, 'hea
   return message;
 }
 
-interface Normalized {
+export interface Normalized {
   code: ErrorCode;
   status: number;
   message: string;
   details?: ErrorDetail[];
   headers?: Record<string, string>;
+  extra?: Record<string, unknown>;
 }
 
 /**
@@ -71,6 +73,11 @@ export class HttpExceptionFilter implements ExceptionFilter {
   ) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
+    // An Idempotency-Key replay: the recorded answer, as it was sent (not an error).
+    if (exception instanceof ReplayedResponse) {
+      this.replay(exception, host.switchToHttp().getResponse<Response>());
+      return;
+    }
     // Integrity errors of registered constraints (common/constraints.ts) become 409/400/404; finding
     // the existing record's id takes a query, so these answer asynchronously.
     const pg = pgErrorOf(exception);
@@ -84,11 +91,19 @@ export class HttpExceptionFilter implements ExceptionFilter {
     this.send(exception, host);
   }
 
+  private replay(answer: ReplayedResponse, res: Response): void {
+    for (const [k, v] of Object.entries(answer.headers)) res.setHeader(k, v);
+    res.setHeader(REPLAYED_HEADER, 'true');
+    res.status(answer.status);
+    if (answer.body === null) res.send();
+    else res.send(answer.body);
+  }
+
   private send(exception: unknown, host: ArgumentsHost): void {
     const ctx = host.switchToHttp();
     const req = ctx.getRequest<Request & { id?: string }>();
     const res = ctx.getResponse<Response>();
-    const n = this.normalize(exception, req);
+    const n = normalizeError(exception, req, (path) => this.routes.methodsFor(path));
     if (n.status >= 500) {
       const level = n.code === 'unavailable' ? 'warn' : 'error';
       this.logger[level]({
@@ -108,55 +123,83 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const body: Record<string, unknown> = { code: n.code, message: n.message, status: n.status };
     if (n.details && n.details.length) body.details = n.details;
     if (n.status === 500 && req.id) body.requestId = req.id;
-    res.status(n.status).json({ error: body });
+    res.status(n.status).json({ error: body, ...n.extra });
   }
+}
 
-  private normalize(exception: unknown, req: Request): Normalized {
-    if (exception instanceof AppError) {
-      return { code: exception.code, status: exception.status, message: exception.message, details: exception.details, headers: exception.headers };
-    }
-    if (exception instanceof HttpException) {
-      const status = exception.getStatus();
-      const response = exception.getResponse();
-      const raw = typeof response === 'string' ? response : ((response as { message?: unknown }).message ?? exception.message);
-      let message = textOf(Array.isArray(raw) ? raw.join('; ') : raw);
-      // The router's own 404 ("Cannot GET /x"): a known path with another method is a 405.
-      if (status === 404 && typeof message === 'string' && message.startsWith('Cannot ')) {
-        const allowed = this.routes.methodsFor(req.path);
-        if (allowed.length) {
-          return {
-            code: 'method_not_allowed',
-            status: 405,
-            message: `Method ${req.method} is not allowed on ${req.path}; allowed: ${allowed.join(', ')}`,
-            headers: { Allow: allowed.join(', ') },
-          };
-        }
-        return { code: 'not_found', status: 404, message: `No route for ${req.method} ${req.path}` };
-      }
-      const code = CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal_error' : 'validation_failed');
-      if (status === 400) message = labelBodyError(exception, req, message);
-      if (status === 413) message = 'Request body is larger than the configured limit';
-      if (status === 415) message = `Unsupported content type: ${message}`;
-      if (status === 429) return { code: 'rate_limited', status, message: 'Rate limit exceeded; see Retry-After' };
-      if (status >= 500) return { code: 'internal_error', status: 500, message: 'Internal server error' };
-      // The OAuth2 endpoints answer RFC 6749's invalid_request for a body that does not parse.
-      if (code === 'validation_failed' && req.path.startsWith('/api/oauth/')) return { code: 'invalid_request', status: 400, message };
-      return { code, status: code === 'validation_failed' ? 400 : status, message };
-    }
-    if (isDatabaseUnavailable(exception)) {
-      return { code: 'unavailable', status: 503, message: 'The database is unavailable; retry shortly', headers: { 'Retry-After': '5' } };
-    }
-    if (exception instanceof QueryFailedError) {
-      const pg = (exception as QueryFailedError & { driverError?: { code?: string } }).driverError;
-      // Values the validation layer let through but PostgreSQL refused: still the client's fault.
-      if (pg?.code === '22P02' || pg?.code === '22003' || pg?.code === '22007' || pg?.code === '22008' || pg?.code === '22001') {
-        return { code: 'validation_failed', status: 400, message: 'A value is out of range or malformed' };
-      }
-      if (pg?.code === '23505') return { code: 'conflict', status: 409, message: 'A unique value is already taken' };
-      if (pg?.code === '40001' || pg?.code === '40P01') {
-        return { code: 'unavailable', status: 503, message: 'Concurrent update; retry the request', headers: { 'Retry-After': '1' } };
-      }
-    }
-    return { code: 'internal_error', status: 500, message: 'Internal server error' };
+/** body-parser's 413 carries the limit it applied (BODY_LIMIT_BYTES, or BATCH_BODY_LIMIT_BYTES on batch routes): name it. */
+function tooLargeMessage(exception: HttpException): string {
+  const cause = (exception as { cause?: { limit?: unknown } }).cause;
+  const limit = typeof cause?.limit === 'number' ? cause.limit : undefined;
+  return limit !== undefined ? `Request body is larger than the limit of ${limit} bytes` : 'Request body is larger than the configured limit';
+}
+
+/**
+ * An error as its answer: integrity errors of registered constraints translated (common/constraints.ts,
+ * `lookup` finds the existing record), then normalized like the filter does. Batch routes call this per
+ * item, so an item's error is exactly what the single-record route would have answered.
+ */
+export async function errorAnswer(exception: unknown, lookup: (sql: string, params: string[]) => Promise<{ id: number }[]>): Promise<Normalized> {
+  const pg = pgErrorOf(exception);
+  if (pg?.code?.startsWith('23') && constraintRule(pg.constraint)) {
+    const translated = await translateConstraintError(exception, lookup).catch(() => null);
+    return normalizeError(translated ?? exception);
   }
+  return normalizeError(exception);
+}
+
+export function normalizeError(exception: unknown, req?: Pick<Request, 'headers' | 'path' | 'method'>, methodsFor?: (path: string) => string[]): Normalized {
+  if (exception instanceof AppError) {
+    return {
+      code: exception.code,
+      status: exception.status,
+      message: exception.message,
+      details: exception.details,
+      headers: exception.headers,
+      extra: exception.extra,
+    };
+  }
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    const response = exception.getResponse();
+    const raw = typeof response === 'string' ? response : ((response as { message?: unknown }).message ?? exception.message);
+    let message = textOf(Array.isArray(raw) ? raw.join('; ') : raw);
+    // The router's own 404 ("Cannot GET /x"): a known path with another method is a 405.
+    if (status === 404 && typeof message === 'string' && message.startsWith('Cannot ')) {
+      const allowed = req && methodsFor ? methodsFor(req.path) : [];
+      if (allowed.length) {
+        return {
+          code: 'method_not_allowed',
+          status: 405,
+          message: `Method ${req?.method ?? ''} is not allowed on ${req?.path ?? ''}; allowed: ${allowed.join(', ')}`,
+          headers: { Allow: allowed.join(', ') },
+        };
+      }
+      return { code: 'not_found', status: 404, message: req ? `No route for ${req.method} ${req.path}` : 'Not found' };
+    }
+    const code = CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal_error' : 'validation_failed');
+    if (status === 400 && req) message = labelBodyError(exception, req, message);
+    if (status === 413) message = tooLargeMessage(exception);
+    if (status === 415) message = `Unsupported content type: ${message}`;
+    if (status === 429) return { code: 'rate_limited', status, message: 'Rate limit exceeded; see Retry-After' };
+    if (status >= 500) return { code: 'internal_error', status: 500, message: 'Internal server error' };
+    // The OAuth2 endpoints answer RFC 6749's invalid_request for a body that does not parse.
+    if (code === 'validation_failed' && req?.path.startsWith('/api/oauth/')) return { code: 'invalid_request', status: 400, message };
+    return { code, status: code === 'validation_failed' ? 400 : status, message };
+  }
+  if (isDatabaseUnavailable(exception)) {
+    return { code: 'unavailable', status: 503, message: 'The database is unavailable; retry shortly', headers: { 'Retry-After': '5' } };
+  }
+  if (exception instanceof QueryFailedError) {
+    const pg = (exception as QueryFailedError & { driverError?: { code?: string } }).driverError;
+    // Values the validation layer let through but PostgreSQL refused: still the client's fault.
+    if (pg?.code === '22P02' || pg?.code === '22003' || pg?.code === '22007' || pg?.code === '22008' || pg?.code === '22001') {
+      return { code: 'validation_failed', status: 400, message: 'A value is out of range or malformed' };
+    }
+    if (pg?.code === '23505') return { code: 'conflict', status: 409, message: 'A unique value is already taken' };
+    if (pg?.code === '40001' || pg?.code === '40P01') {
+      return { code: 'unavailable', status: 503, message: 'Concurrent update; retry the request', headers: { 'Retry-After': '1' } };
+    }
+  }
+  return { code: 'internal_error', status: 500, message: 'Internal server error' };
 }

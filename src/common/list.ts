@@ -3,9 +3,11 @@
  * orderByDir and a resource's exact-match filters. Resources declare a ListSpec; nothing else
  * parses these parameters.
  */
+import { createHash } from 'node:crypto';
 import type { DataSource, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { parseIsoWithOffset } from './dates.js';
 import { AppError, type ErrorDetail } from './errors.js';
+import { type CompiledFilter, compileFilter, describeRegistry, FILTER_LIMITS, type FilterRegistry, filterProblems } from './filter.js';
 import { parseId } from './id.pipe.js';
 
 export const DEFAULT_LIMIT = 30;
@@ -40,6 +42,25 @@ export interface ListSpec {
    * as changed when it was created. A list without those columns takes no modifiedSince.
    */
   changedExpression?: string;
+  /**
+   * The fields `filter` takes (issue 14): API name → type and SQL expression. Adding a filterable
+   * field (e.g. `company.id`, `segment.id`) is one more entry here.
+   */
+  filterable?: FilterRegistry;
+  /** Top-level properties of the list's records, which `fields=` may select (id is always answered). */
+  properties?: readonly string[];
+  /**
+   * Text for the OpenAPI document about fields the service adds at request time (contacts:
+   * `fields.<alias>` of each published custom field).
+   */
+  dynamicFilterDoc?: string;
+}
+
+/** What a service adds to its spec at request time (contacts: a filter field and a `fields=` name per custom field). */
+export interface ListExtras {
+  filterable?: FilterRegistry;
+  /** Extra names `fields=` takes, e.g. `fields.plan`. */
+  properties?: readonly string[];
 }
 
 /** The expression `modifiedSince` compares with, or null when the list has no audit timestamps. */
@@ -61,9 +82,32 @@ export interface ListQuery {
   filters: Record<string, string | number | boolean>;
   /** Only records changed (or created) at or after this time. */
   modifiedSince: Date | null;
+  /** The compiled `filter` (absent: none). */
+  filter?: CompiledFilter;
+  /**
+   * Keyset paging (`after`): null to start a walk from the first record (`after=` empty), or the
+   * position after which the page starts. Absent: offset paging only, and no `next` in the answer.
+   */
+  after?: CursorPosition | null;
+  /** The value every cursor of this query carries: a hash of its order, filter and search. */
+  binding?: string;
+  /** false: `count=false`, the total is not counted (answered as -1). */
+  count?: boolean;
+  /** `fields=`: the properties to answer (id always), or absent for all. */
+  fields?: readonly string[];
+}
+
+/** Where a cursor page starts: the sort key (as PostgreSQL's text of it, null for a NULL key) and the id. */
+export interface CursorPosition {
+  key: string | null;
+  id: number;
 }
 
 const BASE_PARAMS = ['search', 'page', 'limit', 'orderBy', 'orderByDir'];
+/** Taken by lists that declare `filterable` (every list of the API; see ListSpec). */
+const NEW_PARAMS = ['filter', 'after', 'count'];
+const MAX_FIELDS = 100;
+const MAX_CURSOR = 4096;
 
 function single(query: Record<string, unknown>, name: string, errors: ErrorDetail[]): string | undefined {
   const v = query[name];
@@ -92,11 +136,17 @@ export function parseBoolean(raw: string): boolean | null {
 }
 
 /** Validates the query string against the spec; every problem is reported at once as a 400. */
-export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): ListQuery {
+export function parseListQuery(query: Record<string, unknown>, spec: ListSpec, extras: ListExtras = {}): ListQuery {
   const errors: ErrorDetail[] = [];
   const filterNames = Object.keys(spec.filters ?? {});
   const changed = changedExpression(spec);
-  const allowed = new Set([...BASE_PARAMS, ...(changed ? ['modifiedSince'] : []), ...filterNames]);
+  const allowed = new Set([
+    ...BASE_PARAMS,
+    ...(spec.filterable ? NEW_PARAMS : []),
+    ...(spec.properties ? ['fields'] : []),
+    ...(changed ? ['modifiedSince'] : []),
+    ...filterNames,
+  ]);
   for (const key of Object.keys(query)) {
     if (!allowed.has(key)) {
       errors.push({ field: key, message: `is not a known parameter; allowed: ${[...allowed].join(', ')}` });
@@ -156,10 +206,95 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
     }
   }
 
+  const out: ListQuery = { page, limit, offset: (page - 1) * limit, orderBy, orderByDir, search, filters, modifiedSince };
+
+  // filter: text (query string, either form) or, from a POST /search body, the JSON object.
+  let filterNode: unknown = undefined;
+  const filterRaw = spec.filterable ? query.filter : undefined;
+  if (filterRaw !== undefined && filterRaw !== '') {
+    if (typeof filterRaw !== 'string' && (typeof filterRaw !== 'object' || filterRaw === null || Array.isArray(filterRaw))) {
+      errors.push({ field: 'filter', message: 'must be given once: a filter text, or in a JSON body an object' });
+    } else {
+      try {
+        const { node, compiled } = compileFilter(filterRaw, { ...(spec.filterable ?? {}), ...(extras.filterable ?? {}) });
+        out.filter = compiled;
+        filterNode = node;
+      } catch (e) {
+        const problems = filterProblems(e);
+        if (!problems) throw e;
+        errors.push(...problems.slice(0, 20));
+      }
+    }
+  }
+
+  const countRaw = spec.filterable ? single(query, 'count', errors) : undefined;
+  if (countRaw !== undefined && countRaw !== '') {
+    const b = parseBoolean(countRaw);
+    if (b === null) errors.push({ field: 'count', message: 'must be true, false, 1 or 0' });
+    else if (!b) out.count = false;
+  }
+
+  const fieldsRaw = spec.properties ? single(query, 'fields', errors) : undefined;
+  if (fieldsRaw !== undefined && fieldsRaw.trim() !== '') {
+    const allowedFields = ['id', ...(spec.properties ?? []).filter((p) => p !== 'id'), ...(extras.properties ?? [])];
+    const names = [...new Set(fieldsRaw.split(',').map((n) => n.trim()))].filter((n) => n !== '');
+    if (names.length > MAX_FIELDS) errors.push({ field: 'fields', message: `must name at most ${MAX_FIELDS} properties` });
+    else {
+      const unknown = names.filter((n) => !allowedFields.includes(n));
+      if (unknown.length) {
+        errors.push({
+          field: 'fields',
+          message: `${unknown.map((n) => JSON.stringify(n.slice(0, 60))).join(', ')} ${unknown.length === 1 ? 'is not a property' : 'are not properties'} of this list; allowed: ${allowedFields.join(', ')}`,
+        });
+      } else out.fields = names;
+    }
+  }
+
+  const afterRaw = spec.filterable ? single(query, 'after', errors) : undefined;
+  if (afterRaw !== undefined || out.count === false) {
+    out.binding = createHash('sha256')
+      .update(JSON.stringify([orderBy, orderByDir, filterNode ?? null, search, filters, modifiedSince?.toISOString() ?? null]))
+      .digest('base64url')
+      .slice(0, 16);
+  }
+  if (afterRaw !== undefined) {
+    if (page > 1) errors.push({ field: 'after', message: 'cannot be combined with page > 1: a cursor walk pages with after and next only' });
+    else if (afterRaw.trim() === '') out.after = null;
+    else {
+      const pos = decodeCursor(afterRaw.trim(), out.binding ?? '');
+      if (typeof pos === 'string') errors.push({ field: 'after', message: pos });
+      else out.after = pos;
+    }
+  }
+
   if (errors.length) {
     throw new AppError('validation_failed', `Invalid list parameters: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
   }
-  return { page, limit, offset: (page - 1) * limit, orderBy, orderByDir, search, filters, modifiedSince };
+  return out;
+}
+
+/** A cursor: base64url of JSON [binding, key, id]. */
+export function encodeCursor(binding: string, pos: CursorPosition): string {
+  return Buffer.from(JSON.stringify([binding, pos.key, pos.id])).toString('base64url');
+}
+
+/** The position a cursor names, or why it is refused. */
+function decodeCursor(raw: string, binding: string): CursorPosition | string {
+  const bad = 'is not a cursor of this list (use the `next` of a previous answer, or an empty after= to start)';
+  if (raw.length > MAX_CURSOR || !/^[A-Za-z0-9_-]+$/.test(raw)) return bad;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+  } catch {
+    return bad;
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 3) return bad;
+  const [b, key, id] = parsed as unknown[];
+  if (typeof b !== 'string' || (key !== null && typeof key !== 'string') || typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > 2147483647)
+    return bad;
+  if (typeof key === 'string' && (key.length > 1000 || key.includes('\u0000'))) return bad;
+  if (b !== binding) return 'was made for another orderBy, orderByDir, filter or search: a cursor continues only the walk it came from';
+  return { key, id };
 }
 
 /** Route metadata key of a list route's ListSpec (set by ApiListQuery in openapi.ts). */
@@ -205,6 +340,30 @@ export function listQueryParameters(spec: ListSpec): QueryParameterDoc[] {
       ),
     );
   }
+  const registry = describeRegistry(spec.filterable ?? {});
+  if (spec.filterable)
+    params.push(
+      q(
+        'filter',
+        `Structured filter (issue 14), in the query-string form \`field[op]:value\` combined with and(...), or(...), not(...) (a top-level comma list is an and), or as JSON (text starting with {, the FilterNode schema). Values with , ( ) [ ] " or outer spaces are double-quoted with backslash escapes (\\" and \\\\); lists for in, nin and between are [a,b]; isEmpty and isNotEmpty take no value. Date-times take ISO 8601 with an offset or now, now-7d, now+2h (units s, m, h, d, w, M, y). At most ${FILTER_LIMITS.maxDepth} nested groups, ${FILTER_LIMITS.maxConditions} conditions, ${FILTER_LIMITS.maxListValues} list values, ${FILTER_LIMITS.maxValueLength} characters a value. Example: and(createdAt[gte]:now-7d,or(name[startsWith]:ada,email[endsWith]:"@example.com")). Filterable fields: ${registry || 'none'}${spec.dynamicFilterDoc ? `; ${spec.dynamicFilterDoc}` : ''}.`,
+        { type: 'string', maxLength: FILTER_LIMITS.maxTextLength },
+      ),
+      q(
+        'after',
+        'Keyset paging: the `next` of the previous answer, or empty to start a walk at the first record. The answer then carries `next` (null after the last page). A cursor is tied to orderBy, orderByDir, filter and search (400 otherwise) and cannot be combined with page > 1. As fast at any depth as on the first page.',
+        { type: 'string', maxLength: MAX_CURSOR },
+      ),
+      q('count', 'false: do not count the matching records (`total` is then -1, and the answer carries `next`).', { type: 'boolean', default: true }),
+    );
+  if (spec.properties) {
+    params.push(
+      q(
+        'fields',
+        `Sparse records: a comma-separated list of the properties to answer (id is always answered): ${['id', ...spec.properties.filter((p) => p !== 'id')].join(', ')}${spec.dynamicFilterDoc ? '; fields.<alias> answers one custom value (inside `fields`), `fields` all of them' : ''}. Unknown names are a 400.`,
+        { type: 'string', maxLength: 2000 },
+      ),
+    );
+  }
   for (const [name, f] of Object.entries(spec.filters ?? {})) {
     if (f.type === 'boolean') params.push(q(name, `Exact-match filter on ${name}: true, false, 1 or 0.`, { type: 'boolean' }));
     else if (f.type === 'int') params.push(q(name, `Exact-match filter on ${name}.`, { type: 'integer', minimum: 1, maximum: 2147483647 }));
@@ -221,6 +380,7 @@ export function likePattern(term: string): string {
 
 /** Applies search and filters (not paging) to a query builder. */
 export function applyListFilters<T extends ObjectLiteral>(qb: SelectQueryBuilder<T>, q: ListQuery, spec: ListSpec): SelectQueryBuilder<T> {
+  if (q.filter) qb.andWhere(q.filter.sql, q.filter.params);
   if (q.search && spec.searchExpression) {
     qb.andWhere(`${spec.searchExpression} LIKE :__search`, { __search: likePattern(q.search) });
   }
@@ -241,9 +401,18 @@ async function countedRows(dataSource: DataSource, table: string): Promise<numbe
   return Number(rows[0].n);
 }
 
+/** One page of a list: the total (-1 when not counted), the records, and the next cursor when keyset paging. */
+export interface ListPage<T> {
+  total: number;
+  items: T[];
+  /** The cursor of the page after this one (null: this is the last), when the query pages by cursor. */
+  next?: string | null;
+}
+
 /**
  * Runs a list: filters, total count, ordered page. The order is the requested column, ties broken
- * by id in the same direction, so that pages never overlap.
+ * by id in the same direction, so that pages never overlap. NULL sort keys come last ascending and
+ * first descending (PostgreSQL's default: NULL is greater than every value).
  */
 export async function paginate<T extends ObjectLiteral>(
   qb: SelectQueryBuilder<T>,
@@ -255,31 +424,119 @@ export async function paginate<T extends ObjectLiteral>(
    * count it more cheaply than by counting the rows (e.g. a campaign's members).
    */
   opts: { scoped?: boolean; scopeCount?: () => Promise<number> } = {},
-): Promise<{ total: number; items: T[] }> {
+): Promise<ListPage<T>> {
   applyListFilters(qb, q, spec);
   const idColumn = spec.idColumn ?? `${qb.alias}.id`;
-  const unfiltered = !q.search && Object.keys(q.filters).length === 0 && !q.modifiedSince;
-  const total =
-    unfiltered && opts.scoped && opts.scopeCount
+  const unfiltered = !q.search && Object.keys(q.filters).length === 0 && !q.modifiedSince && !q.filter;
+  const counted = q.count !== false;
+  const total = !counted
+    ? -1
+    : unfiltered && opts.scoped && opts.scopeCount
       ? await opts.scopeCount()
       : unfiltered && !opts.scoped && spec.countTable
         ? await countedRows(qb.dataSource, spec.countTable)
         : await qb.clone().orderBy().getCount();
-  if (total === 0 || q.offset >= total) return { total, items: [] };
   const orderExpr = spec.sortable[q.orderBy] ?? idColumn;
+  const nulls = q.orderByDir === 'ASC' ? 'NULLS LAST' : 'NULLS FIRST';
+  if (q.after !== undefined || !counted) return keysetPage(qb, q, orderExpr, idColumn, total);
+  if (total === 0 || q.offset >= total) return { total, items: [] };
   // Deferred join: the page's ids are found on their own (an index-only scan on the ordering index,
   // however deep the page) and only those rows are read, in the same statement.
-  const pageQb = qb
-    .clone()
-    .select(idColumn)
-    .orderBy(orderExpr, q.orderByDir, q.orderByDir === 'ASC' ? 'NULLS LAST' : 'NULLS FIRST');
+  const pageQb = qb.clone().select(idColumn).orderBy(orderExpr, q.orderByDir, nulls);
   if (orderExpr !== idColumn) pageQb.addOrderBy(idColumn, q.orderByDir);
   pageQb.offset(q.offset).limit(q.limit);
   qb.andWhere(`${idColumn} IN (${pageQb.getQuery()})`).setParameters(pageQb.getParameters());
-  qb.orderBy(orderExpr, q.orderByDir, q.orderByDir === 'ASC' ? 'NULLS LAST' : 'NULLS FIRST');
+  qb.orderBy(orderExpr, q.orderByDir, nulls);
   if (orderExpr !== idColumn) qb.addOrderBy(idColumn, q.orderByDir);
   const items = await qb.getMany();
   return { total, items };
+}
+
+/**
+ * A keyset page: the ids after the cursor's (sort key, id), read with a row comparison that the
+ * (sort column, id) index answers directly, so a page deep in the list costs what the first does.
+ * NULL keys sort as greater than every value, so the walk reads the non-NULL keys and the NULL keys
+ * as two index ranges: ascending, the values then the NULLs; descending, the NULLs then the values.
+ */
+async function keysetPage<T extends ObjectLiteral>(
+  qb: SelectQueryBuilder<T>,
+  q: ListQuery,
+  orderExpr: string,
+  idColumn: string,
+  total: number,
+): Promise<ListPage<T>> {
+  const want = q.limit + 1;
+  const asc = q.orderByDir === 'ASC';
+  const byId = orderExpr === idColumn;
+  const cmp = asc ? '>' : '<';
+  type KeyRow = { id: number; k: string | null };
+  const read = async (where: string | null, params: Record<string, unknown>, order: 'full' | 'id' | 'values', n: number, offset = 0): Promise<KeyRow[]> => {
+    const idsQb = qb
+      .clone()
+      .select(idColumn, '__id')
+      .addSelect(byId ? 'NULL::text' : `(${orderExpr})::text`, '__k');
+    if (where) idsQb.andWhere(where, params);
+    if (order === 'id') idsQb.orderBy(idColumn, q.orderByDir);
+    else {
+      idsQb.orderBy(orderExpr, q.orderByDir, order === 'full' ? (asc ? 'NULLS LAST' : 'NULLS FIRST') : undefined);
+      if (!byId) idsQb.addOrderBy(idColumn, q.orderByDir);
+    }
+    if (offset) idsQb.offset(offset);
+    const rows: { __id: number | string; __k: string | null }[] = await idsQb.limit(n).getRawMany();
+    return rows.map((r) => ({ id: Number(r.__id), k: r.__k }));
+  };
+  let keys: KeyRow[];
+  const pos = q.after ?? null;
+  // No cursor: the first page of a walk, or with count=false the page `page` (its offset).
+  if (!pos) keys = await read(null, {}, 'full', want, q.offset);
+  else if (byId) keys = await read(`${idColumn} ${cmp} :__afterId`, { __afterId: pos.id }, 'id', want);
+  else if (asc && pos.key !== null) {
+    keys = await read(`(${orderExpr}, ${idColumn}) > (:__afterKey, :__afterId)`, { __afterKey: pos.key, __afterId: pos.id }, 'values', want);
+    if (keys.length < want) keys = keys.concat(await read(`${orderExpr} IS NULL`, {}, 'id', want - keys.length));
+  } else if (asc) {
+    keys = await read(`${orderExpr} IS NULL AND ${idColumn} > :__afterId`, { __afterId: pos.id }, 'id', want);
+  } else if (pos.key === null) {
+    keys = await read(`${orderExpr} IS NULL AND ${idColumn} < :__afterId`, { __afterId: pos.id }, 'id', want);
+    if (keys.length < want) keys = keys.concat(await read(`${orderExpr} IS NOT NULL`, {}, 'values', want - keys.length));
+  } else {
+    keys = await read(`(${orderExpr}, ${idColumn}) < (:__afterKey, :__afterId)`, { __afterKey: pos.key, __afterId: pos.id }, 'values', want);
+  }
+  const page = keys.slice(0, q.limit);
+  const last = page[page.length - 1] as KeyRow | undefined;
+  const next = keys.length > q.limit && last ? encodeCursor(q.binding ?? '', { key: byId ? null : last.k, id: last.id }) : null;
+  if (!page.length) return { total, items: [], next };
+  const nulls = asc ? 'NULLS LAST' : 'NULLS FIRST';
+  qb.andWhere(`${idColumn} = ANY(:__pageIds)`, { __pageIds: page.map((r) => r.id) });
+  qb.orderBy(orderExpr, q.orderByDir, nulls);
+  if (!byId) qb.addOrderBy(idColumn, q.orderByDir);
+  const items = await qb.getMany();
+  return { total, items, next };
+}
+
+/**
+ * The list envelope `{ total, <key>: records, next? }`: `next` when the query paged by cursor
+ * (after= or count=false), and each record cut to the `fields=` selection (id always; `fields.<alias>`
+ * keeps one custom value inside `fields`).
+ */
+export function listEnvelope<K extends string, R extends object>(q: ListQuery, key: K, page: { total: number; next?: string | null }, records: R[]) {
+  const items = q.fields ? records.map((r) => sparse(r, q.fields ?? [])) : records;
+  const envelope = { total: page.total, [key]: items } as { total: number; next?: string | null } & Record<K, R[]>;
+  if (q.after !== undefined || q.count === false) envelope.next = page.next ?? null;
+  return envelope;
+}
+
+function sparse<R extends object>(record: R, names: readonly string[]): R {
+  const src = record as Record<string, unknown>;
+  const out: Record<string, unknown> = { id: src.id };
+  for (const name of names) {
+    if (name.startsWith('fields.')) {
+      const custom = (src.fields ?? {}) as Record<string, unknown>;
+      const alias = name.slice('fields.'.length);
+      const target = (out.fields ??= {}) as Record<string, unknown>;
+      if (out.fields !== custom) target[alias] = custom[alias] ?? null;
+    } else out[name] = src[name];
+  }
+  return out as R;
 }
 
 /**

@@ -99,7 +99,12 @@ describe('completeOpenApi', () => {
 
   it('lists the error answers the route metadata implies', () => {
     expect(Object.keys(op('/api/widgets', 'get').responses).sort()).toEqual(['200', '400', '401', '403', '429', '503']);
-    expect(Object.keys(op('/api/widgets', 'post').responses).sort()).toEqual(['201', '400', '401', '403', '409', '413', '415', '429', '503']);
+    // A token write also takes Idempotency-Key: 409 while its first request runs, 422 when reused with another request.
+    expect(Object.keys(op('/api/widgets', 'post').responses).sort()).toEqual(['201', '400', '401', '403', '409', '413', '415', '422', '429', '503']);
+    expect(op('/api/widgets', 'post').parameters).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: false })]),
+    );
+    expect((op('/api/widgets', 'get').parameters ?? []).some((p: { name: string }) => p.name === 'Idempotency-Key')).toBe(false);
     // Public and not throttled: no 401, 403 or 429; a path id: 404.
     expect(Object.keys(op('/api/widgets/{id}', 'get').responses).sort()).toEqual(['200', '404', '503']);
   });

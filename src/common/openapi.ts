@@ -8,7 +8,10 @@ type ValidationMetadata = ReturnType<ReturnType<typeof getMetadataStorage>['getT
 import { ISO_WITH_OFFSET } from './dates.js';
 import { ERROR_STATUS, type ErrorCode, GENERIC_ERROR_STATUS } from './errors.js';
 import { IdPipe } from './id.pipe.js';
+import { FILTER_LIMITS, FILTER_OPERATORS, describeRegistry } from './filter.js';
+import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS } from './idempotency.js';
 import { LIST_SPEC_KEY, listQueryParameters, type ListSpec } from './list.js';
+import { BatchItemResultDto, BatchResultDto, BatchSummaryDto } from './batch.dto.js';
 import type { RouteInfo } from './route-table.js';
 
 /**
@@ -16,11 +19,74 @@ import type { RouteInfo } from './route-table.js';
  * `{ total, <plural>: Record[] }`. Record classes live in the resource's .dto.ts file, where the
  * swagger plugin reads their TypeScript types.
  */
-export function ApiEnvelope(key: string, record: Type<unknown>, opts: { list?: boolean; status?: number; description?: string } = {}) {
+export function ApiEnvelope(key: string, record: Type<unknown>, opts: { list?: boolean; status?: number; description?: string; sparse?: boolean } = {}) {
+  if (opts.sparse) SPARSE_MODELS.add(record.name);
+  const items = { $ref: opts.sparse ? `#/components/schemas/${record.name}Sparse` : getSchemaPath(record) };
   const schema = opts.list
-    ? { type: 'object', required: ['total', key], properties: { total: { type: 'integer' }, [key]: { type: 'array', items: { $ref: getSchemaPath(record) } } } }
+    ? {
+        type: 'object',
+        required: ['total', key],
+        properties: {
+          total: { type: 'integer', description: 'Records matching the list parameters; -1 with count=false (not counted).' },
+          [key]: { type: 'array', items },
+          next: {
+            type: 'string',
+            nullable: true,
+            description: 'With after= or count=false: the cursor of the next page (pass it as after), null after the last page.',
+          },
+        },
+      }
     : { type: 'object', required: [key], properties: { [key]: { $ref: getSchemaPath(record) } } };
   return applyDecorators(ApiExtraModels(record), ApiResponse({ status: opts.status ?? 200, description: opts.description ?? '', schema }));
+}
+
+/**
+ * The answers of a batch route (common/batch.ts): 200 with one result per item, 413 over the item
+ * or byte limit, 422 when an atomic batch had a failing item (the error with `results` and `summary`)
+ * or the Idempotency-Key was used with another request.
+ */
+export function ApiBatchAnswers(opts: { resultDescription?: string } = {}) {
+  const batchFailed = {
+    type: 'object',
+    required: ['error', 'results', 'summary'],
+    additionalProperties: false,
+    properties: {
+      error: {
+        type: 'object',
+        required: ['code', 'message', 'status'],
+        additionalProperties: false,
+        properties: {
+          code: { type: 'string', enum: ['batch_failed'] },
+          message: { type: 'string' },
+          status: { type: 'integer', enum: [422] },
+          details: { type: 'array', items: { $ref: '#/components/schemas/ApiErrorDetail' } },
+        },
+      },
+      results: { type: 'array', items: { $ref: getSchemaPath(BatchItemResultDto) } },
+      summary: { $ref: getSchemaPath(BatchSummaryDto) },
+    },
+  };
+  const mismatch = {
+    allOf: [{ $ref: '#/components/schemas/ApiErrorBody' }, { properties: { error: { properties: { code: { enum: ['idempotency_key_mismatch'] } } } } }],
+  };
+  return applyDecorators(
+    ApiExtraModels(BatchResultDto, BatchItemResultDto, BatchSummaryDto),
+    ApiResponse({
+      status: 200,
+      description: opts.resultDescription ?? 'One result per item, in input order, and the counts',
+      schema: { $ref: getSchemaPath(BatchResultDto) },
+    }),
+    ApiResponse({
+      status: 422,
+      description:
+        'An atomic batch with a failing item (`batch_failed`: nothing was written; `results` as they would have been, without ids), or an Idempotency-Key already used with another request',
+      content: { 'application/json': { schema: { anyOf: [batchFailed, mismatch] } } },
+    }),
+    SetMetadata(API_ERRORS_KEY, [
+      { status: 413, description: 'More than 500 items, or a body over BATCH_BODY_LIMIT_BYTES (the message names the limit)' },
+      { status: 403, description: "The token lacks the route's permission, or (mode delete) the resource's delete permission" },
+    ]),
+  );
 }
 
 /** The error body every failure has (decisions §4); its schema is written by completeOpenApi(). */
@@ -51,6 +117,58 @@ export const ApiErrors = (...errors: ApiErrorDoc[]) => SetMetadata(API_ERRORS_KE
  * the documented parameters.
  */
 export const ApiListQuery = (spec: ListSpec) => SetMetadata(LIST_SPEC_KEY, spec);
+
+/** Record schemas answered sparsely (`fields=` of POST /search): `<Name>Sparse` is the record with only `id` required. */
+const SPARSE_MODELS = new Set<string>();
+export const LIST_SEARCH_KEY = 'sf:list-search';
+
+/**
+ * `POST /api/<resource>/search`: the list's envelope (records possibly sparse) and, in the
+ * description, the list's filterable fields from the same spec the service checks with.
+ */
+export const ApiListSearch = (key: string, record: Type<unknown>, spec: ListSpec) =>
+  applyDecorators(ApiEnvelope(key, record, { list: true, sparse: true }), SetMetadata(LIST_SEARCH_KEY, spec));
+
+const FILTER_NODE_SCHEMAS = {
+  FilterCondition: {
+    type: 'object',
+    required: ['field', 'op'],
+    additionalProperties: false,
+    description:
+      'One condition: a filterable field of the list, an operator the field takes, and the value (none for isEmpty/isNotEmpty; [a,b] for in, nin, between).',
+    properties: {
+      field: { type: 'string', maxLength: 200 },
+      op: { type: 'string', enum: [...FILTER_OPERATORS] },
+      value: {
+        oneOf: [
+          { type: 'string', maxLength: FILTER_LIMITS.maxValueLength },
+          { type: 'number' },
+          { type: 'boolean' },
+          { type: 'array', maxItems: FILTER_LIMITS.maxListValues, items: { oneOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }] } },
+        ],
+      },
+    },
+  },
+  FilterNode: {
+    description: `A filter (issue 14): a condition, or {"and":[...]}, {"or":[...]}, {"not":{...}}. At most ${FILTER_LIMITS.maxDepth} nested groups, ${FILTER_LIMITS.maxConditions} conditions, ${FILTER_LIMITS.maxListValues} values in a list, ${FILTER_LIMITS.maxValueLength} characters a value. Strings: eq/neq/in/nin exact, contains/startsWith/endsWith case-insensitive. Date-times: ISO 8601 with an offset, or now, now-7d, now+2h (s, m, h, d, w, M, y).`,
+    oneOf: [
+      { $ref: '#/components/schemas/FilterCondition' },
+      {
+        type: 'object',
+        required: ['and'],
+        additionalProperties: false,
+        properties: { and: { type: 'array', minItems: 1, maxItems: FILTER_LIMITS.maxConditions, items: { $ref: '#/components/schemas/FilterNode' } } },
+      },
+      {
+        type: 'object',
+        required: ['or'],
+        additionalProperties: false,
+        properties: { or: { type: 'array', minItems: 1, maxItems: FILTER_LIMITS.maxConditions, items: { $ref: '#/components/schemas/FilterNode' } } },
+      },
+      { type: 'object', required: ['not'], additionalProperties: false, properties: { not: { $ref: '#/components/schemas/FilterNode' } } },
+    ],
+  },
+};
 
 const MAX_ID = 2147483647;
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -229,10 +347,37 @@ const SECURITY_BY_CREDENTIAL: Record<Credential, Record<string, string[]>[]> = {
   session: [],
 };
 
+const IDEMPOTENCY_PARAMETER = {
+  name: IDEMPOTENCY_HEADER,
+  in: 'header',
+  required: false,
+  description:
+    'Makes a retry safe: the first answer (2xx or 4xx) to this key, account, method and path is kept 24 h and replayed with `Idempotent-Replayed: true`; ' +
+    'the same key with another body is a 422, while the first is still running a 409 with Retry-After. Not accepted on multipart/form-data uploads.',
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9_:-]{1,255}$' },
+};
+
+/** Writes a token calls (the same rule the idempotency interceptor applies). */
+function takesIdempotencyKey(r: RouteInfo): boolean {
+  return (
+    IDEMPOTENT_METHODS.has(r.method) &&
+    r.path.startsWith('/api/') &&
+    (r.credential === 'token' || r.credential === 'token-or-basic' || r.credential === 'metrics-token')
+  );
+}
+
 export function completeOpenApi(document: OpenAPIObject, routes: RouteInfo[]): void {
   document.components ??= {};
   const schemas = (document.components.schemas ??= {}) as Record<string, Schema>;
-  Object.assign(schemas, ERROR_SCHEMAS);
+  Object.assign(schemas, ERROR_SCHEMAS, FILTER_NODE_SCHEMAS);
+  for (const name of SPARSE_MODELS) {
+    const full = schemas[name] as Schema | undefined;
+    if (!full) continue;
+    const copy = JSON.parse(JSON.stringify(full)) as Schema;
+    copy.required = copy.properties && 'id' in copy.properties ? ['id'] : [];
+    copy.description = `${name} with only the properties chosen by \`fields\` (all when not given); id is always there.`;
+    schemas[`${name}Sparse`] = copy;
+  }
   const responses = (document.components.responses ??= {}) as Record<string, unknown>;
   for (const [status, name] of Object.entries(RESPONSE_NAMES)) {
     responses[name] = errorResponse(Number(status), DEFAULT_DESCRIPTIONS[Number(status)], genericCode(Number(status)));
@@ -283,6 +428,12 @@ export function completeOpenApi(document: OpenAPIObject, routes: RouteInfo[]): v
       op.parameters = [...(op.parameters ?? []), ...listQueryParameters(spec).filter((p) => !names.has(p.name))];
     }
 
+    const searchSpec = Reflect.getMetadata(LIST_SEARCH_KEY, handler) as ListSpec | undefined;
+    if (searchSpec) {
+      const fields = describeRegistry(searchSpec.filterable ?? {});
+      op.description = `${op.description ?? ''}\n\nFilterable fields: ${fields || 'none'}${searchSpec.dynamicFilterDoc ? `; ${searchSpec.dynamicFilterDoc}` : ''}.`;
+    }
+
     // The error answers the route metadata implies.
     const errors = new Map<number, ApiErrorDoc>();
     const add = (status: number, description = DEFAULT_DESCRIPTIONS[status]) => {
@@ -297,11 +448,24 @@ export function completeOpenApi(document: OpenAPIObject, routes: RouteInfo[]): v
         `${DEFAULT_DESCRIPTIONS[415]} (${Object.keys((op.requestBody as { content?: object } | undefined)?.content ?? { 'application/json': 1 }).join(', ')})`,
       );
     }
-    if (spec) add(400, 'Invalid list parameters (unknown parameter, value out of range, orderBy not in the list); `details` names each parameter');
+    if (spec || searchSpec) {
+      add(
+        400,
+        'Invalid list parameters (unknown parameter, value out of range, orderBy not in the list, a filter with an unknown field, an operator the field does not take, a bad value or a broken limit, a cursor of another walk); `details` names each parameter',
+      );
+    }
     if ((op.parameters ?? []).some((p) => p.in === 'path')) add(404);
     if (r.permission !== 'public') {
       add(401);
       if (r.permission !== 'authenticated') add(403);
+    }
+    // Idempotency-Key (common/idempotency.ts): every write a token calls takes one.
+    if (takesIdempotencyKey(r)) {
+      const names = new Set((op.parameters ?? []).map((p) => `${p.in}:${p.name.toLowerCase()}`));
+      if (!names.has('header:idempotency-key')) op.parameters = [...(op.parameters ?? []), IDEMPOTENCY_PARAMETER];
+      add(400, r.method === 'DELETE' ? 'The Idempotency-Key header is malformed' : undefined);
+      add(409, 'Conflict with the current state of a record, or a request with the same Idempotency-Key is still running (retry after Retry-After)');
+      errors.set(422, { status: 422, description: 'The Idempotency-Key was already used with a different request', codes: ['idempotency_key_mismatch'] });
     }
     const skipThrottle = [handler, r.controller].some((t) => Reflect.getMetadata('THROTTLER:SKIPdefault', t) === true);
     if (!skipThrottle) add(429);

@@ -11,6 +11,7 @@ import { Reflector } from '@nestjs/core';
 /** Resources a token can be granted access to (decisions §5). */
 export const RESOURCES = [
   'contacts',
+  'companies',
   'fields',
   'campaigns',
   'assets',
@@ -101,11 +102,60 @@ export function routeAccessOf(handler: object, controller: object): RouteAccess 
   return { credential, permission: reflector.getAllAndOverride<string | undefined>(PERMISSION_KEY, targets) ?? null };
 }
 
+/** Route metadata is fixed once the app is built: each handler's rule is read once, not per request. */
+const accessByHandler = new WeakMap<object, RouteAccess>();
+
 /** The access rule of the route a request reached. */
 export function routeAccess(context: ExecutionContext): RouteAccess {
-  return routeAccessOf(context.getHandler(), context.getClass());
+  const handler = context.getHandler();
+  let access = accessByHandler.get(handler);
+  if (!access) {
+    access = routeAccessOf(handler, context.getClass());
+    accessByHandler.set(handler, access);
+  }
+  return access;
+}
+
+/**
+ * A Reflector whose getAllAndOverride on [handler, controller] reads each key once per handler.
+ * For library guards that read route metadata on every request (@nestjs/throttler reads six keys).
+ */
+export class CachedReflector extends Reflector {
+  private readonly cache = new Map<unknown, WeakMap<object, { value: unknown }>>();
+
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- Reflector.getAllAndOverride's own signature
+  override getAllAndOverride<TResult = unknown, TKey = unknown>(key: TKey, targets: Parameters<Reflector['getAllAndOverride']>[1]): TResult {
+    const handler = targets[0] as object | undefined;
+    if (targets.length !== 2 || typeof handler !== 'function') return super.getAllAndOverride<TResult, TKey>(key, targets);
+    let byHandler = this.cache.get(key);
+    if (!byHandler) this.cache.set(key, (byHandler = new WeakMap()));
+    let hit = byHandler.get(handler);
+    if (!hit) {
+      hit = { value: super.getAllAndOverride<TResult, TKey>(key, targets) };
+      byHandler.set(handler, hit);
+    }
+    return hit.value as TResult;
+  }
+}
+
+const metadataByKey = new Map<string, WeakMap<object, { value: unknown }>>();
+
+/**
+ * A route's metadata under `key` (the handler's, else its controller's), read once per handler:
+ * route metadata is fixed once the app is built, so the request path reads a cache, not reflection.
+ */
+export function routeMetadata(key: string, context: ExecutionContext): unknown {
+  let byHandler = metadataByKey.get(key);
+  if (!byHandler) metadataByKey.set(key, (byHandler = new WeakMap()));
+  const handler = context.getHandler();
+  let hit = byHandler.get(handler);
+  if (!hit) {
+    hit = { value: reflector.getAllAndOverride<unknown>(key, [handler, context.getClass()]) };
+    byHandler.set(handler, hit);
+  }
+  return hit.value;
 }
 
 export function isFallbackRoute(context: ExecutionContext): boolean {
-  return reflector.getAllAndOverride<boolean | undefined>(FALLBACK_ROUTE_KEY, [context.getHandler(), context.getClass()]) === true;
+  return routeMetadata(FALLBACK_ROUTE_KEY, context) === true;
 }

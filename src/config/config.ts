@@ -30,6 +30,8 @@ export interface AppConfig {
   anonymousRateLimitWindowSeconds: number;
   tokenCacheTtlSeconds: number;
   bodyLimitBytes: number;
+  /** Largest JSON body of a batch route (`POST /api/<resource>/batch`, BATCH_BODY_LIMIT_BYTES): 500 items need more than one record. */
+  batchBodyLimitBytes: number;
   assetMaxBytes: number;
   storageDir: string;
   accessTokenTtlSeconds: number;
@@ -50,6 +52,8 @@ export interface AppConfig {
   smsHttpToken: string | null;
   smsWebhookSecret: string | null;
   smsRateLimitPerSecond: number;
+  /** Provider calls per second across every worker (shared through Redis); 0 = no cap. */
+  smsMaxPerSecond: number;
   /** How long one call to the HTTP SMS gateway may take before its outcome counts as unknown. */
   smsHttpTimeoutMs: number;
   /** BullMQ job lock: a job whose worker stops renewing it for this long is run again (stalled). */
@@ -70,6 +74,10 @@ export interface AppConfig {
   webhookDispatchIntervalMs: number;
   /** Days the event feed keeps events (EVENT_RETENTION_DAYS); the events.prune job removes older ones. */
   eventRetentionDays: number;
+  /** Idempotency-Key: hours a recorded answer is replayed (IDEMPOTENCY_TTL_HOURS; the idempotency.prune job removes older ones). */
+  idempotencyTtlHours: number;
+  /** Idempotency-Key: seconds an in-progress key stays claimed before a retry may take it over (a crashed request's lease). */
+  idempotencyLeaseSeconds: number;
   /** The signed-in account console (/account). */
   account: AccountConsoleConfig;
 }
@@ -228,6 +236,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     anonymousRateLimitWindowSeconds: int(env, 'RATE_LIMIT_ANONYMOUS_WINDOW_SECONDS', 60, 1, 86400),
     tokenCacheTtlSeconds: int(env, 'TOKEN_CACHE_TTL_SECONDS', 30, 0, 3600),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),
+    batchBodyLimitBytes: int(env, 'BATCH_BODY_LIMIT_BYTES', 8 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     assetMaxBytes: int(env, 'ASSET_MAX_BYTES', 25 * 1024 * 1024, 1, 10 * 1024 * 1024 * 1024),
     storageDir: resolve(str(env, 'STORAGE_DIR', './data/storage')),
     accessTokenTtlSeconds: int(env, 'OAUTH_ACCESS_TOKEN_TTL_SECONDS', 3600, 1, 86400 * 30),
@@ -250,6 +259,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     smsHttpToken: optional(env, 'SMS_HTTP_TOKEN'),
     smsWebhookSecret: optional(env, 'SMS_WEBHOOK_SECRET'),
     smsRateLimitPerSecond: int(env, 'SMS_RATE_LIMIT_PER_SECOND', 100, 1, 100000),
+    smsMaxPerSecond: int(env, 'SMS_MAX_PER_SECOND', 0, 0, 1000000),
     smsHttpTimeoutMs: int(env, 'SMS_HTTP_TIMEOUT_MS', 10000, 100, 120000),
     jobLockMs: int(env, 'JOB_LOCK_MS', 30000, 1000, 600000),
     reportSchedulePatterns: {
@@ -266,6 +276,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     webhookRetryFirstDelayMs: int(env, 'WEBHOOK_RETRY_FIRST_DELAY_MS', 5_000, 10, 3_600_000),
     webhookDispatchIntervalMs: int(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 500, 20, 60_000),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 7, 1, 3650),
+    idempotencyTtlHours: int(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 30),
+    idempotencyLeaseSeconds: int(env, 'IDEMPOTENCY_LEASE_SECONDS', 60, 1, 3600),
     account: {
       sessionIdleSeconds,
       sessionAbsoluteSeconds,

@@ -1,7 +1,8 @@
 import { PartialType } from '@nestjs/swagger';
-import { IsEmail, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { IsEmail, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { NoNul } from '../common/validation.js';
 import { AuditRecordDto } from '../common/audit.dto.js';
+import { DNC_REASONS, type DncReason } from './contact.entity.js';
 
 export class CreateContactDto {
   /** Full name. */
@@ -23,12 +24,25 @@ export class CreateContactDto {
   @NoNul()
   phone?: string | null;
 
-  /** Company name. */
+  /**
+   * Company name (free text, kept for compatibility). When `companyId` is set and `company` is not
+   * given (on create and PUT, or a PATCH that changes companyId), it becomes the company's name.
+   */
   @IsOptional()
   @IsString()
   @MaxLength(255)
   @NoNul()
   company?: string | null;
+
+  /**
+   * Id of the contact's primary company (400 naming companyId when it does not exist); null for
+   * none. Clearing it leaves `company` as it is.
+   */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(2147483647)
+  companyId?: number | null;
 
   /** Job title. */
   @IsOptional()
@@ -65,6 +79,42 @@ export class OwnerRefDto {
   name: string | null;
 }
 
+/** The company a contact belongs to. */
+export class CompanyRefDto {
+  id: number;
+  name: string;
+}
+
+/** A do-not-contact entry of one channel. */
+export class DoNotContactEntryDto {
+  /** unsubscribed (the contact replied STOP, or was unsubscribed), bounced or manual. */
+  reason: string;
+  /** Since when (ISO 8601). */
+  since: string;
+  /** A note, when one was given. */
+  comment: string | null;
+}
+
+export class DoNotContactDto {
+  /** Text messages: single sends to the contact's number are refused (409) and broadcasts skip it. */
+  sms: DoNotContactEntryDto | null;
+}
+
+/** POST /api/contacts/{id}/dnc/sms body. */
+export class SetDoNotContactDto {
+  /** Why the contact must not be texted. */
+  @IsString()
+  @IsIn(DNC_REASONS)
+  reason: DncReason;
+
+  /** A note (up to 1000 characters); null or omitted for none. */
+  @IsOptional()
+  @IsString()
+  @MaxLength(1000)
+  @NoNul()
+  comment?: string | null;
+}
+
 /** A contact as the API returns it. */
 export class ContactRecordDto extends AuditRecordDto {
   id: number;
@@ -72,10 +122,17 @@ export class ContactRecordDto extends AuditRecordDto {
   email: string;
   /** E.164 when the number parsed. */
   phone: string | null;
+  /** The company name as free text (compatibility); see companyRef for the company record. */
   company: string | null;
+  /** The primary company's id. */
+  companyId: number | null;
+  /** The primary company, or null. */
+  companyRef: CompanyRefDto | null;
   title: string | null;
   ownerId: number | null;
   owner: OwnerRefDto | null;
   /** Custom field values by field alias. */
   fields: Record<string, unknown>;
+  /** Do-not-contact entries by channel (null: the contact may be contacted on that channel). */
+  doNotContact: DoNotContactDto;
 }

@@ -25,12 +25,33 @@ export class Contact extends AuditedEntity {
   @Column({ name: 'owner_id', type: 'int', nullable: true })
   ownerId: number | null;
 
+  /** The contact's primary company (companies.id); set to null when the company is deleted. */
+  @Column({ name: 'company_id', type: 'int', nullable: true })
+  companyId: number | null;
+
   /** Custom field values by field alias. */
   @Column({ type: 'jsonb', default: () => `'{}'::jsonb` })
   fields: Record<string, unknown>;
+
+  /** Do-not-contact on the sms channel: why (null when the contact may be texted). */
+  @Column({ name: 'dnc_sms_reason', type: 'text', nullable: true })
+  dncSmsReason: DncReason | null;
+
+  @Column({ name: 'dnc_sms_since', type: 'timestamptz', nullable: true })
+  dncSmsSince: Date | null;
+
+  @Column({ name: 'dnc_sms_comment', type: 'text', nullable: true })
+  dncSmsComment: string | null;
 }
+
+/** Why a contact must not be texted. */
+export const DNC_REASONS = ['unsubscribed', 'bounced', 'manual'] as const;
+export type DncReason = (typeof DNC_REASONS)[number];
 
 registerConstraints({
   contacts_email_lower_uq: { kind: 'unique', field: 'email', resource: 'contact', existing: { table: 'contacts', where: 'lower(email) = $1' } },
   contacts_owner_id_fkey: { kind: 'reference', field: 'ownerId', target: 'user' },
+  contacts_company_id_fkey: { kind: 'reference', field: 'companyId', target: 'company' },
+  contacts_dnc_sms_reason_check: { kind: 'check', field: 'reason', message: 'must be unsubscribed, bounced or manual' },
+  contacts_dnc_sms_comment_check: { kind: 'check', field: 'comment', message: 'must be at most 1000 characters' },
 });

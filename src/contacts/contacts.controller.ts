@@ -5,8 +5,10 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import type { Principal } from '../common/request.js';
-import { ContactRecordDto, CreateContactDto, UpdateContactDto } from './contact.dto.js';
-import { ApiEnvelope, ApiListQuery, ApiErrors } from '../common/openapi.js';
+import { ContactRecordDto, CreateContactDto, SetDoNotContactDto, UpdateContactDto } from './contact.dto.js';
+import { ApiBatchAnswers, ApiEnvelope, ApiListQuery, ApiErrors, ApiListSearch } from '../common/openapi.js';
+import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
+import { BatchWriteDto } from '../common/batch.dto.js';
 import { ContactsService, CONTACT_LIST_SPEC } from './contacts.service.js';
 
 @ApiTags('contacts')
@@ -16,11 +18,27 @@ export class ContactsController {
 
   @Get()
   @RequirePermission('contacts:read')
-  @ApiOperation({ summary: 'List contacts', description: 'List parameters: search, page, limit, orderBy, orderByDir.' })
+  @ApiOperation({
+    summary: 'List contacts',
+    description:
+      'List parameters: search, page, limit, orderBy, orderByDir, filter, after, count, fields; filter dncSms (true: opted out of text messages, false: not).',
+  })
   @ApiEnvelope('contacts', ContactRecordDto, { list: true })
   @ApiListQuery(CONTACT_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.contacts.list(query);
+  }
+
+  @Post('search')
+  @HttpCode(200)
+  @RequirePermission('contacts:read')
+  @ApiOperation({
+    summary: 'Search contacts: the list with its parameters as a JSON body, the filter in its JSON form',
+    description: 'Answers what GET /api/contacts answers.',
+  })
+  @ApiListSearch('contacts', ContactRecordDto, CONTACT_LIST_SPEC)
+  search(@Body() body: ListSearchDto) {
+    return this.contacts.list(searchQuery(body));
   }
 
   @ApiErrors({ status: 409, description: 'The email, or the value of a unique-identifier custom field, belongs to another contact (`details[0].existingId`)' })
@@ -31,6 +49,24 @@ export class ContactsController {
   @ApiEnvelope('contact', ContactRecordDto, { status: 201 })
   async create(@Body() dto: CreateContactDto, @CurrentPrincipal() who: Principal) {
     return { contact: await this.contacts.create(dto, who) };
+  }
+
+  @Post('batch')
+  @HttpCode(200)
+  @RequirePermission('contacts:write')
+  @ApiOperation({
+    summary: 'Create, update, upsert or delete up to 500 contacts in one request (one request against the plan limit)',
+    description:
+      'Each item is written exactly as its single-record route would write it (same validation, same events, same errors: 400 with details, 404, ' +
+      '409 with the existing id) in its own savepoint; results come back in input order. `idProperty` names the record of an update, upsert or ' +
+      'delete item: `id` (default for update and delete), `email` (default for upsert) or the alias of a published unique-identifier custom field ' +
+      "(the value in the item's `fields`). An upsert updates the contact it names (PATCH: only the supplied properties) or creates it. Mode delete " +
+      'needs `contacts:delete`. Two items naming one contact (or one email on create): the later fails 409, `details[0].index` naming the first. ' +
+      'With `atomic: true` any failure rolls the whole batch back (422 `batch_failed`).',
+  })
+  @ApiBatchAnswers()
+  batch(@Body() dto: BatchWriteDto, @CurrentPrincipal() who: Principal) {
+    return this.contacts.batch(dto, who);
   }
 
   @Get(':id')
@@ -67,5 +103,32 @@ export class ContactsController {
   @ApiEnvelope('contact', ContactRecordDto)
   async remove(@Param('id', IdPipe) id: number) {
     return { contact: await this.contacts.remove(id) };
+  }
+
+  @Post(':id/dnc/sms')
+  @HttpCode(200)
+  @RequirePermission('contacts:write')
+  @ApiOperation({
+    summary: 'Mark a contact do-not-contact for text messages',
+    description:
+      "Body `{ reason: unsubscribed|bounced|manual, comment? }`. Single sends to the contact's phone number are then refused (409) and broadcasts skip it; " +
+      'a message already queued is canceled by the worker (status `canceled`, failureCode `opted_out`). An existing entry takes the new reason and comment and keeps its `since`. ' +
+      'Writes contact.updated when something changed.',
+  })
+  @ApiEnvelope('contact', ContactRecordDto)
+  async setSmsDnc(@Param('id', IdPipe) id: number, @Body() dto: SetDoNotContactDto, @CurrentPrincipal() who: Principal) {
+    return { contact: await this.contacts.setDoNotContact(id, dto, who) };
+  }
+
+  @ApiErrors({ status: 404, description: 'No contact with this id, or the contact has no sms do-not-contact entry' })
+  @Delete(':id/dnc/sms')
+  @RequirePermission('contacts:write')
+  @ApiOperation({
+    summary: 'Remove the sms do-not-contact entry of a contact',
+    description: 'Answers the contact; 404 when it has no entry (of concurrent removals exactly one succeeds). Writes contact.updated.',
+  })
+  @ApiEnvelope('contact', ContactRecordDto)
+  async clearSmsDnc(@Param('id', IdPipe) id: number, @CurrentPrincipal() who: Principal) {
+    return { contact: await this.contacts.clearDoNotContact(id, who) };
   }
 }

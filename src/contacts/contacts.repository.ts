@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository, SelectQueryBuilder } from 'typeorm';
-import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import { type ListPage, type ListQuery, type ListSpec, paginate } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { type Db, Transactions, type Tx } from '../database/transactions.js';
 import { outboxInsertSql } from '../events/events.repository.js';
-import { Contact } from './contact.entity.js';
+import { Contact, type DncReason } from './contact.entity.js';
 
 /**
  * Every query of the `contacts` table. The single-record statements are hand-written SQL on the
@@ -24,6 +24,7 @@ export type ContactRow = Pick<
   | 'company'
   | 'title'
   | 'ownerId'
+  | 'companyId'
   | 'fields'
   | 'createdAt'
   | 'modifiedAt'
@@ -31,10 +32,25 @@ export type ContactRow = Pick<
   | 'createdByUser'
   | 'modifiedBy'
   | 'modifiedByUser'
-> & { ownerName: string | null };
+  | 'dncSmsReason'
+  | 'dncSmsSince'
+  | 'dncSmsComment'
+> & { ownerName: string | null; companyName: string | null };
 
-/** The writable columns of a contact. */
-export type ContactValues = Pick<Contact, 'name' | 'email' | 'phone' | 'company' | 'title' | 'ownerId' | 'fields'>;
+/** Which contacts a do-not-contact change applies to: one (locked by the caller) or every contact with a phone number. */
+export type DncTarget = { id: number } | { phone: string };
+
+/** Who made a do-not-contact change: a user, or the gateway's inbound message (no user). */
+export interface DncAuthor {
+  userId: number | null;
+  userName: string;
+}
+
+/**
+ * The writable columns of a contact. `companyFromRef`: the write sets `company` to the name of the
+ * company `companyId` names (read in the same statement), instead of `company`.
+ */
+export type ContactValues = Pick<Contact, 'name' | 'email' | 'phone' | 'company' | 'title' | 'ownerId' | 'companyId' | 'fields'> & { companyFromRef?: boolean };
 
 /** Narrows the contacts list (alias `c`), e.g. to a campaign's members. */
 export type ContactListScope = (qb: SelectQueryBuilder<Contact>) => void;
@@ -54,16 +70,79 @@ export const CONTACT_LIST_SPEC: ListSpec = {
   // values, kept by a trigger and indexed with pg_trgm (see the platform migration).
   searchExpression: 'c.search_text',
   countTable: 'contacts',
+  filters: {
+    // dncSms=true: contacts opted out of text messages (partial index contacts_dnc_sms_idx).
+    dncSms: { type: 'boolean', column: '(c.dnc_sms_reason IS NOT NULL)' },
+  },
+  // Issue 14. Segment membership joins as one entry once that table exists:
+  // 'segment.id': { type: 'membership', ... }.
+  filterable: {
+    id: { type: 'id', sql: 'c.id' },
+    name: { type: 'string', sql: 'c.name' },
+    email: { type: 'string', sql: 'c.email' },
+    phone: { type: 'string', sql: 'c.phone' },
+    company: { type: 'string', sql: 'c.company' },
+    title: { type: 'string', sql: 'c.title' },
+    'owner.id': { type: 'id', sql: 'c.owner_id' },
+    ownerId: { type: 'id', sql: 'c.owner_id' },
+    'company.id': { type: 'id', sql: 'c.company_id', description: 'the primary company (companyId)' },
+    companyId: { type: 'id', sql: 'c.company_id' },
+    'campaign.id': {
+      type: 'membership',
+      sql: '',
+      membership: { table: 'campaign_members', recordColumn: 'contact_id', recordId: 'c.id', setColumn: 'campaign_id' },
+      description: 'member of the campaign',
+    },
+    dncSms: { type: 'boolean', sql: '(c.dnc_sms_reason IS NOT NULL)', description: 'opted out of text messages' },
+    createdAt: { type: 'datetime', sql: 'c.created_at' },
+    modifiedAt: { type: 'datetime', sql: 'c.modified_at' },
+  },
+  properties: [
+    'id',
+    'name',
+    'email',
+    'phone',
+    'company',
+    'companyId',
+    'companyRef',
+    'title',
+    'ownerId',
+    'owner',
+    'fields',
+    'doNotContact',
+    'createdAt',
+    'modifiedAt',
+    'createdBy',
+    'createdByUser',
+    'modifiedBy',
+    'modifiedByUser',
+  ],
+  dynamicFilterDoc:
+    '`fields.<alias>` for each published contact custom field, typed by the field: text types take eq, neq, in, nin, contains, startsWith, endsWith, isEmpty, isNotEmpty; number, date and datetime also gt, gte, lt, lte, between; boolean and select eq, neq, in, nin, isEmpty, isNotEmpty; multiselect contains (has the option), in (has any of), nin (has none of), isEmpty, isNotEmpty',
 };
 
-/** Columns of a ContactRow, from `c` (contacts, or a CTE over its RETURNING *) and `u` (the owner, read join on users). */
-const ROW_COLUMNS = `c.id, c.name, c.email, c.phone, c.company, c.title, c.owner_id AS "ownerId", u.name AS "ownerName", c.fields,
+/**
+ * Columns of a ContactRow, from `c` (contacts, or a CTE over its RETURNING *), `u` (the owner, read
+ * join on users) and `co` (the primary company, read join on companies by its primary key).
+ */
+const ROW_COLUMNS = `c.id, c.name, c.email, c.phone, c.company, c.title, c.owner_id AS "ownerId", u.name AS "ownerName",
+  c.company_id AS "companyId", co.name AS "companyName", c.fields,
   c.created_at AS "createdAt", c.modified_at AS "modifiedAt", c.created_by AS "createdBy", c.created_by_user AS "createdByUser",
-  c.modified_by AS "modifiedBy", c.modified_by_user AS "modifiedByUser"`;
+  c.modified_by AS "modifiedBy", c.modified_by_user AS "modifiedByUser",
+  c.dnc_sms_reason AS "dncSmsReason", c.dnc_sms_since AS "dncSmsSince", c.dnc_sms_comment AS "dncSmsComment"`;
 
+/** The read joins every ContactRow statement makes on `c`. */
+const JOINS = `LEFT JOIN users u ON u.id = c.owner_id LEFT JOIN companies co ON co.id = c.company_id`;
+/** `company` as written: the company's name when the write takes it from companyId ($n, $m: companyId, companyFromRef). */
+const companyValue = (company: string, companyId: string, fromRef: string) =>
+  `CASE WHEN ${fromRef}::boolean THEN (SELECT x.name FROM companies x WHERE x.id = ${companyId}::int) ELSE ${company}::text END`;
 const first = <T>(rows: T[]): T | null => rows[0] ?? null;
 
 const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
+
+/** The record's `doNotContact` object (exactly doNotContactOf in contacts.service.ts) from the sms columns. */
+const dncJson = (reason: string, since: string, comment: string) =>
+  `jsonb_build_object('sms', CASE WHEN ${reason} IS NULL THEN NULL ELSE jsonb_build_object('reason', ${reason}, 'since', ${isoSql(since)}, 'comment', ${comment}) END)`;
 
 /**
  * The contact record (exactly toContactRecord in contacts.service.ts, checked by the events e2e
@@ -71,10 +150,13 @@ const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"
  * event in the same statement.
  */
 const RECORD_JSON = `jsonb_build_object('id', r.id, 'name', r.name, 'email', r.email, 'phone', r.phone, 'company', r.company,
+  'companyId', r."companyId",
+  'companyRef', CASE WHEN r."companyId" IS NULL THEN NULL ELSE jsonb_build_object('id', r."companyId", 'name', r."companyName") END,
   'title', r.title, 'ownerId', r."ownerId",
   'owner', CASE WHEN r."ownerId" IS NULL THEN NULL ELSE jsonb_build_object('id', r."ownerId", 'name', r."ownerName") END,
   'fields', coalesce(r.fields, '{}'::jsonb), 'createdAt', ${isoSql('r."createdAt"')}, 'modifiedAt', ${isoSql('r."modifiedAt"')},
-  'createdBy', r."createdBy", 'createdByUser', r."createdByUser", 'modifiedBy', r."modifiedBy", 'modifiedByUser', r."modifiedByUser")`;
+  'createdBy', r."createdBy", 'createdByUser', r."createdByUser", 'modifiedBy', r."modifiedBy", 'modifiedByUser', r."modifiedByUser",
+  'doNotContact', ${dncJson('r."dncSmsReason"', 'r."dncSmsSince"', 'r."dncSmsComment"')})`;
 
 @Injectable()
 export class ContactsRepository {
@@ -89,12 +171,80 @@ export class ContactsRepository {
 
   /** Bench row "get contact by id": one statement, owner joined. */
   async findRow(id: number, tx?: Tx): Promise<ContactRow | null> {
-    return first(await this.db(tx).query(`SELECT ${ROW_COLUMNS} FROM contacts c LEFT JOIN users u ON u.id = c.owner_id WHERE c.id = $1`, [id]));
+    return first(await this.db(tx).query(`SELECT ${ROW_COLUMNS} FROM contacts c ${JOINS} WHERE c.id = $1`, [id]));
   }
 
   /** The row, locked (FOR UPDATE) until `tx` ends: read-modify-write paths (PATCH, PUT) read through this. */
   async lockRow(id: number, tx: Tx): Promise<ContactRow | null> {
-    return first(await tx.query(`SELECT ${ROW_COLUMNS} FROM contacts c LEFT JOIN users u ON u.id = c.owner_id WHERE c.id = $1 FOR UPDATE OF c`, [id]));
+    return first(await tx.query(`SELECT ${ROW_COLUMNS} FROM contacts c ${JOINS} WHERE c.id = $1 FOR UPDATE OF c`, [id]));
+  }
+
+  /** The ids of the contacts holding these emails (lower-cased), by the unique index on lower(email): one statement for a whole batch. */
+  async idsByEmails(emails: string[], tx?: Tx): Promise<{ key: string; id: number }[]> {
+    if (!emails.length) return [];
+    return this.db(tx).query(`SELECT lower(email) AS key, id FROM contacts WHERE lower(email) = ANY($1::text[])`, [emails]);
+  }
+
+  /**
+   * Batch fast path: the rows of these lower-cased emails (or ids), locked FOR UPDATE in id order
+   * (two batches on the same contacts lock them in the same order). Bench: bench/batch.mjs.
+   */
+  async lockByEmails(emails: string[], tx: Tx): Promise<ContactRow[]> {
+    if (!emails.length) return [];
+    return tx.query(`SELECT ${ROW_COLUMNS} FROM contacts c ${JOINS} WHERE lower(c.email) = ANY($1::text[]) ORDER BY c.id FOR UPDATE OF c`, [emails]);
+  }
+
+  async lockByIds(ids: number[], tx: Tx): Promise<ContactRow[]> {
+    if (!ids.length) return [];
+    return tx.query(`SELECT ${ROW_COLUMNS} FROM contacts c ${JOINS} WHERE c.id = ANY($1::int[]) ORDER BY c.id FOR UPDATE OF c`, [ids]);
+  }
+
+  /** Batch fast path: update() for many locked rows in one statement. */
+  async updateMany(changes: { id: number; v: ContactValues }[], who: Principal, tx: Tx): Promise<ContactRow[]> {
+    if (!changes.length) return [];
+    const rows = changes.map(({ id, v }) => ({
+      id,
+      name: v.name,
+      email: v.email,
+      phone: v.phone,
+      company: v.company,
+      title: v.title,
+      owner_id: v.ownerId,
+      fields: v.fields ?? {},
+    }));
+    return tx.query(
+      `WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb)
+                    AS v(id int, name text, email text, phone text, company text, title text, owner_id int, fields jsonb)),
+            c AS (UPDATE contacts x SET name = v.name, email = v.email, phone = v.phone, company = v.company, title = v.title, owner_id = v.owner_id,
+                         fields = v.fields, modified_at = now(), modified_by = $2, modified_by_user = $3
+                    FROM v WHERE x.id = v.id RETURNING x.*)
+       SELECT ${ROW_COLUMNS} FROM c ${JOINS}`,
+      [JSON.stringify(rows), who.userId, who.userName],
+    );
+  }
+
+  /** Batch fast path: insert() for many contacts in one statement, each with its contact.created event; answers id by lower(email). */
+  async insertMany(values: ContactValues[], who: Principal, tx: Tx): Promise<{ id: number; key: string }[]> {
+    if (!values.length) return [];
+    const rows = values.map((v) => ({
+      name: v.name,
+      email: v.email,
+      phone: v.phone,
+      company: v.company,
+      title: v.title,
+      owner_id: v.ownerId,
+      fields: v.fields ?? {},
+    }));
+    return tx.query(
+      `WITH c AS (INSERT INTO contacts (name, email, phone, company, title, owner_id, fields, created_by, created_by_user, modified_by, modified_by_user)
+                  SELECT v.name, v.email, v.phone, v.company, v.title, v.owner_id, v.fields, $2, $3, $2, $3
+                    FROM jsonb_to_recordset($1::jsonb) AS v(name text, email text, phone text, company text, title text, owner_id int, fields jsonb)
+                  RETURNING *),
+            r AS (SELECT ${ROW_COLUMNS} FROM c ${JOINS}),
+            e AS (${outboxInsertSql(`'contact.created'`, RECORD_JSON, 'NULL::jsonb', 'FROM r')})
+       SELECT r.id, lower(r.email) AS key FROM r`,
+      [JSON.stringify(rows), who.userId, who.userName],
+    );
   }
 
   async exists(id: number, tx?: Tx): Promise<boolean> {
@@ -108,12 +258,24 @@ export class ContactsRepository {
    */
   async insert(v: ContactValues, who: Principal, tx?: Tx): Promise<ContactRow> {
     const rows: ContactRow[] = await this.db(tx).query(
-      `WITH c AS (INSERT INTO contacts (name, email, phone, company, title, owner_id, fields, created_by, created_by_user)
-                  VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9) RETURNING *),
-            r AS (SELECT ${ROW_COLUMNS} FROM c LEFT JOIN users u ON u.id = c.owner_id),
+      `WITH c AS (INSERT INTO contacts (name, email, phone, company, title, owner_id, company_id, fields, created_by, created_by_user, modified_by, modified_by_user)
+                  VALUES ($1, $2, $3, ${companyValue('$4', '$10', '$11')}, $5, $6, $10, $7::jsonb, $8, $9, $8, $9) RETURNING *),
+            r AS (SELECT ${ROW_COLUMNS} FROM c ${JOINS}),
             e AS (${outboxInsertSql(`'contact.created'`, RECORD_JSON, 'NULL::jsonb', 'FROM r')})
        SELECT * FROM r`,
-      [v.name, v.email, v.phone, v.company, v.title, v.ownerId, JSON.stringify(v.fields ?? {}), who.userId, who.userName],
+      [
+        v.name,
+        v.email,
+        v.phone,
+        v.company,
+        v.title,
+        v.ownerId,
+        JSON.stringify(v.fields ?? {}),
+        who.userId,
+        who.userName,
+        v.companyId,
+        v.companyFromRef === true && v.companyId !== null,
+      ],
     );
     return rows[0];
   }
@@ -122,10 +284,23 @@ export class ContactsRepository {
   async update(id: number, v: ContactValues, who: Principal, tx?: Tx): Promise<ContactRow | null> {
     return first(
       await this.db(tx).query(
-        `WITH c AS (UPDATE contacts SET name = $1, email = $2, phone = $3, company = $4, title = $5, owner_id = $6, fields = $7::jsonb,
-                           modified_at = now(), modified_by = $8, modified_by_user = $9 WHERE id = $10 RETURNING *)
-         SELECT ${ROW_COLUMNS} FROM c LEFT JOIN users u ON u.id = c.owner_id`,
-        [v.name, v.email, v.phone, v.company, v.title, v.ownerId, JSON.stringify(v.fields ?? {}), who.userId, who.userName, id],
+        `WITH c AS (UPDATE contacts SET name = $1, email = $2, phone = $3, company = ${companyValue('$4', '$11', '$12')}, title = $5, owner_id = $6,
+                           company_id = $11, fields = $7::jsonb, modified_at = now(), modified_by = $8, modified_by_user = $9 WHERE id = $10 RETURNING *)
+         SELECT ${ROW_COLUMNS} FROM c ${JOINS}`,
+        [
+          v.name,
+          v.email,
+          v.phone,
+          v.company,
+          v.title,
+          v.ownerId,
+          JSON.stringify(v.fields ?? {}),
+          who.userId,
+          who.userName,
+          id,
+          v.companyId,
+          v.companyFromRef === true && v.companyId !== null,
+        ],
       ),
     );
   }
@@ -138,12 +313,66 @@ export class ContactsRepository {
     return first(
       await this.db(tx).query(
         `WITH c AS (DELETE FROM contacts WHERE id = $1 RETURNING *),
-              r AS (SELECT ${ROW_COLUMNS} FROM c LEFT JOIN users u ON u.id = c.owner_id),
+              r AS (SELECT ${ROW_COLUMNS} FROM c ${JOINS}),
               e AS (${outboxInsertSql(`'contact.deleted'`, RECORD_JSON, 'NULL::jsonb', 'FROM r')})
          SELECT * FROM r`,
         [id],
       ),
     );
+  }
+
+  /**
+   * Sets (`reason` not null) or clears (`reason` null) the sms do-not-contact entry of the target
+   * contacts, with one contact.updated event per contact that changed, in one statement (rows are
+   * locked, so concurrent changes apply one after the other). Setting keeps `since` when an entry
+   * exists; `onlyReasons` limits which existing entries a clear removes (null: any) and `onlyUnset`
+   * makes a set leave existing entries alone. Answers the contacts that changed.
+   */
+  async writeDnc(
+    target: DncTarget,
+    change: { reason: DncReason | null; comment: string | null; onlyReasons?: readonly DncReason[] | null; onlyUnset?: boolean },
+    who: DncAuthor,
+    tx?: Tx,
+  ): Promise<ContactRow[]> {
+    const where = 'id' in target ? 'id = $1' : 'phone = $1';
+    return this.db(tx).query(
+      `WITH o AS (SELECT id, dnc_sms_reason, dnc_sms_since, dnc_sms_comment FROM contacts
+                  WHERE ${where} AND ($7::boolean IS NOT TRUE OR dnc_sms_reason IS NULL) AND ($5::text[] IS NULL OR dnc_sms_reason = ANY($5::text[]))
+                  ORDER BY id FOR UPDATE),
+            c AS (UPDATE contacts t SET dnc_sms_reason = $2, dnc_sms_comment = $3,
+                         dnc_sms_since = CASE WHEN $2::text IS NULL THEN NULL ELSE coalesce(o.dnc_sms_since, now()) END,
+                         modified_at = now(), modified_by = $4, modified_by_user = $6
+                  FROM o WHERE t.id = o.id
+                    AND (o.dnc_sms_reason IS DISTINCT FROM $2 OR o.dnc_sms_comment IS DISTINCT FROM $3::text)
+                  RETURNING t.*, o.dnc_sms_reason AS old_reason, o.dnc_sms_since AS old_since, o.dnc_sms_comment AS old_comment),
+            r AS (SELECT ${ROW_COLUMNS}, c.old_reason, c.old_since, c.old_comment FROM c ${JOINS}),
+            e AS (${outboxInsertSql(
+              `'contact.updated'`,
+              RECORD_JSON,
+              `jsonb_build_object('doNotContact', ${dncJson('r.old_reason', 'r.old_since', 'r.old_comment')})`,
+              'FROM r ORDER BY r.id',
+            )})
+       SELECT * FROM r ORDER BY id`,
+      [
+        'id' in target ? target.id : target.phone,
+        change.reason,
+        change.comment,
+        who.userId,
+        change.onlyReasons ?? null,
+        who.userName,
+        change.onlyUnset ?? false,
+      ],
+    );
+  }
+
+  /** Which of these (E.164) phone numbers belong to a contact opted out of text messages. */
+  async optedOutPhones(phones: string[], tx?: Tx): Promise<Set<string>> {
+    if (!phones.length) return new Set();
+    const rows: { phone: string }[] = await this.db(tx).query(
+      `SELECT DISTINCT phone FROM contacts WHERE phone = ANY($1::text[]) AND dnc_sms_reason IS NOT NULL`,
+      [phones],
+    );
+    return new Set(rows.map((r) => r.phone));
   }
 
   /**
@@ -156,17 +385,104 @@ export class ContactsRepository {
     scope?: ContactListScope,
     scopeCount?: () => Promise<number>,
     spec: ListSpec = CONTACT_LIST_SPEC,
-  ): Promise<{ total: number; rows: ContactRow[] }> {
+  ): Promise<Omit<ListPage<ContactRow>, 'items'> & { rows: ContactRow[] }> {
     const qb = this.contacts.createQueryBuilder('c');
     scope?.(qb);
-    const { total, items } = await paginate(qb, q, spec, { scoped: scope !== undefined, scopeCount });
+    const { total, items, next } = await paginate(qb, q, spec, { scoped: scope !== undefined, scopeCount });
     const ownerIds = [...new Set(items.map((c) => c.ownerId).filter((id): id is number => id !== null))];
+    const companyIds = [...new Set(items.map((c) => c.companyId).filter((id): id is number => id !== null))];
     const names = new Map<number, string>();
-    if (ownerIds.length) {
-      // Read join on users (auth's table) for the owners' names.
-      const rows: { id: number; name: string }[] = await this.transactions.db.query(`SELECT id, name FROM users WHERE id = ANY($1)`, [ownerIds]);
-      for (const r of rows) names.set(r.id, r.name);
-    }
-    return { total, rows: items.map((c) => Object.assign(c, { ownerName: c.ownerId !== null ? (names.get(c.ownerId) ?? null) : null })) };
+    const companyNames = new Map<number, string>();
+    // Read joins on users (auth's table) for the owners' names and on companies for the companies' names.
+    const [owners, companies] = await Promise.all([
+      ownerIds.length ? this.transactions.db.query<{ id: number; name: string }[]>(`SELECT id, name FROM users WHERE id = ANY($1)`, [ownerIds]) : [],
+      companyIds.length ? this.transactions.db.query<{ id: number; name: string }[]>(`SELECT id, name FROM companies WHERE id = ANY($1)`, [companyIds]) : [],
+    ]);
+    for (const r of owners) names.set(r.id, r.name);
+    for (const r of companies) companyNames.set(r.id, r.name);
+    return {
+      total,
+      next,
+      rows: items.map((c) =>
+        Object.assign(c, {
+          ownerName: c.ownerId !== null ? (names.get(c.ownerId) ?? null) : null,
+          companyName: c.companyId !== null ? (companyNames.get(c.companyId) ?? null) : null,
+        }),
+      ),
+    };
+  }
+
+  /** Locks a company against deletion until `tx` ends (FOR KEY SHARE, what its foreign key check takes); nothing when it does not exist. */
+  async lockCompanyReference(companyId: number, tx: Tx): Promise<void> {
+    await tx.query(`SELECT 1 FROM companies WHERE id = $1 FOR KEY SHARE`, [companyId]);
+  }
+
+  /** Narrows a contacts query (alias `c`) to a company's contacts (index contacts_company_id_idx). */
+  companyScope(companyId: number): ContactListScope {
+    return (qb) => {
+      qb.andWhere('c.company_id = :companyId', { companyId });
+    };
+  }
+
+  /** Number of contacts of a company (an index-only count on contacts_company_id_idx). */
+  async countByCompany(companyId: number): Promise<number> {
+    const rows: { n: string }[] = await this.transactions.db.query(`SELECT count(*)::bigint AS n FROM contacts WHERE company_id = $1`, [companyId]);
+    return Number(rows[0].n);
+  }
+
+  /**
+   * Sets or clears the company of one locked contact without touching its other columns (company
+   * membership: POST /api/companies/{id}/contact/{contactId}/add|remove). Setting it also sets
+   * `company` to the company's name. Null when the row is gone.
+   */
+  async setCompany(id: number, companyId: number | null, who: Principal, tx: Tx): Promise<ContactRow | null> {
+    return first(
+      await tx.query(
+        `WITH c AS (UPDATE contacts SET company_id = $2::int, company = ${companyValue('company', '$2', '($2::int IS NOT NULL)')},
+                           modified_at = now(), modified_by = $3, modified_by_user = $4 WHERE id = $1 RETURNING *)
+         SELECT ${ROW_COLUMNS} FROM c ${JOINS}`,
+        [id, companyId, who.userId, who.userName],
+      ),
+    );
+  }
+
+  /**
+   * Detaches every contact of a company that is being deleted (one statement, whatever their
+   * number): companyId becomes null, modifiedAt now, and each gets its contact.updated event in the
+   * same statement. Answers how many were detached.
+   */
+  async detachCompany(companyId: number, companyName: string, who: Principal, tx: Tx): Promise<number> {
+    const rows: { n: number }[] = await tx.query(
+      `WITH c AS (UPDATE contacts SET company_id = NULL, modified_at = now(), modified_by = $2, modified_by_user = $3
+                   WHERE company_id = $1 RETURNING *),
+            r AS (SELECT ${ROW_COLUMNS} FROM c ${JOINS}),
+            e AS (${outboxInsertSql(
+              `'contact.updated'`,
+              RECORD_JSON,
+              `jsonb_build_object('companyId', $1::int, 'companyRef', jsonb_build_object('id', $1::int, 'name', $4::text))`,
+              'FROM r',
+            )})
+       SELECT count(*)::int AS n FROM r`,
+      [companyId, who.userId, who.userName, companyName],
+    );
+    return rows[0].n;
+  }
+
+  /**
+   * The backfill's second step (one statement, set-based): links every contact without a company
+   * whose `company` string names a company case-insensitively (trimmed; the lowest id when several
+   * companies share the name), writing contact.updated for each. Answers how many were linked.
+   */
+  async linkByCompanyName(who: { userId: number | null; userName: string }, tx: Tx): Promise<number> {
+    const rows: { n: number }[] = await tx.query(
+      `WITH m AS (SELECT DISTINCT ON (lower(name)) lower(name) AS key, id FROM companies ORDER BY lower(name), id),
+            c AS (UPDATE contacts t SET company_id = m.id, modified_at = now(), modified_by = $1, modified_by_user = $2
+                    FROM m WHERE t.company_id IS NULL AND t.company IS NOT NULL AND lower(btrim(t.company)) = m.key RETURNING t.*),
+            r AS (SELECT ${ROW_COLUMNS} FROM c ${JOINS}),
+            e AS (${outboxInsertSql(`'contact.updated'`, RECORD_JSON, `jsonb_build_object('companyId', NULL, 'companyRef', NULL)`, 'FROM r')})
+       SELECT count(*)::int AS n FROM r`,
+      [who.userId, who.userName],
+    );
+    return rows[0].n;
   }
 }

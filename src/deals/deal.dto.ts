@@ -101,6 +101,13 @@ export class CreateDealDto {
   @Min(1)
   @Max(2147483647)
   owner_id?: number | null;
+
+  /** Id of the company the deal is with (400 when it does not exist); null for none. Set to null when the company is deleted. */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(2147483647)
+  company_id?: number | null;
 }
 
 /** PATCH body: any subset of the create properties (title, value and contact_id must not be null). */
@@ -122,4 +129,5 @@ export class DealRecordDto extends AuditRecordDto {
   quantity: number;
   closed_at: string | null;
   owner_id: number | null;
+  company_id: number | null;
 }

@@ -42,11 +42,16 @@ export class Deal extends AuditedEntity {
 
   @Column({ name: 'owner_id', type: 'int', nullable: true })
   ownerId: number | null;
+
+  /** The company the deal is with; set to null when the company is deleted. */
+  @Column({ name: 'company_id', type: 'int', nullable: true })
+  companyId: number | null;
 }
 
 registerConstraints({
   deals_contact_id_fkey: { kind: 'reference', field: 'contact_id', target: 'contact' },
   deals_owner_id_fkey: { kind: 'reference', field: 'owner_id', target: 'user' },
+  deals_company_id_fkey: { kind: 'reference', field: 'company_id', target: 'company' },
   deals_value_check: { kind: 'check', field: 'value', message: 'must be 0 or more' },
   deals_probability_check: { kind: 'check', field: 'probability', message: 'must be from 0 to 100' },
   deals_status_check: { kind: 'check', field: 'status', message: 'must be open, won or lost' },

@@ -4,14 +4,16 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { CreateOrReplace, putOutcome } from '../common/put-status.js';
-import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
+import { ApiBatchAnswers, ApiEnvelope, ApiListQuery, ApiListSearch } from '../common/openapi.js';
+import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
+import { BatchWriteDto } from '../common/batch.dto.js';
 import type { Principal } from '../common/request.js';
 import { CreateDealDto, DealRecordDto, UpdateDealDto } from './deal.dto.js';
 import { DealsService, DEAL_LIST_SPEC } from './deals.service.js';
 
 const CLOSED_AT_RULE =
   'Moving a deal to won or lost without closed_at stamps closed_at with the current time; a deal already won or lost keeps its ' +
-  'closed_at; moving it back to open clears closed_at (a closed_at sent with status open is a 400). contact_id and owner_id must exist (400).';
+  'closed_at; moving it back to open clears closed_at (a closed_at sent with status open is a 400). contact_id, owner_id and company_id must exist (400).';
 
 @ApiTags('deals')
 @Controller('api/deals')
@@ -22,12 +24,25 @@ export class DealsController {
   @RequirePermission('deals:read')
   @ApiOperation({
     summary: 'List deals',
-    description: 'List parameters: search (title, stage, product), page, limit, orderBy, orderByDir; filters status (open, won, lost), contact_id, owner_id.',
+    description:
+      'List parameters: search (title, stage, product), page, limit, orderBy, orderByDir; filters status (open, won, lost), contact_id, owner_id, company_id.',
   })
   @ApiEnvelope('deals', DealRecordDto, { list: true })
   @ApiListQuery(DEAL_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.deals.list(query);
+  }
+
+  @Post('search')
+  @HttpCode(200)
+  @RequirePermission('deals:read')
+  @ApiOperation({
+    summary: 'Search deals: the list with its parameters as a JSON body (filter in its JSON form)',
+    description: 'Answers what the GET list answers.',
+  })
+  @ApiListSearch('deals', DealRecordDto, DEAL_LIST_SPEC)
+  search(@Body() body: ListSearchDto) {
+    return this.deals.list(searchQuery(body));
   }
 
   @Post(['new', '/'])
@@ -40,6 +55,22 @@ export class DealsController {
   @ApiEnvelope('deal', DealRecordDto, { status: 201 })
   async create(@Body() dto: CreateDealDto, @CurrentPrincipal() who: Principal) {
     return { deal: await this.deals.create(dto, who) };
+  }
+
+  @Post('batch')
+  @HttpCode(200)
+  @RequirePermission('deals:write')
+  @ApiOperation({
+    summary: 'Create, update, upsert or delete up to 500 deals in one request (one request against the plan limit)',
+    description:
+      'Each item is written exactly as its single-record route would write it (same validation, same events, same errors) in its own savepoint; ' +
+      'results come back in input order. `update`, `upsert` and `delete` items name their record by `id`; `upsert` without an id, or with one that does ' +
+      'not exist, creates (as PUT does). Mode delete needs `deals:delete`. Two items naming one id: the later fails 409. With `atomic: true` any failure ' +
+      'rolls the whole batch back (422 `batch_failed`).',
+  })
+  @ApiBatchAnswers()
+  batch(@Body() dto: BatchWriteDto, @CurrentPrincipal() who: Principal) {
+    return this.deals.batch(dto, who);
   }
 
   @Get(':id')

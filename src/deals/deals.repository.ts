@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
-import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
-import type { Tx } from '../database/transactions.js';
+import { type DataSource, In } from 'typeorm';
+import { type ListPage, type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import { returning, type Tx } from '../database/transactions.js';
 import { Deal } from './deal.entity.js';
 import { DEAL_STATUSES } from './deal.rules.js';
 
@@ -20,6 +20,7 @@ export const DEAL_LIST_SPEC: ListSpec = {
     quantity: 'd.quantity',
     closed_at: 'd.closed_at',
     owner_id: 'd.owner_id',
+    company_id: 'd.company_id',
     createdAt: 'd.created_at',
     modifiedAt: 'd.modified_at',
   },
@@ -29,7 +30,48 @@ export const DEAL_LIST_SPEC: ListSpec = {
     status: { type: 'string', column: 'd.status', values: DEAL_STATUSES },
     contact_id: { type: 'int', column: 'd.contact_id' },
     owner_id: { type: 'int', column: 'd.owner_id' },
+    company_id: { type: 'int', column: 'd.company_id' },
   },
+  filterable: {
+    id: { type: 'id', sql: 'd.id' },
+    title: { type: 'string', sql: 'd.title' },
+    value: { type: 'number', sql: 'd.value' },
+    contact_id: { type: 'id', sql: 'd.contact_id' },
+    expected_close_date: { type: 'date', sql: 'd.expected_close_date' },
+    stage: { type: 'string', sql: 'd.stage' },
+    probability: { type: 'int', sql: 'd.probability' },
+    status: { type: 'enum', sql: 'd.status', values: DEAL_STATUSES },
+    product: { type: 'string', sql: 'd.product' },
+    quantity: { type: 'int', sql: 'd.quantity' },
+    closed_at: { type: 'datetime', sql: 'd.closed_at' },
+    owner_id: { type: 'id', sql: 'd.owner_id' },
+    'owner.id': { type: 'id', sql: 'd.owner_id' },
+    company_id: { type: 'id', sql: 'd.company_id' },
+    'company.id': { type: 'id', sql: 'd.company_id' },
+    createdAt: { type: 'datetime', sql: 'd.created_at' },
+    modifiedAt: { type: 'datetime', sql: 'd.modified_at' },
+  },
+  properties: [
+    'id',
+    'title',
+    'value',
+    'contact_id',
+    'expected_close_date',
+    'stage',
+    'probability',
+    'status',
+    'product',
+    'quantity',
+    'closed_at',
+    'owner_id',
+    'company_id',
+    'createdAt',
+    'modifiedAt',
+    'createdBy',
+    'createdByUser',
+    'modifiedBy',
+    'modifiedByUser',
+  ],
 };
 
 /** Every query of the deals table. */
@@ -46,7 +88,7 @@ export class DealsRepository {
     return this.repo().create();
   }
 
-  list(q: ListQuery): Promise<{ total: number; items: Deal[] }> {
+  list(q: ListQuery): Promise<ListPage<Deal>> {
     return paginate(this.repo().createQueryBuilder('d'), q, DEAL_LIST_SPEC);
   }
 
@@ -66,6 +108,25 @@ export class DealsRepository {
    */
   async save(x: Deal, tx?: Tx): Promise<number> {
     return (await this.repo(tx).save(x)).id;
+  }
+
+  /** Locks a company against deletion until `tx` ends (FOR KEY SHARE, what the foreign key check takes); nothing when it does not exist. */
+  async lockCompanyReference(companyId: number, tx: Tx): Promise<void> {
+    await tx.query(`SELECT 1 FROM companies WHERE id = $1 FOR KEY SHARE`, [companyId]);
+  }
+
+  /**
+   * Detaches every deal of a company being deleted in one statement (company_id null, modifiedAt
+   * now); answers the deals as they are afterwards.
+   */
+  async detachCompany(companyId: number, who: { userId: number; userName: string }, tx: Tx): Promise<Deal[]> {
+    const rows = await returning<{ id: number }>(
+      tx,
+      `UPDATE deals SET company_id = NULL, modified_at = now(), modified_by = $2, modified_by_user = $3 WHERE company_id = $1 RETURNING id`,
+      [companyId, who.userId, who.userName],
+    );
+    if (!rows.length) return [];
+    return this.repo(tx).find({ where: { id: In(rows.map((r) => r.id)) }, order: { id: 'ASC' } });
   }
 
   async delete(id: number, tx?: Tx): Promise<boolean> {

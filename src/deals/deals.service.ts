@@ -2,7 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
 import { fieldError, notFound } from '../common/errors.js';
-import { parseListQuery } from '../common/list.js';
+import { listEnvelope, parseListQuery } from '../common/list.js';
+import { assertBatchPermission, type BatchAnswer, BatchRunner } from '../common/batch.js';
+import type { BatchWriteDto } from '../common/batch.dto.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
@@ -29,6 +31,7 @@ export function toDealRecord(d: Deal) {
     quantity: d.quantity,
     closed_at: iso(d.closedAt),
     owner_id: d.ownerId,
+    company_id: d.companyId,
     ...auditOut(d),
   };
 }
@@ -45,11 +48,13 @@ export class DealsService {
     private readonly deals: DealsRepository,
     private readonly transactions: Transactions,
     private readonly events: EventsService,
+    private readonly batches: BatchRunner,
   ) {}
 
   async list(query: Record<string, unknown>) {
-    const { total, items } = await this.deals.list(parseListQuery(query, DEAL_LIST_SPEC));
-    return { total, deals: items.map(toDealRecord) };
+    const q = parseListQuery(query, DEAL_LIST_SPEC);
+    const page = await this.deals.list(q);
+    return listEnvelope(q, 'deals', page, page.items.map(toDealRecord));
   }
 
   async get(id: number, tx?: Tx): Promise<DealRecord> {
@@ -71,9 +76,11 @@ export class DealsService {
   }
 
   /** Changes the given properties of the row, locked while it is read and written (parallel edits all land). */
-  async patch(id: number, dto: UpdateDealDto, who: Principal): Promise<DealRecord> {
+  async patch(id: number, dto: UpdateDealDto, who: Principal, outer?: Tx): Promise<DealRecord> {
     rejectNulls(dto, ['title', 'value', 'contact_id']);
     return this.transactions.run(async (tx) => {
+      // A company set here is locked before the deal, the order a company's deletion takes them in (no deadlock).
+      if (typeof dto.company_id === 'number') await this.deals.lockCompanyReference(dto.company_id, tx);
       const d = await this.deals.findForUpdate(id, tx);
       if (!d) throw notFound('Deal', id);
       const before = toDealRecord(d);
@@ -83,12 +90,14 @@ export class DealsService {
       await this.events.recordUpdate(tx, 'deal.updated', before, after);
       await this.recordTransitions(tx, before, after);
       return after;
-    });
+    }, outer);
   }
 
   /** PUT: full replace when the id exists (omitted optional properties reset to defaults), else a new deal. */
   async put(id: number, dto: CreateDealDto, who: Principal): Promise<{ created: boolean; deal: DealRecord }> {
     return this.transactions.run(async (tx) => {
+      // A company set here is locked before the deal, the order a company's deletion takes them in (no deadlock).
+      if (typeof dto.company_id === 'number') await this.deals.lockCompanyReference(dto.company_id, tx);
       const d = await this.deals.findForUpdate(id, tx);
       if (!d) return { created: true, deal: await this.create(dto, who, tx) };
       const before = toDealRecord(d);
@@ -102,14 +111,39 @@ export class DealsService {
   }
 
   /** Deletes the deal; one of parallel deletes succeeds, the others are 404s. */
-  async remove(id: number): Promise<DealRecord> {
+  async remove(id: number, outer?: Tx): Promise<DealRecord> {
     return this.transactions.run(async (tx) => {
       const d = await this.deals.findForUpdate(id, tx);
       if (!d || !(await this.deals.delete(id, tx))) throw notFound('Deal', id);
       const record = toDealRecord(d);
       await this.events.record(tx, 'deal.deleted', record);
       return record;
+    }, outer);
+  }
+
+  /** `POST /api/deals/batch`: up to 500 creates, updates, upserts (PUT-like) or deletes by id, each as its single-record route. */
+  batch(dto: BatchWriteDto, who: Principal): Promise<BatchAnswer> {
+    assertBatchPermission(dto, who, 'deals:delete');
+    return this.batches.runById(dto, {
+      createDto: CreateDealDto,
+      updateDto: UpdateDealDto,
+      create: (body, tx) => this.create(body as CreateDealDto, who, tx),
+      patch: (id, body, tx) => this.patch(id, body, who, tx),
+      remove: (id, tx) => this.remove(id, tx),
     });
+  }
+
+  /**
+   * Detaches every deal of a company being deleted, in the caller's transaction (the company is
+   * locked): company_id becomes null and each deal gets a deal.updated event. Answers how many.
+   */
+  async detachCompany(companyId: number, who: Principal, tx: Tx): Promise<number> {
+    const deals = await this.deals.detachCompany(companyId, who, tx);
+    await this.events.recordMany(
+      tx,
+      deals.map((d) => ({ type: 'deal.updated' as const, data: toDealRecord(d), previous: { company_id: companyId } })),
+    );
+    return deals.length;
   }
 
   /** deal.stage_changed when the stage changed; deal.won / deal.lost when the status became won / lost (on creation too). */
@@ -138,6 +172,7 @@ export class DealsService {
     if (given('status')) d.status = dto.status ?? DEFAULT_DEAL_STATUS;
     if (given('product')) d.product = dto.product ?? null;
     if (given('quantity')) d.quantity = dto.quantity ?? DEFAULT_DEAL_QUANTITY;
+    if (given('company_id')) d.companyId = dto.company_id ?? null;
     if (dto.owner_id !== undefined) d.ownerId = dto.owner_id;
     else if (replace) d.ownerId = who.userId;
     const supplied = dto.closed_at === undefined ? undefined : dto.closed_at === null ? null : parseIsoWithOffset(dto.closed_at);

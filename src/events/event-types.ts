@@ -5,9 +5,13 @@
  */
 export const EVENT_CATALOGUE = {
   'contact.created': 'A contact was created. data: the contact.',
-  'contact.updated': "A contact changed (properties or custom field values). data: the contact; previous: the changed properties' old values.",
+  'contact.updated':
+    "A contact changed (properties, custom field values, its company: companyId set or cleared, also by company membership, a company's deletion or the companies backfill; or its do-not-contact entries, e.g. after an SMS reply STOP). data: the contact; previous: the changed properties' old values.",
   'contact.deleted': 'A contact was deleted. data: the contact as it was.',
   'contact.owner_changed': "A contact's owner changed (written beside contact.updated). data: the contact; previous: { owner }.",
+  'company.created': 'A company was created (through the API or by the companies backfill). data: the company.',
+  'company.updated': "A company changed (properties or custom field values). data: the company; previous: the changed properties' old values.",
+  'company.deleted': 'A company was deleted (its contacts and deals were detached, each with its own update event). data: the company as it was.',
   'campaign.created': 'A campaign was created. data: the campaign.',
   'campaign.updated': "A campaign changed (including its completion by the scheduled job). data: the campaign; previous: the changed properties' old values.",
   'campaign.deleted': 'A campaign was deleted. data: the campaign as it was.',
@@ -29,6 +33,15 @@ export const EVENT_CATALOGUE = {
   'text_message.sent': 'The SMS provider accepted a text message. data: the message; previous: { status }.',
   'text_message.delivered': 'The provider reported a text message delivered. data: the message; previous: { status }.',
   'text_message.failed': 'Sending a text message failed for good. data: the message; previous: { status }.',
+  'text_message.canceled':
+    'A queued text message was canceled before it reached the provider (the recipient opted out: failureCode opted_out; or its broadcast was canceled: canceled). data: the message; previous: { status }.',
+  'broadcast.created': 'A text message broadcast was created. data: the broadcast.',
+  'broadcast.updated': "A draft or scheduled broadcast was edited. data: the broadcast; previous: the changed properties' old values.",
+  'broadcast.deleted': 'A broadcast was deleted. data: the broadcast as it was.',
+  'broadcast.sending':
+    'A broadcast was sent: its audience was resolved and one queued text message created per recipient (each with its own text_message.queued event). data: the broadcast (recipients, skipped); previous: { status }.',
+  'broadcast.completed': "None of a broadcast's messages is queued any more. data: the broadcast with its counts; previous: { status }.",
+  'broadcast.canceled': 'A broadcast was canceled; its unclaimed queued messages ended canceled. data: the broadcast; previous: { status }.',
   'report.completed': 'A report run finished and its result was stored (manual or scheduled). data: the report, with result: { id, generatedAt, trigger }.',
   'asset.created': 'An asset was created. data: the asset.',
   'asset.updated': "An asset changed (properties or its file). data: the asset; previous: the changed properties' old values.",

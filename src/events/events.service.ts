@@ -44,6 +44,14 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     return this.events.insert(tx, type, after, changedProperties(before, after) ?? {});
   }
 
+  /** recordUpdate for many records in one statement (a batch's set-based update), in the given order. */
+  recordUpdates(tx: Tx, type: EventType, changes: { before: object; after: object }[]): Promise<void> {
+    return this.events.insertMany(
+      tx,
+      changes.map((c) => ({ type, data: c.after, previous: changedProperties(c.before, c.after) ?? {} })),
+    );
+  }
+
   /** Writes several events in `tx` in one statement, in the given order. */
   recordMany(tx: Tx, events: { type: EventType; data: object; previous?: object | null }[]): Promise<void> {
     return this.events.insertMany(tx, events);

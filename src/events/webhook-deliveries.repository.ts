@@ -67,17 +67,17 @@ export class WebhookDeliveriesRepository {
     return tx ?? this.dataSource;
   }
 
-  /** One row per (webhook, event); a pair already present is skipped. Answers the new rows' ids. */
+  /** One row per (webhook, event); a pair already present is skipped. Answers the webhooks that got new rows. */
   async insertMany(rows: readonly NewDelivery[], tx: Tx): Promise<number[]> {
     if (!rows.length) return [];
-    const res: { id: number }[] = await tx.query(
+    const res: { webhookId: number }[] = await tx.query(
       `INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, sequence, body)
        SELECT * FROM unnest($1::int[], $2::uuid[], $3::text[], $4::bigint[], $5::text[])
        ON CONFLICT ON CONSTRAINT webhook_deliveries_webhook_event_uq DO NOTHING
-       RETURNING id::int AS id`,
+       RETURNING webhook_id AS "webhookId"`,
       [rows.map((r) => r.webhookId), rows.map((r) => r.eventId), rows.map((r) => r.eventType), rows.map((r) => r.sequence), rows.map((r) => r.body)],
     );
-    return res.map((r) => r.id);
+    return [...new Set(res.map((r) => r.webhookId))];
   }
 
   async find(webhookId: number, id: number, tx?: Tx): Promise<DeliveryRow | null> {
@@ -100,89 +100,119 @@ export class WebhookDeliveriesRepository {
   }
 
   /**
-   * Takes a due delivery for one attempt: only one run wins; a claim older than `staleMs` belongs to
-   * a worker that died mid-attempt and is taken over. A webhook has at most `perWebhook` attempts
-   * in flight, so one slow receiver cannot take every worker slot. Answers the row, or null.
+   * Takes up to `limit` due deliveries of one webhook, oldest first, under one claim token, in one
+   * statement: rows another run holds are skipped; a claim older than `staleMs` (not renewed by
+   * `renewClaims`) belongs to a worker that died mid-batch and is taken over. Answers the rows in
+   * sequence order.
    */
-  async claim(id: number, token: string, staleMs: number, perWebhook: number): Promise<DeliveryRow | null> {
+  async claimBatch(webhookId: number, token: string, staleMs: number, limit: number): Promise<DeliveryRow[]> {
     const rows: DeliveryRow[] = await returning(
       this.db(),
-      `UPDATE webhook_deliveries d SET claim_token = $2, claimed_at = now()
-       WHERE d.id = $1 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= now() + interval '1 second'
-         AND (d.claim_token IS NULL OR d.claimed_at < now() - $3 * interval '1 millisecond')
-         AND (SELECT count(*) FROM webhook_deliveries o
-              WHERE o.webhook_id = d.webhook_id AND o.claim_token IS NOT NULL AND o.claimed_at >= now() - $3 * interval '1 millisecond') < $4
+      // The rows are picked once, in a materialized CTE: a LIMIT inside `IN (subquery)` may be re-run by the planner.
+      `WITH picked AS MATERIALIZED (
+         SELECT id AS picked_id FROM webhook_deliveries
+         WHERE webhook_id = $1 AND status IN ('pending', 'failed') AND next_attempt_at <= now() + interval '200 milliseconds'
+           AND (claim_token IS NULL OR claimed_at < now() - $3 * interval '1 millisecond')
+         ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED)
+       UPDATE webhook_deliveries d SET claim_token = $2, claimed_at = now()
+       FROM picked WHERE d.id = picked.picked_id
        RETURNING ${COLUMNS}`,
-      [id, token, staleMs, perWebhook],
+      [webhookId, token, staleMs, limit],
     );
-    return rows[0] ?? null;
+    return rows.sort((a, b) => a.id - b.id);
   }
 
-  /** True when the delivery is due and free, so that only its webhook's in-flight limit kept it from being claimed. */
-  async waitingForSlot(id: number, staleMs: number): Promise<boolean> {
-    const rows: unknown[] = await this.db().query(
-      `SELECT 1 FROM webhook_deliveries WHERE id = $1 AND status IN ('pending', 'failed') AND next_attempt_at <= now() + interval '1 second'
-         AND (claim_token IS NULL OR claimed_at < now() - $2 * interval '1 millisecond')`,
-      [id, staleMs],
-    );
-    return rows.length > 0;
-  }
-
-  /** Appends an attempt and sets the outcome, only while our claim holds; false when it no longer does. */
-  async recordAttempt(id: number, token: string, attempt: DeliveryAttempt, status: DeliveryStatus, nextAttemptAt: Date | null, tx?: Tx): Promise<boolean> {
-    const rows = await returning(
-      this.db(tx),
-      `UPDATE webhook_deliveries SET attempts = attempts || jsonb_build_array($3::jsonb), attempt_count = attempt_count + 1,
-         status = $4, next_attempt_at = $5, last_error = $6, claim_token = NULL, claimed_at = NULL,
-         completed_at = CASE WHEN $4 IN ('succeeded', 'dead') THEN now() END
-       WHERE id = $1 AND claim_token = $2 RETURNING id`,
-      [id, token, JSON.stringify(attempt), status, nextAttemptAt, attempt.error ?? (status === 'succeeded' ? null : `HTTP ${attempt.code}`)],
-    );
-    return rows.length > 0;
-  }
-
-  /** Ends a claimed delivery without an attempt (its webhook was disabled or deleted meanwhile). */
-  async markDead(id: number, token: string, reason: string, tx?: Tx): Promise<void> {
-    await this.db(tx).query(
-      `UPDATE webhook_deliveries SET status = 'dead', last_error = $3, next_attempt_at = NULL, claim_token = NULL, claimed_at = NULL, completed_at = now()
-       WHERE id = $1 AND claim_token = $2`,
-      [id, token, reason],
-    );
-  }
-
-  /** Queues a delivery again now, with a fresh 72 h window; answers its attempt count (the job's generation). */
-  async requeue(webhookId: number, id: number, tx?: Tx): Promise<{ id: number; attemptCount: number } | null> {
-    const rows: { id: number; attemptCount: number }[] = await returning(
-      this.db(tx),
-      `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), window_started_at = now(), completed_at = NULL,
-         claim_token = NULL, claimed_at = NULL
-       WHERE id = $1 AND webhook_id = $2 RETURNING id::int AS id, attempt_count AS "attemptCount"`,
-      [id, webhookId],
-    );
-    return rows[0] ?? null;
-  }
-
-  /** Queues every dead delivery of a webhook again (on re-enabling it). */
-  async requeueDead(webhookId: number, tx?: Tx): Promise<{ id: number; attemptCount: number }[]> {
-    return returning(
-      this.db(tx),
-      `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), window_started_at = now(), completed_at = NULL,
-         claim_token = NULL, claimed_at = NULL
-       WHERE webhook_id = $1 AND status = 'dead' RETURNING id::int AS id, attempt_count AS "attemptCount"`,
-      [webhookId],
-    );
+  /** Keeps a batch's claims live while its requests run (a claim not renewed goes stale). */
+  async renewClaims(webhookId: number, token: string): Promise<void> {
+    await this.db().query(`UPDATE webhook_deliveries SET claimed_at = now() WHERE webhook_id = $1 AND claim_token = $2`, [webhookId, token]);
   }
 
   /**
-   * Deliveries that are due and not being attempted (never queued because the broker was down, a
-   * lost job, or a claim left by a worker that died): the recovery sweep queues them again.
+   * Appends one attempt to each delivery and sets its outcome, in one statement, only where our
+   * claim still holds (a manual retry meanwhile released it); answers the ids recorded.
    */
-  due(staleMs: number, graceMs: number, limit: number): Promise<{ id: number; attemptCount: number; nextAttemptAt: Date }[]> {
+  async recordAttempts(
+    token: string,
+    outcomes: readonly { id: number; attempt: DeliveryAttempt; status: DeliveryStatus; nextAttemptAt: Date | null }[],
+    tx?: Tx,
+  ): Promise<number[]> {
+    if (!outcomes.length) return [];
+    const rows: { id: number }[] = await returning(
+      this.db(tx),
+      `UPDATE webhook_deliveries d SET attempts = d.attempts || jsonb_build_array(u.attempt::jsonb), attempt_count = d.attempt_count + 1,
+         status = u.status, next_attempt_at = u.next::timestamptz, last_error = u.error, claim_token = NULL, claimed_at = NULL,
+         completed_at = CASE WHEN u.status IN ('succeeded', 'dead') THEN now() END
+       FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(id, attempt, status, next, error)
+       WHERE d.id = u.id AND d.claim_token = $1 RETURNING d.id::int AS id`,
+      [
+        token,
+        outcomes.map((o) => o.id),
+        outcomes.map((o) => JSON.stringify(o.attempt)),
+        outcomes.map((o) => o.status),
+        outcomes.map((o) => (o.nextAttemptAt ? o.nextAttemptAt.toISOString() : null)),
+        outcomes.map((o) => o.attempt.error ?? (o.status === 'succeeded' ? null : `HTTP ${o.attempt.code}`)),
+      ],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * When the next delivery of a webhook that nobody holds falls due (null: none waits): the drain
+   * job is queued again for then.
+   */
+  async nextDue(webhookId: number): Promise<Date | null> {
+    const rows: { at: Date | null }[] = await this.db().query(
+      `SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE webhook_id = $1 AND status IN ('pending', 'failed') AND claim_token IS NULL`,
+      [webhookId],
+    );
+    return rows[0]?.at ?? null;
+  }
+
+  /** Ends claimed deliveries without an attempt (their webhook was disabled or deleted meanwhile). */
+  async markDead(token: string, ids: readonly number[], reason: string, tx?: Tx): Promise<void> {
+    if (!ids.length) return;
+    await this.db(tx).query(
+      `UPDATE webhook_deliveries SET status = 'dead', last_error = $3, next_attempt_at = NULL, claim_token = NULL, claimed_at = NULL, completed_at = now()
+       WHERE id = ANY($2::bigint[]) AND claim_token = $1`,
+      [token, ids, reason],
+    );
+  }
+
+  /** Makes a delivery due again now, with a fresh 72 h window (a claim on it is released); false when absent. */
+  async requeue(webhookId: number, id: number, tx?: Tx): Promise<boolean> {
+    const rows: { id: number }[] = await returning(
+      this.db(tx),
+      `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), window_started_at = now(), completed_at = NULL,
+         claim_token = NULL, claimed_at = NULL
+       WHERE id = $1 AND webhook_id = $2 RETURNING id::int AS id`,
+      [id, webhookId],
+    );
+    return rows.length > 0;
+  }
+
+  /** Makes every dead delivery of a webhook due again (on re-enabling it); answers how many. */
+  async requeueDead(webhookId: number, tx?: Tx): Promise<number> {
+    const rows: { id: number }[] = await returning(
+      this.db(tx),
+      `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), window_started_at = now(), completed_at = NULL,
+         claim_token = NULL, claimed_at = NULL
+       WHERE webhook_id = $1 AND status = 'dead' RETURNING id::int AS id`,
+      [webhookId],
+    );
+    return rows.length;
+  }
+
+  /**
+   * Webhooks with deliveries that are due and not being attempted (never queued because the broker
+   * was down, a lost job, or a claim left by a worker that died): the recovery sweep queues their
+   * drain jobs again.
+   */
+  dueWebhooks(staleMs: number, graceMs: number, limit: number): Promise<{ webhookId: number }[]> {
     return this.db().query(
-      `SELECT id::int AS id, attempt_count AS "attemptCount", next_attempt_at AS "nextAttemptAt" FROM webhook_deliveries
+      `SELECT DISTINCT webhook_id AS "webhookId" FROM webhook_deliveries
        WHERE status IN ('pending', 'failed') AND next_attempt_at <= now() - $2 * interval '1 millisecond'
          AND (claim_token IS NULL OR claimed_at < now() - $1 * interval '1 millisecond')
-       ORDER BY next_attempt_at LIMIT $3`,
+       LIMIT $3`,
       [staleMs, graceMs, limit],
     );
   }

@@ -1,26 +1,36 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import type { Agent } from 'node:http';
 import { iso, isoRequired } from '../common/dates.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Transactions } from '../database/transactions.js';
 import { JOB_IDS } from '../jobs/job-names.js';
-import { DeferJobError, JobQueue } from '../jobs/job-queue.js';
+import { JobQueue } from '../jobs/job-queue.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
 import { signatureHeaders } from './signature.js';
 import { type DeliveryAttempt, type DeliveryRow, type DeliveryStatus, WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
-import { DISABLE_AFTER_MS, nextAttemptAt, verdictFor } from './webhook-retry.js';
-import { postWebhook, type SendOutcome } from './webhook-sender.js';
+import { type AttemptVerdict, DISABLE_AFTER_MS, nextAttemptAt, verdictFor } from './webhook-retry.js';
+import { postWebhook, type SendOutcome, targetAgent } from './webhook-sender.js';
 import { resolveTarget, type UrlRules, WebhookUrlError } from './webhook-url.js';
 import type { Webhook } from './webhook.entity.js';
 import { WebhooksRepository } from './webhooks.repository.js';
 
-/** A claim older than the request timeout plus this margin belongs to a worker that died mid-attempt. */
+/** A claim not renewed for the request timeout plus this margin belongs to a worker that died mid-batch. */
 const CLAIM_MARGIN_MS = 5_000;
+/** Deliveries one claim takes (one statement), sent together and recorded together (one statement). */
+export const DRAIN_BATCH = 100;
+/** Claim-send-record loops a drain run keeps going at once, each with DRAIN_CONCURRENCY / DRAIN_LANES requests in flight. */
+const DRAIN_LANES = 2;
 /**
- * Attempts in flight per webhook (a worker runs up to 32 at once, bullmq.job-queue.ts): a receiver
- * that hangs holds at most this many slots while the other webhooks' deliveries go on.
+ * Requests in flight per drain run, over at most this many kept-alive connections: a receiver that
+ * hangs holds one worker slot (two while a follow-up run overlaps) and this many sockets per run,
+ * while other webhooks' drain jobs run in the other slots. Throughput per webhook is about this
+ * many divided by the receiver's answer time.
  */
-export const MAX_IN_FLIGHT_PER_WEBHOOK = 4;
+export const DRAIN_CONCURRENCY = 16;
+/** One run of a drain job handles at most this many deliveries or this long, then queues a follow-up. */
+const DRAIN_RUN_MAX_DELIVERIES = 2_000;
+const DRAIN_RUN_MAX_MS = 30_000;
 
 /** The one mapper from a stored delivery to the API record. */
 export function toDeliveryRecord(d: DeliveryRow) {
@@ -48,13 +58,18 @@ export function signingSecrets(w: Pick<Webhook, 'secret' | 'previousSecret' | 'p
 }
 
 /**
- * Runs delivery attempts. Each attempt is one `webhooks.deliver` job: it claims the delivery row
- * (one run wins; a claim left by a worker that died is taken over after the request timeout + 5 s),
- * checks the target again (DNS may have changed since creation), POSTs the signed body, and
- * records the attempt with the outcome in one transaction with the webhook's failure clock,
- * disabling it (and notifying its owner) on a 410 or after 72 h without a success. A retry is a
- * new job queued after the commit; deliveries that are due but have no job (broker down, worker
- * restart, in-process runner) are queued again by the dispatcher's sweep.
+ * Sends deliveries. A webhook's due deliveries are sent by its drain job (`webhooks.drain`, one job
+ * id per webhook): a run claims batches of up to 100 due deliveries in sequence order, each in one
+ * statement (one token; rows another run holds are skipped; claims are renewed while the batch
+ * runs, so a claim left by a worker that died goes stale after the request timeout + 5 s and is
+ * taken over), reads the webhook and checks its target once per batch (DNS may have changed since
+ * creation), POSTs the signed bodies with at most 16 in flight in all (two batch loops of 8) over
+ * kept-alive connections to the checked address, then records
+ * every attempt in one statement, with the webhook's failure clock, in one transaction (disabling
+ * it and notifying its owner on a 410 or after 72 h without a success). It repeats while deliveries
+ * are due (at most 2,000 or 30 s per run, then it queues a follow-up), and finally queues itself for
+ * when the next retry falls due. Deliveries that are due but have no live claim (a lost job, Redis
+ * down, a worker that died) are queued again by the dispatcher's sweep.
  */
 @Injectable()
 export class WebhookDeliveriesService {
@@ -77,20 +92,21 @@ export class WebhookDeliveriesService {
     return this.config.webhookTimeoutMs + CLAIM_MARGIN_MS;
   }
 
-  /** Queues one attempt of a delivery (duplicates of the same attempt are suppressed). */
-  async enqueue(id: number, attemptCount: number, delayMs = 0, manual = false): Promise<void> {
-    // A manual retry gets a job of its own: a retry already scheduled for later must not hold it back.
-    const jobId = JOB_IDS.webhookDeliver(id, attemptCount) + (manual ? `:m${Date.now()}` : '');
-    await this.jobs.enqueue('webhooks.deliver', { deliveryId: id, attempt: attemptCount }, { jobId, delayMs });
+  /**
+   * Queues a webhook's drain job to run `delayMs` from now: one already queued for later is brought
+   * forward, and one running gets a follow-up run, so work added meanwhile is never left behind.
+   */
+  async queueDrain(webhookId: number, delayMs = 0): Promise<void> {
+    await this.jobs.enqueue('webhooks.drain', { webhookId }, { jobId: JOB_IDS.webhookDrain(webhookId), delayMs: Math.max(0, delayMs), rerun: true });
   }
 
-  /** Queues what was just written, without failing the caller: the sweep queues what could not be. */
-  async enqueueQuietly(rows: readonly { id: number; attemptCount: number }[]): Promise<void> {
-    for (const r of rows) {
+  /** Queues the drains of webhooks that just got work, without failing the caller: the sweep queues what could not be. */
+  async queueDrainsQuietly(webhookIds: readonly number[]): Promise<void> {
+    for (const id of webhookIds) {
       try {
-        await this.enqueue(r.id, r.attemptCount);
+        await this.queueDrain(id);
       } catch (e) {
-        this.logger.warn({ msg: 'could not queue a webhook delivery; the sweep will', deliveryId: r.id, err: (e as Error).message });
+        this.logger.warn({ msg: 'could not queue a webhook drain; the sweep will', webhookId: id, err: (e as Error).message });
         return;
       }
     }
@@ -103,54 +119,189 @@ export class WebhookDeliveriesService {
       target = await resolveTarget(w.url, this.urlRules);
     } catch (e) {
       if (!(e instanceof WebhookUrlError)) throw e;
-      return { status: null, durationMs: 0, error: `target refused: ${e.message}`, excerpt: '', retryAfterMs: null };
+      return refused(e);
     }
     return postWebhook(target, signatureHeaders(signingSecrets(w), eventId, body), body, this.config.webhookTimeoutMs);
   }
 
-  /** One attempt of one delivery (the `webhooks.deliver` job). */
-  async attempt(deliveryId: number): Promise<void> {
-    const token = randomUUID();
-    const d = await this.deliveries.claim(deliveryId, token, this.claimStaleMs, MAX_IN_FLIGHT_PER_WEBHOOK);
-    if (!d) {
-      // Its webhook has its share of attempts in flight: come back shortly, without using an attempt.
-      if (await this.deliveries.waitingForSlot(deliveryId, this.claimStaleMs))
-        throw new DeferJobError('webhook at its in-flight limit', 500 + Math.floor(Math.random() * 500));
-      return; // done, not due yet (its own job or the sweep comes later), or another run has it
-    }
-    const w = await this.webhooks.findRecord(d.webhookId);
-    if (!w || !w.isActive) {
-      await this.deliveries.markDead(d.id, token, w ? 'webhook disabled' : 'webhook deleted');
+  /**
+   * One run of a webhook's drain job: batch after batch while deliveries are due, in DRAIN_LANES
+   * loops at once (while one waits for the database, the other sends). In each loop a batch's
+   * outcomes are recorded while its next batch is claimed and sent.
+   */
+  async drain(webhookId: number): Promise<void> {
+    const started = Date.now();
+    const agents = new Map<string, Agent>();
+    let handled = 0;
+    let stop = false;
+    let more = false;
+    const loop = async () => {
+      let recording: Promise<Error | null> | null = null;
+      const recorded = async () => {
+        const failed = recording ? await recording : null;
+        recording = null;
+        if (failed) throw failed;
+      };
+      try {
+        while (!stop) {
+          if (handled >= DRAIN_RUN_MAX_DELIVERIES || Date.now() - started >= DRAIN_RUN_MAX_MS) {
+            more = true;
+            break;
+          }
+          const batch = await this.claimAndSend(webhookId, agents);
+          await recorded();
+          if (!batch) break;
+          handled += batch.size;
+          // Settled into a value, so that a failure is thrown here rather than left unhandled meanwhile.
+          recording = batch.record().then(
+            () => null,
+            (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
+          );
+          if (batch.gone) stop = true; // the webhook is being disabled: nothing more to send
+        }
+        await recorded();
+      } catch (e) {
+        stop = true;
+        throw e;
+      } finally {
+        await recording;
+      }
+    };
+    const ended = await Promise.allSettled(Array.from({ length: DRAIN_LANES }, loop));
+    for (const a of agents.values()) a.destroy();
+    for (const r of ended) if (r.status === 'rejected') throw r.reason;
+    if (more) {
+      // Let other jobs have this slot; the follow-up goes on where this run stopped.
+      await this.queueDrain(webhookId);
       return;
     }
-    const out = await this.send(w, d.eventId, d.body);
-    const now = new Date();
-    const verdict = verdictFor(out.status);
-    const n = d.attemptCount + 1;
-    const next = verdict === 'retry' ? nextAttemptAt(n, d.windowStartedAt, now, this.config.webhookRetryFirstDelayMs, out.retryAfterMs) : null;
-    const status: DeliveryStatus = verdict === 'succeeded' ? 'succeeded' : next ? 'failed' : 'dead';
-    const attempt: DeliveryAttempt = {
-      attempt: n,
-      at: now.toISOString(),
-      code: out.status,
-      durationMs: out.durationMs,
-      error: out.error ?? (verdict === 'succeeded' ? null : `HTTP ${out.status}`),
-      response: out.excerpt,
-      nextAttemptAt: next ? next.toISOString() : null,
-    };
-    const recorded = await this.transactions.run(async (tx) => {
-      if (!(await this.deliveries.recordAttempt(d.id, token, attempt, status, next, tx))) return false;
-      if (verdict === 'succeeded') {
-        await this.webhooks.markSuccess(w.id, tx);
-        return true;
+    const next = await this.deliveries.nextDue(webhookId);
+    if (next) await this.queueDrain(webhookId, next.getTime() - Date.now());
+  }
+
+  /**
+   * Claims one batch and sends it; answers null when none was due, else the batch's size, whether
+   * the receiver answered 410, and how to record it (which also ends the renewal of its claims).
+   */
+  private async claimAndSend(webhookId: number, agents: Map<string, Agent>): Promise<{ size: number; gone: boolean; record: () => Promise<void> } | null> {
+    const token = randomUUID();
+    const batch = await this.deliveries.claimBatch(webhookId, token, this.claimStaleMs, DRAIN_BATCH);
+    if (!batch.length) return null;
+    const renew = setInterval(
+      () => void this.deliveries.renewClaims(webhookId, token).catch(() => undefined),
+      Math.max(500, Math.floor(this.claimStaleMs / 3)),
+    );
+    renew.unref?.();
+    const done = <T>(p: Promise<T>) => p.finally(() => clearInterval(renew));
+    try {
+      const w = await this.webhooks.findRecord(webhookId);
+      if (!w || !w.isActive) {
+        const reason = w ? 'webhook disabled' : 'webhook deleted';
+        return {
+          size: batch.length,
+          gone: false,
+          record: () =>
+            done(
+              this.deliveries.markDead(
+                token,
+                batch.map((d) => d.id),
+                reason,
+              ),
+            ),
+        };
       }
-      const clock = await this.webhooks.markFailure(w.id, DISABLE_AFTER_MS, tx);
-      const reason =
-        verdict === 'gone'
-          ? 'the receiver answered 410 Gone'
-          : clock?.due
-            ? `no successful delivery for 72 hours (failing since ${clock.failingSince.toISOString()})`
-            : null;
+      const results = await this.sendBatch(w, batch, agents);
+      const gone = [...results.values()].some((o) => o.status === 410);
+      return { size: batch.length, gone, record: () => done(this.record(w, token, batch, results)) };
+    } catch (e) {
+      clearInterval(renew);
+      throw e;
+    }
+  }
+
+  /**
+   * Sends a batch to its webhook's target, checked once for the batch, at most DRAIN_CONCURRENCY at
+   * once over kept-alive connections to the checked address (one agent per checked address, kept
+   * for the run). After a 410 no further request of the batch is sent (the webhook is being disabled).
+   */
+  private async sendBatch(w: Webhook, batch: readonly DeliveryRow[], agents: Map<string, Agent>): Promise<Map<number, SendOutcome>> {
+    const results = new Map<number, SendOutcome>();
+    let target;
+    try {
+      target = await resolveTarget(w.url, this.urlRules);
+    } catch (e) {
+      if (!(e instanceof WebhookUrlError)) throw e;
+      for (const d of batch) results.set(d.id, refused(e));
+      return results;
+    }
+    const checked = target;
+    const key = `${checked.url.origin} ${checked.address}`;
+    let agent = agents.get(key);
+    if (!agent) {
+      agent = targetAgent(checked, DRAIN_CONCURRENCY);
+      agents.set(key, agent);
+    }
+    const pool = agent;
+    const secrets = signingSecrets(w);
+    let next = 0;
+    let gone = false;
+    const lane = async () => {
+      while (!gone && next < batch.length) {
+        const d = batch[next++];
+        const out = await postWebhook(checked, signatureHeaders(secrets, d.eventId, d.body), d.body, this.config.webhookTimeoutMs, pool);
+        results.set(d.id, out);
+        if (out.status === 410) gone = true;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(DRAIN_CONCURRENCY / DRAIN_LANES, batch.length) }, lane));
+    return results;
+  }
+
+  /**
+   * Records a batch's attempts (one statement) with the webhook's failure clock, in one transaction:
+   * a success stops the clock; failures start it, and a 410 or 72 h without a success disables the
+   * webhook and notifies its owner. Deliveries of the batch left unsent after a 410 are dead.
+   */
+  private async record(w: Webhook, token: string, batch: readonly DeliveryRow[], results: Map<number, SendOutcome>): Promise<void> {
+    const now = new Date();
+    const outcomes: { id: number; attempt: DeliveryAttempt; status: DeliveryStatus; nextAttemptAt: Date | null; verdict: AttemptVerdict }[] = [];
+    const unsent: number[] = [];
+    for (const d of batch) {
+      const out = results.get(d.id);
+      if (!out) {
+        unsent.push(d.id);
+        continue;
+      }
+      const verdict = verdictFor(out.status);
+      const n = d.attemptCount + 1;
+      const next = verdict === 'retry' ? nextAttemptAt(n, d.windowStartedAt, now, this.config.webhookRetryFirstDelayMs, out.retryAfterMs) : null;
+      const status: DeliveryStatus = verdict === 'succeeded' ? 'succeeded' : next ? 'failed' : 'dead';
+      outcomes.push({
+        id: d.id,
+        verdict,
+        status,
+        nextAttemptAt: next,
+        attempt: {
+          attempt: n,
+          at: now.toISOString(),
+          code: out.status,
+          durationMs: out.durationMs,
+          error: out.error ?? (verdict === 'succeeded' ? null : `HTTP ${out.status}`),
+          response: out.excerpt,
+          nextAttemptAt: next ? next.toISOString() : null,
+        },
+      });
+    }
+    await this.transactions.run(async (tx) => {
+      const recorded = new Set(await this.deliveries.recordAttempts(token, outcomes, tx));
+      const verdicts = outcomes.filter((o) => recorded.has(o.id)).map((o) => o.verdict);
+      const succeeded = verdicts.includes('succeeded');
+      let reason = verdicts.includes('gone') ? 'the receiver answered 410 Gone' : null;
+      if (succeeded) await this.webhooks.markSuccess(w.id, tx);
+      else if (verdicts.length) {
+        const clock = await this.webhooks.markFailure(w.id, DISABLE_AFTER_MS, tx);
+        if (!reason && clock?.due) reason = `no successful delivery for 72 hours (failing since ${clock.failingSince.toISOString()})`;
+      }
       if (reason && (await this.webhooks.disable(w.id, reason, tx)) && w.createdBy !== null) {
         await this.notifications.notify(
           w.createdBy,
@@ -160,22 +311,21 @@ export class WebhookDeliveriesService {
           tx,
         );
       }
-      return true;
+      await this.deliveries.markDead(token, unsent, 'webhook disabled', tx);
     });
-    if (recorded && next) {
-      await this.enqueue(d.id, n, next.getTime() - Date.now()).catch((e: unknown) =>
-        this.logger.warn({ msg: 'could not queue a webhook retry; the sweep will', deliveryId: d.id, err: (e as Error).message }),
-      );
-    }
   }
 
   /**
-   * Queues deliveries that are due and have no live attempt (at most 500 per call: the rest stay
-   * due until the next sweep); answers how many.
+   * Queues the drain jobs of webhooks whose deliveries are due and have no live claim (at most 500
+   * webhooks per call: the rest stay due until the next sweep); answers how many.
    */
   async sweep(graceMs: number): Promise<number> {
-    const rows = await this.deliveries.due(this.claimStaleMs, graceMs, 500);
-    for (const r of rows) await this.enqueue(r.id, r.attemptCount);
+    const rows = await this.deliveries.dueWebhooks(this.claimStaleMs, graceMs, 500);
+    for (const r of rows) await this.queueDrain(r.webhookId);
     return rows.length;
   }
+}
+
+function refused(e: WebhookUrlError): SendOutcome {
+  return { status: null, durationMs: 0, error: `target refused: ${e.message}`, excerpt: '', retryAfterMs: null };
 }

@@ -10,9 +10,9 @@ import { WebhooksRepository } from './webhooks.repository.js';
 
 /** Events read per dispatch pass. */
 const DISPATCH_BATCH = 500;
-/** How often due deliveries without a job are queued again. */
+/** How often the drains of webhooks with due deliveries and no live claim are queued again. */
 const SWEEP_EVERY_MS = 5_000;
-/** A delivery due for less than this is left to its own job. */
+/** A delivery due for less than this is left to its webhook's drain job. */
 const SWEEP_GRACE_MS = 2_000;
 
 /**
@@ -20,9 +20,10 @@ const SWEEP_GRACE_MS = 2_000;
  * runner, every process). A pass locks the one-row cursor (FOR UPDATE SKIP LOCKED: one
  * dispatcher at a time across processes), reads the events after it from EventsService.after,
  * inserts one delivery per matching active webhook (unique per webhook and event, so a repeated
- * pass adds nothing) and advances the cursor, in one transaction; then it queues one job per new
- * delivery. A crash between the commit and the queueing loses nothing: the sweep queues every due
- * delivery that has no live attempt, on worker start and every 5 s.
+ * pass adds nothing) and advances the cursor, in one transaction; then it queues the drain job of
+ * each webhook that got deliveries (one per webhook, not one per delivery). A crash between the
+ * commit and the queueing loses nothing: the sweep queues the drain of every webhook with a due
+ * delivery that has no live claim, on worker start and every 5 s.
  */
 @Injectable()
 export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
@@ -44,7 +45,7 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
   ) {}
 
   onModuleInit(): void {
-    this.jobs.handle('webhooks.deliver', (p) => this.delivery.attempt(p.deliveryId));
+    this.jobs.handle('webhooks.drain', (p) => this.delivery.drain(p.webhookId));
     this.jobs.onWorkerStart('webhooks: dispatch events and queue due deliveries', async () => {
       if (this.stopped) return;
       await this.delivery.sweep(0);
@@ -98,17 +99,20 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
       const rows: NewDelivery[] = [];
       for (const e of events) {
         let body: string | null = null;
+        const occurredMs = Date.parse(e.occurredAt);
         for (const s of subs) {
+          // A webhook receives the events that occurred since it was created, not the backlog before it.
+          if (occurredMs < s.createdMs) continue;
           if (!s.events.includes('*') && !s.events.includes(e.type)) continue;
           body ??= JSON.stringify({ id: e.id, type: e.type, occurredAt: e.occurredAt, sequence: e.sequence, data: e.data, previous: e.previous });
           rows.push({ webhookId: s.id, eventId: e.id, eventType: e.type, sequence: e.sequence, body });
         }
       }
-      const ids = await this.deliveries.insertMany(rows, tx);
+      const webhookIds = await this.deliveries.insertMany(rows, tx);
       await this.webhooks.advanceCursor(events[events.length - 1].sequence, tx);
-      return ids;
+      return webhookIds;
     });
-    await this.delivery.enqueueQuietly(created.map((id) => ({ id, attemptCount: 0 })));
+    await this.delivery.queueDrainsQuietly(created);
     return read;
   }
 }

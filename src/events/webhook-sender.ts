@@ -17,18 +17,41 @@ export interface SendOutcome {
   retryAfterMs: number | null;
 }
 
-/**
- * POSTs one signed body to a checked target: connects to the address that was checked (the host
- * name is still sent as Host and TLS server name), follows no redirect, reads at most 4 KiB of the
- * answer, and gives up after `timeoutMs` for the whole exchange. Never throws.
- */
-export function postWebhook(target: ResolvedTarget, headers: Record<string, string>, body: string, timeoutMs: number): Promise<SendOutcome> {
-  const started = performance.now();
-  const lookup: LookupFunction = (_host, options, cb) => {
+/** A lookup that answers the checked address whatever the name: the request goes where the check looked. */
+function pinnedLookup(target: ResolvedTarget): LookupFunction {
+  return (_host, options, cb) => {
     if ((options as { all?: boolean }).all)
       (cb as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: target.address, family: target.family }]);
     else cb(null, target.address, target.family);
   };
+}
+
+/**
+ * A keep-alive agent for one checked target (one webhook's batch): at most `maxSockets`
+ * connections, every one to the checked address. The caller destroys it when the batch is done; a
+ * new check that resolves elsewhere gets a new agent, so a kept connection never outlives its check.
+ */
+export function targetAgent(target: ResolvedTarget, maxSockets: number): http.Agent {
+  const options = { keepAlive: true, maxSockets, lookup: pinnedLookup(target) };
+  return target.url.protocol === 'https:' ? new https.Agent(options) : new http.Agent(options);
+}
+
+/**
+ * POSTs one signed body to a checked target: connects to the address that was checked (the host
+ * name is still sent as Host and TLS server name), follows no redirect, reads at most 4 KiB of the
+ * answer, and gives up after `timeoutMs` for the whole exchange. With an agent (targetAgent, for
+ * the same target) the connection is kept for the next request when the answer was read to its
+ * end; without one, each request has its own connection. Never throws.
+ */
+export function postWebhook(
+  target: ResolvedTarget,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+  agent: http.Agent | false = false,
+): Promise<SendOutcome> {
+  const started = performance.now();
+  const lookup = pinnedLookup(target);
   const mod = target.url.protocol === 'https:' ? https : http;
   return new Promise<SendOutcome>((resolve) => {
     let done = false;
@@ -43,7 +66,7 @@ export function postWebhook(target: ResolvedTarget, headers: Record<string, stri
       {
         method: 'POST',
         lookup,
-        agent: false,
+        agent,
         headers: {
           ...headers,
           'content-type': 'application/json',
@@ -54,7 +77,8 @@ export function postWebhook(target: ResolvedTarget, headers: Record<string, stri
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
-        const complete = () => {
+        const complete = (whole: boolean) => {
+          if (done) return;
           const excerpt = Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8');
           const status = res.statusCode ?? null;
           finish({
@@ -63,16 +87,17 @@ export function postWebhook(target: ResolvedTarget, headers: Record<string, stri
             excerpt,
             retryAfterMs: parseRetryAfter(res.headers['retry-after']),
           });
-          req.destroy();
+          // An answer read to its end leaves the connection to the agent; the rest of a longer one is not downloaded.
+          if (!whole) req.destroy();
         };
         res.on('data', (c: Buffer) => {
           chunks.push(c);
           size += c.length;
-          if (size >= RESPONSE_EXCERPT_BYTES) complete();
+          if (size >= RESPONSE_EXCERPT_BYTES) complete(false);
         });
-        res.on('end', complete);
-        res.on('error', complete);
-        res.on('close', complete);
+        res.on('end', () => complete(true));
+        res.on('error', () => complete(false));
+        res.on('close', () => complete(false));
       },
     );
     const timer = setTimeout(() => {

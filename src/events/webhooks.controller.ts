@@ -1,9 +1,11 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope, ApiErrors, ApiListQuery } from '../common/openapi.js';
+import { CreateOrReplace, putOutcome } from '../common/put-status.js';
+import { ApiEnvelope, ApiErrors, ApiListQuery, ApiListSearch } from '../common/openapi.js';
+import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { CreateWebhookDto, UpdateWebhookDto, WebhookDeliveryDto, WebhookRecordDto, WebhookTestResultDto } from './webhook.dto.js';
 import { WEBHOOK_LIST_SPEC, WebhooksService } from './webhooks.service.js';
@@ -20,6 +22,18 @@ export class WebhooksController {
   @ApiListQuery(WEBHOOK_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.webhooks.list(query);
+  }
+
+  @Post('search')
+  @HttpCode(200)
+  @RequirePermission('webhooks:read')
+  @ApiOperation({
+    summary: 'Search webhooks: the list with its parameters as a JSON body (filter in its JSON form)',
+    description: 'Answers what the GET list answers.',
+  })
+  @ApiListSearch('webhooks', WebhookRecordDto, WEBHOOK_LIST_SPEC)
+  search(@Body() body: ListSearchDto) {
+    return this.webhooks.list(searchQuery(body));
   }
 
   @Post(['new', '/'])
@@ -52,6 +66,21 @@ export class WebhooksController {
   @ApiEnvelope('webhook', WebhookRecordDto)
   async patch(@Param('id', IdPipe) id: number, @Body() dto: UpdateWebhookDto, @CurrentPrincipal() who: Principal) {
     return { webhook: await this.webhooks.patch(id, dto, who) };
+  }
+
+  @Put([':id/edit', ':id'])
+  @CreateOrReplace()
+  @RequirePermission('webhooks:write')
+  @ApiOperation({
+    summary: 'Replace a webhook (200), or create one when the id does not exist (201, with a new id and its secret, shown this once)',
+    description:
+      'Full replace: url and events are required; omitted description becomes null and omitted isActive true. The signing secret is kept on a replace. Activating a disabled webhook restarts its failure clock.',
+  })
+  @ApiEnvelope('webhook', WebhookRecordDto)
+  @ApiEnvelope('webhook', WebhookRecordDto, { status: 201 })
+  async replace(@Param('id', IdPipe) id: number, @Body() dto: CreateWebhookDto, @CurrentPrincipal() who: Principal) {
+    const { created, webhook } = await this.webhooks.replace(id, dto, who);
+    return putOutcome(created, { webhook });
   }
 
   @Delete([':id/delete', ':id'])

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import { type ListPage, type ListQuery, type ListSpec, paginate } from '../common/list.js';
 import type { Tx } from '../database/transactions.js';
 import { Webhook } from './webhook.entity.js';
 
@@ -18,12 +18,41 @@ export const WEBHOOK_LIST_SPEC: ListSpec = {
   sortable: { id: 'w.id', url: 'w.url', createdAt: 'w.created_at', modifiedAt: 'w.modified_at' },
   searchExpression: "lower(w.url || ' ' || coalesce(w.description, ''))",
   filters: { isActive: { type: 'boolean', column: 'w.is_active' } },
+  filterable: {
+    id: { type: 'id', sql: 'w.id' },
+    url: { type: 'string', sql: 'w.url' },
+    description: { type: 'string', sql: 'w.description' },
+    isActive: { type: 'boolean', sql: 'w.is_active' },
+    lastSuccessAt: { type: 'datetime', sql: 'w.last_success_at' },
+    failingSince: { type: 'datetime', sql: 'w.failing_since' },
+    createdAt: { type: 'datetime', sql: 'w.created_at' },
+    modifiedAt: { type: 'datetime', sql: 'w.modified_at' },
+  },
+  properties: [
+    'id',
+    'url',
+    'events',
+    'description',
+    'isActive',
+    'disabledReason',
+    'lastSuccessAt',
+    'failingSince',
+    'previousSecretExpiresAt',
+    'createdAt',
+    'modifiedAt',
+    'createdBy',
+    'createdByUser',
+    'modifiedBy',
+    'modifiedByUser',
+  ],
 };
 
 /** Active webhooks as the dispatcher matches them against events. */
 export interface WebhookSubscription {
   id: number;
   events: string[];
+  /** When the webhook was created (ms since the epoch): it receives only events that occurred since. */
+  createdMs: number;
 }
 
 /** Every query of the webhooks table and of the dispatcher's cursor. */
@@ -39,7 +68,7 @@ export class WebhooksRepository {
     return this.repo().create();
   }
 
-  list(q: ListQuery): Promise<{ total: number; items: Webhook[] }> {
+  list(q: ListQuery): Promise<ListPage<Webhook>> {
     return paginate(this.repo().createQueryBuilder('w'), q, WEBHOOK_LIST_SPEC);
   }
 
@@ -63,7 +92,9 @@ export class WebhooksRepository {
   }
 
   activeSubscriptions(tx?: Tx): Promise<WebhookSubscription[]> {
-    return (tx ?? this.dataSource).query(`SELECT id, events FROM webhooks WHERE is_active ORDER BY id`);
+    return (tx ?? this.dataSource).query(
+      `SELECT id, events, floor(extract(epoch FROM created_at) * 1000)::float8 AS "createdMs" FROM webhooks WHERE is_active ORDER BY id`,
+    );
   }
 
   /** A success: clears the failure clock. */

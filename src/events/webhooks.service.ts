@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso } from '../common/dates.js';
 import { AppError, type ErrorDetail, fieldError, notFound, validationError } from '../common/errors.js';
-import { parseListQuery } from '../common/list.js';
+import { listEnvelope, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions } from '../database/transactions.js';
 import { EVENT_TYPES, isEventType } from './event-types.js';
@@ -71,8 +71,9 @@ export class WebhooksService {
   ) {}
 
   async list(query: Record<string, unknown>) {
-    const { total, items } = await this.webhooks.list(parseListQuery(query, WEBHOOK_LIST_SPEC));
-    return { total, webhooks: items.map(toWebhookRecord) };
+    const q = parseListQuery(query, WEBHOOK_LIST_SPEC);
+    const page = await this.webhooks.list(q);
+    return listEnvelope(q, 'webhooks', page, page.items.map(toWebhookRecord));
   }
 
   async get(id: number): Promise<WebhookRecord> {
@@ -122,11 +123,36 @@ export class WebhooksService {
       }
       stampModified(w, who);
       await this.webhooks.save(w, tx);
-      const requeued = enabling && dto.requeueDead ? await this.deliveries.requeueDead(id, tx) : [];
+      const requeued = enabling && dto.requeueDead ? await this.deliveries.requeueDead(id, tx) : 0;
       return { record: toWebhookRecord(w), requeued };
     });
-    await this.delivery.enqueueQuietly(requeued);
+    if (requeued) await this.delivery.queueDrainsQuietly([id]);
     return record;
+  }
+
+  /**
+   * PUT: replaces every property of an existing webhook (omitted optional ones go back to their
+   * defaults: no description, active), keeping its secret; an id that does not exist creates a new
+   * webhook (with a new id and a secret shown in this answer only).
+   */
+  async replace(id: number, dto: CreateWebhookDto, who: Principal): Promise<{ created: boolean; webhook: WebhookRecord & { secret?: string } }> {
+    const events = checkEventTypes(dto.events);
+    const url = await this.checkUrl(dto.url);
+    const replaced = await this.transactions.run(async (tx) => {
+      const w = await this.webhooks.findForUpdate(id, tx);
+      if (!w) return null;
+      const isActive = dto.isActive ?? true;
+      if (isActive && !w.isActive) {
+        w.disabledReason = null;
+        w.failingSince = null;
+      }
+      Object.assign(w, { url, events, description: dto.description ?? null, isActive });
+      stampModified(w, who);
+      await this.webhooks.save(w, tx);
+      return toWebhookRecord(w);
+    });
+    if (replaced) return { created: false, webhook: replaced };
+    return { created: true, webhook: await this.create(dto, who) };
   }
 
   /** Exactly one of concurrent deletes gets the webhook; the others a 404. Its deliveries go with it. */
@@ -202,9 +228,8 @@ export class WebhooksService {
   async retryDelivery(id: number, deliveryId: number) {
     const w = await this.found(id);
     if (!w.isActive) throw new AppError('conflict', `Webhook ${id} is not active; re-enable it first (isActive: true)`);
-    const r = await this.deliveries.requeue(id, deliveryId);
-    if (!r) throw notFound('Delivery', deliveryId);
-    await this.delivery.enqueue(r.id, r.attemptCount, 0, true);
+    if (!(await this.deliveries.requeue(id, deliveryId))) throw notFound('Delivery', deliveryId);
+    await this.delivery.queueDrain(id);
     const d = await this.deliveries.find(id, deliveryId);
     if (!d) throw notFound('Delivery', deliveryId); // deleted with its webhook meanwhile
     return toDeliveryRecord(d);

@@ -3,7 +3,7 @@ import { RedisService } from '../redis/redis.service.js';
 import { conflict, validationError } from '../common/errors.js';
 import type { Tx } from '../database/transactions.js';
 import { ContactFieldValuesRepository } from './contact-field-values.repository.js';
-import { applyCustomValues, type ContactFieldRule, type ValuesMode } from './field-rules.js';
+import { applyCustomValues, type ContactFieldRule, type FieldObject, type ValuesMode } from './field-rules.js';
 import { type ContactFieldDefinition, FieldsRepository } from './fields.repository.js';
 
 const FIELDS_CHANGED = 'fields-changed';
@@ -11,13 +11,14 @@ const FIELDS_CHANGED = 'fields-changed';
 const CACHE_TTL_MS = 10_000;
 
 /**
- * Custom field values of contacts (`contact.fields`): checks a request's values against the
- * published contact fields, and keeps unique-identifier values unique. ContactsService calls this.
+ * Custom field values of contacts (`contact.fields`) and of companies (`company.fields`, with
+ * `object` company): checks a request's values against the object's published fields, and keeps
+ * unique-identifier values unique. ContactsService and CompaniesService call this.
  */
 @Injectable()
 export class ContactFieldValuesService implements OnModuleInit {
   /** Every contact field definition: read once, then on change (here or, through Redis, elsewhere) or after the TTL. */
-  private cache: { loadedAt: number; rows: ContactFieldDefinition[] } | null = null;
+  private cache = new Map<FieldObject, { loadedAt: number; rows: ContactFieldDefinition[] }>();
 
   constructor(
     private readonly fields: FieldsRepository,
@@ -26,25 +27,29 @@ export class ContactFieldValuesService implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.redis.subscribe(FIELDS_CHANGED, () => (this.cache = null));
+    this.redis.subscribe(FIELDS_CHANGED, () => this.cache.clear());
   }
 
   /** Called by FieldsService after a field change commits. */
   invalidate(): void {
-    this.cache = null;
+    this.cache.clear();
     this.redis.publish(FIELDS_CHANGED, '1').catch(() => undefined);
   }
 
   /**
-   * Published contact fields: isPublished and inside their publishUp/publishDown window (at this
-   * moment). Inside a transaction (`tx`), read fresh from the database.
+   * Published fields of the object: isPublished and inside their publishUp/publishDown window (at
+   * this moment). Inside a transaction (`tx`), read fresh from the database.
    */
-  async publishedRules(tx?: Tx): Promise<ContactFieldRule[]> {
+  async publishedRules(tx?: Tx, object: FieldObject = 'contact'): Promise<ContactFieldRule[]> {
     let rows: ContactFieldDefinition[];
-    if (tx) rows = await this.fields.contactDefinitions(tx);
+    if (tx) rows = await this.fields.definitions(object, tx);
     else {
-      if (!this.cache || Date.now() - this.cache.loadedAt > CACHE_TTL_MS) this.cache = { loadedAt: Date.now(), rows: await this.fields.contactDefinitions() };
-      rows = this.cache.rows;
+      let cached = this.cache.get(object);
+      if (!cached || Date.now() - cached.loadedAt > CACHE_TTL_MS) {
+        cached = { loadedAt: Date.now(), rows: await this.fields.definitions(object) };
+        this.cache.set(object, cached);
+      }
+      rows = cached.rows;
     }
     const now = Date.now();
     return rows
@@ -69,8 +74,9 @@ export class ContactFieldValuesService implements OnModuleInit {
     current: Record<string, unknown>,
     input: Record<string, unknown> | null | undefined,
     mode: ValuesMode,
+    object: FieldObject = 'contact',
   ): Promise<{ values: Record<string, unknown>; unique: string[] }> {
-    return (await this.prepare(input, mode))(current);
+    return (await this.prepare(input, mode, object))(current);
   }
 
   /**
@@ -81,15 +87,34 @@ export class ContactFieldValuesService implements OnModuleInit {
   async prepare(
     input: Record<string, unknown> | null | undefined,
     mode: ValuesMode,
+    object: FieldObject = 'contact',
   ): Promise<(current: Record<string, unknown>) => { values: Record<string, unknown>; unique: string[] }> {
     if (mode === 'patch' && input === undefined) return (current) => ({ values: current, unique: [] });
-    const rules = await this.publishedRules();
+    const rules = await this.publishedRules(undefined, object);
     const uniqueAliases = new Set(rules.filter((r) => r.isUniqueIdentifier).map((r) => r.alias));
     return (current) => {
-      const { values, changed, errors } = applyCustomValues(rules, current, input, mode);
+      const { values, changed, errors } = applyCustomValues(rules, current, input, mode, object);
       if (errors.length) throw validationError(`Invalid custom field values: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
       return { values, unique: changed.filter((a) => uniqueAliases.has(a)).sort() };
     };
+  }
+
+  /** Whether `alias` is a published unique-identifier contact field (a batch may name contacts by it). */
+  async isUniqueIdentifier(alias: string): Promise<boolean> {
+    return (await this.publishedRules()).some((r) => r.alias === alias && r.isUniqueIdentifier);
+  }
+
+  /** For each value (JSON text) of the unique field, the contact that holds it (those held). */
+  holdersOf(alias: string, values: string[], tx?: Tx): Promise<{ key: string; id: number }[]> {
+    return values.length ? this.values.holdersOf(alias, values, tx) : Promise.resolve([]);
+  }
+
+  /**
+   * The default values of the object's published fields (what a record created without `fields`
+   * gets), without the required-field check: for records created in bulk (the companies backfill).
+   */
+  async defaults(object: FieldObject = 'contact'): Promise<Record<string, unknown>> {
+    return applyCustomValues(await this.publishedRules(undefined, object), {}, undefined, 'create', object).values;
   }
 
   /**
@@ -97,13 +122,13 @@ export class ContactFieldValuesService implements OnModuleInit {
    * so concurrent writers cannot deadlock) and refuses a value another contact already holds (409).
    * The lock is held until commit, so two concurrent requests with the same value cannot both pass.
    */
-  async assertUnique(tx: Tx, contactId: number | null, values: Record<string, unknown>, aliases: string[]): Promise<void> {
+  async assertUnique(tx: Tx, contactId: number | null, values: Record<string, unknown>, aliases: string[], object: FieldObject = 'contact'): Promise<void> {
     for (const alias of aliases) {
-      await this.values.lockUniqueValues(alias, tx);
+      await this.values.lockUniqueValues(alias, tx, object);
       const value = JSON.stringify(values[alias]);
-      const holder = await this.values.holderOf(alias, value, contactId, tx);
+      const holder = await this.values.holderOf(alias, value, contactId, tx, object);
       if (holder !== null) {
-        throw conflict(`Another contact already has the value ${value} in the unique field "${alias}"`, [
+        throw conflict(`Another ${object} already has the value ${value} in the unique field "${alias}"`, [
           { field: `fields.${alias}`, message: 'is already taken', existingId: holder },
         ]);
       }

@@ -246,7 +246,8 @@ export type ValuesMode = 'create' | 'replace' | 'patch';
 const isMissing = (v: unknown) => v === undefined || v === null || v === '' || (Array.isArray(v) && v.length === 0);
 
 /**
- * Applies a request's `fields` to a contact's current custom values.
+ * Applies a request's `fields` to a record's current custom values (a contact's, or with `object`
+ * company, a company's).
  * - Unknown (or unpublished) aliases are refused, each as `fields.<alias>`.
  * - create/replace: the published fields' values are the given ones (omitted ones take the field's
  *   default value); values of unpublished fields are kept as they are. Required fields must end up
@@ -261,6 +262,7 @@ export function applyCustomValues(
   current: Readonly<Record<string, unknown>>,
   input: Readonly<Record<string, unknown>> | null | undefined,
   mode: ValuesMode,
+  object: FieldObject = 'contact',
 ): { values: Record<string, unknown>; changed: string[]; errors: ErrorDetail[] } {
   const byAlias = new Map(rules.map((r) => [r.alias, r]));
   const errors: ErrorDetail[] = [];
@@ -278,7 +280,7 @@ export function applyCustomValues(
     for (const [k, v] of Object.entries(input)) {
       const rule = byAlias.get(k);
       if (!rule) {
-        errors.push({ field: `fields.${k}`, message: 'is not a published contact field' });
+        errors.push({ field: `fields.${k}`, message: `is not a published ${object} field` });
         continue;
       }
       if (v === null) {
@@ -311,5 +313,11 @@ export function applyCustomValues(
   return { values, changed, errors };
 }
 
-/** Advisory-lock key space for "values of this contact field are unique" (FieldsService and ContactFieldValuesService). */
+/**
+ * Advisory-lock key space for "values of this field are unique" (FieldsService and
+ * ContactFieldValuesService); $1 is uniqueLockKey(object, alias).
+ */
 export const UNIQUE_VALUE_LOCK = `pg_advisory_xact_lock(hashtext('sf:contact-field-unique'), hashtext($1))`;
+
+/** The key of a field's uniqueness lock: the alias for contact fields (as before companies existed), `company:<alias>` for company fields. */
+export const uniqueLockKey = (object: FieldObject, alias: string): string => (object === 'contact' ? alias : `${object}:${alias}`);

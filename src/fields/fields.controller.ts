@@ -4,7 +4,8 @@ import type { Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope, ApiListQuery, ApiErrors } from '../common/openapi.js';
+import { ApiEnvelope, ApiListQuery, ApiErrors, ApiListSearch } from '../common/openapi.js';
+import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { FieldCollectionBodyDto, FieldInObjectBodyDto, FieldPropertiesDto, FieldRecordDto, UpdateFieldDto } from './field.dto.js';
 import { FieldObjectPipe } from './field-object.pipe.js';
@@ -32,6 +33,18 @@ export class FieldsController {
   @ApiListQuery(FIELD_COLLECTION_LIST_SPEC)
   listAll(@Query() query: Record<string, unknown>) {
     return this.fields.list(query);
+  }
+
+  @Post('search')
+  @HttpCode(200)
+  @RequirePermission('fields:read')
+  @ApiOperation({
+    summary: 'Search the fields of both objects: the list with its parameters as a JSON body (filter in its JSON form)',
+    description: 'Answers what the GET list answers.',
+  })
+  @ApiListSearch('fields', FieldRecordDto, FIELD_COLLECTION_LIST_SPEC)
+  search(@Body() body: ListSearchDto) {
+    return this.fields.list(searchQuery(body));
   }
 
   @ApiErrors({ status: 409, description: 'The alias is taken for the object' })

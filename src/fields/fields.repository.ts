@@ -1,12 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
-import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import { type ListPage, type ListQuery, type ListSpec, paginate } from '../common/list.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { Field } from './field.entity.js';
 import type { FieldObject, FieldOption, FieldType } from './field-rules.js';
 
-/** A contact field definition as the custom-value rules read it. */
+/** A contact or company field definition as the custom-value rules read it. */
 export interface ContactFieldDefinition {
   alias: string;
   type: FieldType;
@@ -32,7 +32,7 @@ export class FieldsRepository {
   }
 
   /** A page of the list, narrowed to one object when given. */
-  page(q: ListQuery, spec: ListSpec, object?: FieldObject): Promise<{ total: number; items: Field[] }> {
+  page(q: ListQuery, spec: ListSpec, object?: FieldObject): Promise<ListPage<Field>> {
     const qb = this.fields.createQueryBuilder('f');
     if (object) qb.andWhere('f.object = :object', { object });
     return paginate(qb, q, spec);
@@ -71,11 +71,12 @@ export class FieldsRepository {
     return new Set(rows.map((r) => r.alias));
   }
 
-  /** Every contact field definition, in display order. */
-  contactDefinitions(tx?: Tx): Promise<ContactFieldDefinition[]> {
+  /** Every field definition of an object (contact or company), in display order. */
+  definitions(object: FieldObject, tx?: Tx): Promise<ContactFieldDefinition[]> {
     return (tx ?? this.transactions.db).query(
       `SELECT alias, type, properties, is_required, is_unique_identifier, default_value, is_published, publish_up, publish_down
-         FROM fields WHERE object = 'contact' ORDER BY field_order, id`,
+         FROM fields WHERE object = $1 ORDER BY field_order, id`,
+      [object],
     );
   }
 }

@@ -5,7 +5,7 @@ import { stampCreated, stampModified } from '../common/audit.js';
 import { isUniqueViolation } from '../common/constraints.js';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
 import { AppError, conflict, type ErrorDetail, fieldError, notFound, validationError } from '../common/errors.js';
-import { type ListSpec, parseListQuery } from '../common/list.js';
+import { type ListSpec, listEnvelope, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
@@ -39,12 +39,50 @@ export const FIELD_LIST_SPEC: ListSpec = {
     isPublished: { type: 'boolean', column: 'f.is_published' },
     type: { type: 'string', column: 'f.type', values: FIELD_TYPES },
   },
+  filterable: {
+    id: { type: 'id', sql: 'f.id' },
+    label: { type: 'string', sql: 'f.label' },
+    alias: { type: 'string', sql: 'f.alias' },
+    type: { type: 'enum', sql: 'f.type', values: FIELD_TYPES },
+    group: { type: 'string', sql: 'f.field_group' },
+    order: { type: 'int', sql: 'f.field_order' },
+    isPublished: { type: 'boolean', sql: 'f.is_published' },
+    isRequired: { type: 'boolean', sql: 'f.is_required' },
+    isUniqueIdentifier: { type: 'boolean', sql: 'f.is_unique_identifier' },
+    dateAdded: { type: 'datetime', sql: 'f.created_at' },
+    dateModified: { type: 'datetime', sql: 'f.modified_at' },
+  },
+  properties: [
+    'id',
+    'isPublished',
+    'publishUp',
+    'publishDown',
+    'dateAdded',
+    'createdBy',
+    'createdByUser',
+    'dateModified',
+    'modifiedBy',
+    'modifiedByUser',
+    'label',
+    'alias',
+    'description',
+    'type',
+    'group',
+    'order',
+    'object',
+    'defaultValue',
+    'isRequired',
+    'isPubliclyUpdatable',
+    'isUniqueIdentifier',
+    'properties',
+  ],
 };
 
 /** The collection-style list `/api/fields`: both objects, with an `object` filter. */
 export const FIELD_COLLECTION_LIST_SPEC: ListSpec = {
   ...FIELD_LIST_SPEC,
   filters: { ...FIELD_LIST_SPEC.filters, object: { type: 'string', column: 'f.object', values: FIELD_OBJECTS } },
+  filterable: { ...FIELD_LIST_SPEC.filterable, object: { type: 'enum', sql: 'f.object', values: FIELD_OBJECTS } },
 };
 
 export type FieldRecord = ReturnType<FieldsService['toRecord']>;
@@ -95,8 +133,13 @@ export class FieldsService {
   async list(query: Record<string, unknown>, object?: FieldObject) {
     const spec = object ? FIELD_LIST_SPEC : FIELD_COLLECTION_LIST_SPEC;
     const q = parseListQuery(query, spec);
-    const { total, items } = await this.fields.page(q, spec, object);
-    return { total, fields: items.map((f) => this.toRecord(f)) };
+    const page = await this.fields.page(q, spec, object);
+    return listEnvelope(
+      q,
+      'fields',
+      page,
+      page.items.map((f) => this.toRecord(f)),
+    );
   }
 
   /**
@@ -193,7 +236,7 @@ export class FieldsService {
   }
 
   /**
-   * Deletes the field and, for a contact field, its value in every contact, in one transaction. The
+   * Deletes the field and its value in every contact (or company, for a company field), in one transaction. The
    * row lock makes concurrent deletes wait: exactly one gets the field, the others a 404.
    */
   async remove(id: number, pathObject?: FieldObject): Promise<FieldRecord> {
@@ -201,7 +244,7 @@ export class FieldsService {
       const field = await this.findEntity(id, pathObject, tx);
       const record = this.toRecord(field);
       await this.fields.delete(id, tx);
-      if (field.object === 'contact') await this.contactValueRows.removeKey(field.alias, tx);
+      await this.contactValueRows.removeKey(field.alias, tx, field.object);
       await this.events.record(tx, 'field.deleted', record);
       return record;
     });
@@ -219,23 +262,24 @@ export class FieldsService {
     this.assign(field, dto, mode);
     if (dto.alias) field.alias = dto.alias;
     stampModified(field, who);
-    const contact = field.object === 'contact';
-    if (contact && field.type !== before.type && (await this.contactValueRows.anyHolds(before.alias, tx))) {
-      throw new AppError('conflict', `The type of field "${before.alias}" cannot change while contacts hold values for it`, [
-        { field: 'type', message: 'cannot change while contacts hold values for the field' },
+    const object = field.object;
+    const holders = object === 'contact' ? 'contacts' : 'companies';
+    if (field.type !== before.type && (await this.contactValueRows.anyHolds(before.alias, tx, object))) {
+      throw new AppError('conflict', `The type of field "${before.alias}" cannot change while ${holders} hold values for it`, [
+        { field: 'type', message: `cannot change while ${holders} hold values for the field` },
       ]);
     }
     await this.fields.update(field, tx);
-    if (!contact) return;
-    // Contact rows are locked (by the rename) before the unique-value lock, the order contact writes take them in.
-    if (before.alias !== field.alias) await this.contactValueRows.renameKey(before.alias, field.alias, tx);
+    // Record rows are locked (by the rename) before the unique-value lock, the order record writes take them in.
+    if (before.alias !== field.alias) await this.contactValueRows.renameKey(before.alias, field.alias, tx, object);
     if (field.isUniqueIdentifier && !before.isUniqueIdentifier) {
-      await this.contactValueRows.lockUniqueValues(field.alias, tx);
-      const shared = await this.contactValueRows.sharedValue(field.alias, tx);
+      await this.contactValueRows.lockUniqueValues(field.alias, tx, object);
+      const shared = await this.contactValueRows.sharedValue(field.alias, tx, object);
       if (shared !== undefined) {
-        throw conflict(`Contacts share the value ${JSON.stringify(shared)} of field "${before.alias}", so it cannot be a unique identifier`, [
-          { field: 'isUniqueIdentifier', message: 'contacts already share a value of this field' },
-        ]);
+        throw conflict(
+          `${holders[0].toUpperCase()}${holders.slice(1)} share the value ${JSON.stringify(shared)} of field "${before.alias}", so it cannot be a unique identifier`,
+          [{ field: 'isUniqueIdentifier', message: `${holders} already share a value of this field` }],
+        );
       }
     }
   }

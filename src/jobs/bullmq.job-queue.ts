@@ -4,7 +4,16 @@ import type { AppConfig } from '../config/config.js';
 import { AppError, unavailable } from '../common/errors.js';
 import type { RedisService } from '../redis/redis.service.js';
 import { JOB_POLICY, JOB_QUEUE, JOB_RETENTION, type JobName, type JobPayloads, type QueueName, QUEUES } from './job-names.js';
-import { DeferJobError, type EnqueueOptions, type JobContext, type JobHandler, JobQueue, type QueueDepth, type ScheduleOptions } from './job-queue.js';
+import {
+  DeferJobError,
+  type EnqueueOptions,
+  followUpJobId,
+  type JobContext,
+  type JobHandler,
+  JobQueue,
+  type QueueDepth,
+  type ScheduleOptions,
+} from './job-queue.js';
 
 /** Queue states reported as depths. */
 const DEPTH_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
@@ -98,37 +107,41 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
 
   async enqueue<N extends JobName>(name: N, payload: JobPayloads[N], options: EnqueueOptions = {}): Promise<{ id: string }> {
     await this.ensureAvailable();
-    const queue = this.queues[JOB_QUEUE[name]];
-    const jobId = options.jobId ? bullId(options.jobId) : undefined;
     try {
-      return await withTimeout(
-        (async () => {
-          if (jobId && !options.uniqueId) {
-            // Waiting, delayed or running: suppressed. Finished (kept for a while by the retention
-            // settings): replaced, or the new job would silently never run.
-            const existing = await queue.getJob(jobId);
-            if (existing) {
-              const state = await existing.getState();
-              if (state !== 'completed' && state !== 'failed' && state !== 'unknown') return { id: jobId };
-              await existing.remove().catch(() => undefined);
-            }
-          }
-          const job = await queue.add(name, payload, {
-            ...this.jobOptions(name),
-            jobId,
-            delay: options.delayMs && options.delayMs > 0 ? options.delayMs : undefined,
-          });
-          if (job.id === undefined) throw new Error(`BullMQ answered job ${name} without an id`);
-          return { id: job.id };
-        })(),
-        ENQUEUE_TIMEOUT_MS,
-        'enqueue',
-      );
+      return await withTimeout(this.add(name, payload, options, options.rerun === true), ENQUEUE_TIMEOUT_MS, 'enqueue');
     } catch (e) {
       if (e instanceof AppError) throw e;
       this.logger.warn({ msg: 'enqueue failed', job: name, err: (e as Error).message });
       throw unavailable('The job queue (Redis) did not accept the job; try again shortly');
     }
+  }
+
+  private async add<N extends JobName>(name: N, payload: JobPayloads[N], options: EnqueueOptions, followUp: boolean): Promise<{ id: string }> {
+    const queue = this.queues[JOB_QUEUE[name]];
+    const jobId = options.jobId ? bullId(options.jobId) : undefined;
+    const delay = options.delayMs && options.delayMs > 0 ? options.delayMs : 0;
+    if (jobId && !options.uniqueId) {
+      // Waiting, delayed or running: suppressed (or, with rerun, brought forward / followed up).
+      // Finished (kept for a while by the retention settings): replaced, or the new job would
+      // silently never run.
+      const existing = await queue.getJob(jobId);
+      if (existing) {
+        const state = await existing.getState();
+        if (state !== 'completed' && state !== 'failed' && state !== 'unknown') {
+          if (options.rerun && state === 'delayed' && existing.timestamp + existing.delay > Date.now() + delay + 50) {
+            // It may have become due meanwhile: then it runs soon anyway.
+            await (delay ? existing.changeDelay(delay) : existing.promote()).catch(() => undefined);
+          } else if (options.rerun && state === 'active' && followUp && options.jobId) {
+            return this.add(name, payload, { ...options, jobId: followUpJobId(options.jobId) }, false);
+          }
+          return { id: jobId };
+        }
+        await existing.remove().catch(() => undefined);
+      }
+    }
+    const job = await queue.add(name, payload, { ...this.jobOptions(name), jobId, delay: delay || undefined });
+    if (job.id === undefined) throw new Error(`BullMQ answered job ${name} without an id`);
+    return { id: job.id };
   }
 
   /** Jobs in Redis per queue and state (all processes' jobs, not only this one's). */

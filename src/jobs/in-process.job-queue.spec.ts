@@ -63,4 +63,39 @@ describe('InProcessJobQueue: outcomes and depths for the metrics', () => {
     await new Promise((r) => setTimeout(r, 20));
     expect(await depth('reports', 'active')).toBe(0);
   });
+  it('rerun: a job queued while one with its id runs gets exactly one follow-up run; without rerun it is suppressed', async () => {
+    queue = new InProcessJobQueue();
+    const runs: number[] = [];
+    let release!: () => void;
+    const blocked = new Promise<void>((r) => (release = r));
+    queue.handle('webhooks.drain', async (p) => {
+      runs.push(p.webhookId);
+      if (runs.length === 1) await blocked;
+    });
+    await queue.enqueue('webhooks.drain', { webhookId: 1 }, { jobId: 'drain:1', rerun: true });
+    await until(() => runs.length === 1);
+    await queue.enqueue('webhooks.drain', { webhookId: 1 }, { jobId: 'drain:1' });
+    await new Promise((r) => setTimeout(r, 30));
+    expect(runs).toHaveLength(1);
+    await queue.enqueue('webhooks.drain', { webhookId: 1 }, { jobId: 'drain:1', rerun: true });
+    await queue.enqueue('webhooks.drain', { webhookId: 1 }, { jobId: 'drain:1', rerun: true });
+    await until(() => runs.length === 2);
+    release();
+    await new Promise((r) => setTimeout(r, 30));
+    expect(runs).toEqual([1, 1]);
+  });
+
+  it('rerun: a job queued for later is brought forward; a later rerun does not push it back', async () => {
+    queue = new InProcessJobQueue();
+    const runs: number[] = [];
+    queue.handle('webhooks.drain', async (p) => {
+      runs.push(p.webhookId);
+    });
+    await queue.enqueue('webhooks.drain', { webhookId: 2 }, { jobId: 'drain:2', delayMs: 60_000 });
+    await queue.enqueue('webhooks.drain', { webhookId: 3 }, { jobId: 'drain:3', delayMs: 20 });
+    await queue.enqueue('webhooks.drain', { webhookId: 3 }, { jobId: 'drain:3', delayMs: 60_000, rerun: true });
+    await queue.enqueue('webhooks.drain', { webhookId: 2 }, { jobId: 'drain:2', rerun: true });
+    await until(() => runs.length === 2);
+    expect(runs.sort()).toEqual([2, 3]);
+  });
 });

@@ -1,7 +1,16 @@
 import { type BeforeApplicationShutdown, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { JOB_POLICY, JOB_QUEUE, type JobName, type JobPayloads, type QueueName, QUEUES } from './job-names.js';
-import { DeferJobError, type EnqueueOptions, type JobContext, type JobHandler, JobQueue, type QueueDepth, type ScheduleOptions } from './job-queue.js';
+import {
+  DeferJobError,
+  type EnqueueOptions,
+  followUpJobId,
+  type JobContext,
+  type JobHandler,
+  JobQueue,
+  type QueueDepth,
+  type ScheduleOptions,
+} from './job-queue.js';
 import { nextCronTime } from './cron.js';
 
 interface Pending {
@@ -11,6 +20,8 @@ interface Pending {
   attempt: number;
   timer: NodeJS.Timeout | null;
   state: 'waiting' | 'delayed' | 'active';
+  /** When a waiting or delayed job is due (epoch ms). */
+  dueAt: number;
 }
 
 export interface RateLimit {
@@ -56,16 +67,32 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationBootstra
   }
 
   async enqueue<N extends JobName>(name: N, payload: JobPayloads[N], options: EnqueueOptions = {}): Promise<{ id: string }> {
+    return this.add(name, payload, options, options.rerun === true);
+  }
+
+  private add<N extends JobName>(name: N, payload: JobPayloads[N], options: EnqueueOptions, followUp: boolean): { id: string } {
     const id = options.jobId ?? randomUUID();
-    if (this.pending.has(id)) return { id };
-    const job: Pending = { id, name, payload, attempt: 0, timer: null, state: 'waiting' };
+    const delay = Math.max(0, options.delayMs ?? 0);
+    const existing = this.pending.get(id);
+    if (existing) {
+      // Waiting, delayed or running: suppressed (or, with rerun, brought forward / followed up).
+      if (options.rerun && existing.state !== 'active' && existing.dueAt > Date.now() + delay + 50) {
+        if (existing.timer) clearTimeout(existing.timer);
+        this.schedule(existing, delay);
+      } else if (options.rerun && existing.state === 'active' && followUp && options.jobId) {
+        return this.add(name, payload, { ...options, jobId: followUpJobId(options.jobId) }, false);
+      }
+      return { id };
+    }
+    const job: Pending = { id, name, payload, attempt: 0, timer: null, state: 'waiting', dueAt: Date.now() };
     this.pending.set(id, job);
-    this.schedule(job, options.delayMs ?? 0);
+    this.schedule(job, delay);
     return { id };
   }
 
   private schedule(job: Pending, delayMs: number) {
     if (this.closing) return;
+    job.dueAt = Date.now() + Math.max(0, delayMs);
     // setTimeout holds at most ~24.8 days; longer delays hop.
     const wait = Math.min(Math.max(0, delayMs), 2_000_000_000);
     job.state = delayMs > 0 ? 'delayed' : 'waiting';

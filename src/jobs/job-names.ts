@@ -24,12 +24,27 @@ export interface JobPayloads {
    * (epoch ms) bounds how long a job waits for the queueing transaction to become visible.
    */
   'sms.send': { messageId: number; generation: number; queuedAt: number };
+  /**
+   * One lane of a broadcast's sending: claims batches of its queued messages and hands them to the
+   * provider until none is left (several lanes per broadcast); for a `scheduled` broadcast, starts it when due.
+   */
+  'sms.broadcast': { broadcastId: number; lane: number };
+  /** Queues again the lanes of sending broadcasts and the start of scheduled ones (worker start and every minute). */
+  'sms.broadcast-recover': Record<string, never>;
   /** Re-queues text messages left `queued` without a job (worker start and periodically). */
   'sms.recover': Record<string, never>;
-  /** One attempt of one webhook delivery; `attempt` is the delivery's attempt count when queued (duplicate suppression). */
-  'webhooks.deliver': { deliveryId: number; attempt: number };
+  /**
+   * Sends a webhook's due deliveries: claims them in batches (sequence order), POSTs each over a
+   * kept-alive connection with a bounded number in flight, records the outcomes batch by batch. One
+   * job id per webhook (JOB_IDS.webhookDrain), queued with `rerun` so new work is never missed.
+   */
+  'webhooks.drain': { webhookId: number };
   /** Deletes events older than EVENT_RETENTION_DAYS from the event feed (hourly). */
   'events.prune': Record<string, never>;
+  /** Creates companies from the contacts' company strings and links the contacts (one company_backfills run). */
+  'companies.backfill': { runId: number };
+  /** Deletes Idempotency-Key records past their retention (hourly). */
+  'idempotency.prune': Record<string, never>;
 }
 export type JobName = keyof JobPayloads;
 
@@ -38,9 +53,13 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   'reports.run': QUEUES.reports,
   'reports.sync-schedules': QUEUES.maintenance,
   'sms.send': QUEUES.sms,
+  'sms.broadcast': QUEUES.sms,
+  'sms.broadcast-recover': QUEUES.maintenance,
   'sms.recover': QUEUES.maintenance,
-  'webhooks.deliver': QUEUES.webhooks,
+  'webhooks.drain': QUEUES.webhooks,
   'events.prune': QUEUES.maintenance,
+  'companies.backfill': QUEUES.maintenance,
+  'idempotency.prune': QUEUES.maintenance,
 };
 
 export interface JobPolicy {
@@ -57,10 +76,16 @@ export const JOB_POLICY: Record<JobName, JobPolicy> = {
   'reports.sync-schedules': { attempts: 3, backoffMs: 5_000 },
   // 2 s, 4 s, 8 s, 16 s, 32 s: a gateway answering 429/5xx gets about a minute before the message fails.
   'sms.send': { attempts: 6, backoffMs: 2_000 },
+  // A lane that fails (database error) runs again; what it had claimed is resolved by the stale-claim sweep.
+  'sms.broadcast': { attempts: 10, backoffMs: 2_000 },
+  'sms.broadcast-recover': { attempts: 2, backoffMs: 5_000 },
   'sms.recover': { attempts: 2, backoffMs: 5_000 },
-  // HTTP failures are retried by the delivery's own schedule (webhook-retry.ts); these attempts only cover database errors.
-  'webhooks.deliver': { attempts: 3, backoffMs: 1_000 },
+  // HTTP failures are retried by each delivery's own schedule (webhook-retry.ts); these attempts only cover database errors.
+  'webhooks.drain': { attempts: 3, backoffMs: 1_000 },
   'events.prune': { attempts: 2, backoffMs: 60_000 },
+  // One transaction; a run that failed for good is marked failed (GET /api/companies/backfill/{id}).
+  'companies.backfill': { attempts: 3, backoffMs: 10_000 },
+  'idempotency.prune': { attempts: 2, backoffMs: 60_000 },
 };
 
 /** Retention of finished jobs in Redis: bounded by count and age so the queue never grows without end. */
@@ -73,10 +98,18 @@ export const JOB_RETENTION = {
 export const JOB_IDS = {
   /** One job per message and send: a message re-sent after failing gets a new generation. */
   smsSend: (messageId: number, generation: number) => `sms:${messageId}:${generation}`,
+  /** One job per lane of a broadcast's sending (re-queued by the recovery while it is sending). */
+  broadcastLane: (broadcastId: number, lane: number) => `broadcast:${broadcastId}:${lane}`,
+  /** The start of a scheduled broadcast, per scheduled time. */
+  broadcastStart: (broadcastId: number, at: number) => `broadcast-start:${broadcastId}:${at}`,
   reportSchedule: (reportId: number) => `report-schedule:${reportId}`,
   reportsSyncSchedule: 'reports-sync-schedules',
   smsRecoverSchedule: 'sms-recover',
-  /** One job per delivery attempt: a re-queue of the same attempt is suppressed. */
-  webhookDeliver: (deliveryId: number, attempt: number) => `webhook:${deliveryId}:${attempt}`,
+  /** One drain job per webhook (plus at most one follow-up queued while it runs, see EnqueueOptions.rerun). */
+  webhookDrain: (webhookId: number) => `webhook-drain:${webhookId}`,
+  broadcastRecoverSchedule: 'sms-broadcast-recover',
   eventsPruneSchedule: 'events-prune',
+  /** One job per backfill run. */
+  companiesBackfill: (runId: number) => `companies-backfill:${runId}`,
+  idempotencyPruneSchedule: 'idempotency-prune',
 };

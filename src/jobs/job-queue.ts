@@ -14,7 +14,18 @@ export interface EnqueueOptions {
   uniqueId?: boolean;
   /** Run no earlier than this many milliseconds from now. */
   delayMs?: number;
+  /**
+   * With `jobId`: this job must run (again) `delayMs` from now even when one with the id is already
+   * queued or running. A queued one due later is brought forward; a running one gets one follow-up
+   * job (id `followUpJobId(jobId)`, queued by the same rules, with no follow-up of its own), so that
+   * work added while a job runs is never left waiting for it to be queued again. At most two jobs
+   * with one id run at once (the job and its follow-up).
+   */
+  rerun?: boolean;
 }
+
+/** The id of the follow-up of a running job queued with `rerun`. */
+export const followUpJobId = (jobId: string) => `${jobId}:again`;
 
 export interface ScheduleOptions {
   /** Run every N milliseconds... */

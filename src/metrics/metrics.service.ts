@@ -56,9 +56,18 @@ export class MetricsService {
     this.depthReader = reader;
   }
 
+  /** The labelled series of each method, route pattern and status, resolved once (routes are a bounded set). */
+  private readonly series = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
+
   recordRequest(method: string, route: string, status: number, seconds: number): void {
-    this.httpRequests.inc({ method, route, status: String(status) });
-    this.httpDuration.observe({ method, route }, seconds);
+    const key = `${method} ${status} ${route}`;
+    let s = this.series.get(key);
+    if (!s) {
+      s = { count: this.httpRequests.labels(method, route, String(status)), time: this.httpDuration.labels(method, route) };
+      this.series.set(key, s);
+    }
+    s.count.inc();
+    s.time.observe(seconds);
   }
 
   recordJob(name: string, outcome: 'completed' | 'failed' | 'retried'): void {

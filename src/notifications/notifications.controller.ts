@@ -1,9 +1,10 @@
-import { Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
+import { ApiEnvelope, ApiListQuery, ApiListSearch } from '../common/openapi.js';
+import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { NotificationRecordDto, ReadAllResultDto } from './notification.dto.js';
 import { NotificationsService, NOTIFICATION_LIST_SPEC } from './notifications.service.js';
@@ -26,6 +27,18 @@ export class NotificationsController {
   @ApiListQuery(NOTIFICATION_LIST_SPEC)
   list(@Query() query: Record<string, unknown>, @CurrentPrincipal() who: Principal) {
     return this.notifications.list(query, who);
+  }
+
+  @Post('search')
+  @HttpCode(200)
+  @RequirePermission('notifications:read')
+  @ApiOperation({
+    summary: "Search the caller's notifications: the list with its parameters as a JSON body (filter in its JSON form)",
+    description: 'Answers what the GET list answers.',
+  })
+  @ApiListSearch('notifications', NotificationRecordDto, NOTIFICATION_LIST_SPEC)
+  search(@Body() body: ListSearchDto, @CurrentPrincipal() who: Principal) {
+    return this.notifications.list(searchQuery(body), who);
   }
 
   @Post('read-all')

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
-import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import { type ListPage, type ListQuery, type ListSpec, paginate } from '../common/list.js';
 import { type Db, Transactions, type Tx } from '../database/transactions.js';
 import { Notification, NOTIFICATION_TYPES, type NotificationType } from './notification.entity.js';
 
@@ -12,6 +12,15 @@ export const NOTIFICATION_LIST_SPEC: ListSpec = {
     isRead: { type: 'boolean', column: 'n.is_read' },
     type: { type: 'string', column: 'n.type', values: NOTIFICATION_TYPES },
   },
+  filterable: {
+    id: { type: 'id', sql: 'n.id' },
+    type: { type: 'enum', sql: 'n.type', values: NOTIFICATION_TYPES },
+    message: { type: 'string', sql: 'n.message' },
+    isRead: { type: 'boolean', sql: 'n.is_read' },
+    createdAt: { type: 'datetime', sql: 'n.created_at' },
+    modifiedAt: { type: 'datetime', sql: 'n.modified_at' },
+  },
+  properties: ['id', 'message', 'type', 'isRead', 'createdAt', 'modifiedAt', 'userId', 'userName', 'details'],
 };
 
 /** A stored notification (an entity, or a raw row with the same property names). */
@@ -41,7 +50,7 @@ export class NotificationsRepository {
   }
 
   /** A page of the user's notifications. */
-  page(q: ListQuery, userId: number): Promise<{ total: number; items: Notification[] }> {
+  page(q: ListQuery, userId: number): Promise<ListPage<Notification>> {
     const qb = this.notifications.createQueryBuilder('n').where('n.user_id = :userId', { userId });
     return paginate(qb, q, NOTIFICATION_LIST_SPEC);
   }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { iso, isoRequired } from '../common/dates.js';
 import { notFound } from '../common/errors.js';
-import { parseListQuery } from '../common/list.js';
+import { listEnvelope, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import type { Tx } from '../database/transactions.js';
 import type { NotificationType } from './notification.entity.js';
@@ -41,8 +41,13 @@ export class NotificationsService {
   /** The caller's notifications only. */
   async list(query: Record<string, unknown>, who: Principal) {
     const q = parseListQuery(query, NOTIFICATION_LIST_SPEC);
-    const { total, items } = await this.notifications.page(q, who.userId);
-    return { total, notifications: items.map((n) => toNotificationRecord(n, who)) };
+    const page = await this.notifications.page(q, who.userId);
+    return listEnvelope(
+      q,
+      'notifications',
+      page,
+      page.items.map((n) => toNotificationRecord(n, who)),
+    );
   }
 
   /** Another user's notification is a 404, exactly like one that does not exist. */

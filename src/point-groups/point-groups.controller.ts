@@ -4,7 +4,8 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { CreateOrReplace, putOutcome } from '../common/put-status.js';
-import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
+import { ApiEnvelope, ApiListQuery, ApiListSearch } from '../common/openapi.js';
+import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { CreatePointGroupDto, PointGroupRecordDto, UpdatePointGroupDto } from './point-group.dto.js';
 import { PointGroupsService, POINT_GROUP_LIST_SPEC } from './point-groups.service.js';
@@ -25,6 +26,18 @@ export class PointGroupsController {
   @ApiListQuery(POINT_GROUP_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.groups.list(query);
+  }
+
+  @Post('search')
+  @HttpCode(200)
+  @RequirePermission('pointGroups:read')
+  @ApiOperation({
+    summary: 'Search point groups: the list with its parameters as a JSON body (filter in its JSON form)',
+    description: 'Answers what the GET list answers.',
+  })
+  @ApiListSearch('pointGroups', PointGroupRecordDto, POINT_GROUP_LIST_SPEC)
+  search(@Body() body: ListSearchDto) {
+    return this.groups.list(searchQuery(body));
   }
 
   @Post(['new', '/'])

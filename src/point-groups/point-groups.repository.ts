@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import { type ListPage, type ListQuery, type ListSpec, paginate } from '../common/list.js';
 import type { Tx } from '../database/transactions.js';
 import { PointGroup } from './point-group.entity.js';
 
@@ -18,6 +18,32 @@ export const POINT_GROUP_LIST_SPEC: ListSpec = {
   },
   searchExpression: 'sf_text(g.name, g.description)',
   filters: { isPublished: { type: 'boolean', column: 'g.is_published' } },
+  filterable: {
+    id: { type: 'id', sql: 'g.id' },
+    name: { type: 'string', sql: 'g.name' },
+    description: { type: 'string', sql: 'g.description' },
+    isPublished: { type: 'boolean', sql: 'g.is_published' },
+    minimumPoints: { type: 'int', sql: 'g.minimum_points' },
+    maximumPoints: { type: 'int', sql: 'g.maximum_points' },
+    color: { type: 'string', sql: 'g.color' },
+    createdAt: { type: 'datetime', sql: 'g.created_at' },
+    modifiedAt: { type: 'datetime', sql: 'g.modified_at' },
+  },
+  properties: [
+    'id',
+    'name',
+    'description',
+    'isPublished',
+    'minimumPoints',
+    'maximumPoints',
+    'color',
+    'createdAt',
+    'modifiedAt',
+    'createdBy',
+    'createdByUser',
+    'modifiedBy',
+    'modifiedByUser',
+  ],
 };
 
 /** Every query of the point_groups table. */
@@ -34,7 +60,7 @@ export class PointGroupsRepository {
     return this.repo().create();
   }
 
-  list(q: ListQuery): Promise<{ total: number; items: PointGroup[] }> {
+  list(q: ListQuery): Promise<ListPage<PointGroup>> {
     return paginate(this.repo().createQueryBuilder('g'), q, POINT_GROUP_LIST_SPEC);
   }
 

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { COLOR_MESSAGE, normalizeColor } from '../common/color.js';
 import { type ErrorDetail, notFound, validationError } from '../common/errors.js';
-import { parseListQuery } from '../common/list.js';
+import { listEnvelope, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
@@ -39,8 +39,9 @@ export class PointGroupsService {
   ) {}
 
   async list(query: Record<string, unknown>) {
-    const { total, items } = await this.groups.list(parseListQuery(query, POINT_GROUP_LIST_SPEC));
-    return { total, pointGroups: items.map(toPointGroupRecord) };
+    const q = parseListQuery(query, POINT_GROUP_LIST_SPEC);
+    const page = await this.groups.list(q);
+    return listEnvelope(q, 'pointGroups', page, page.items.map(toPointGroupRecord));
   }
 
   async get(id: number, tx?: Tx): Promise<PointGroupRecord> {

@@ -1,5 +1,5 @@
 import { type ExecutionContext, SetMetadata } from '@nestjs/common';
-import { Reflector } from '@nestjs/core';
+import { routeMetadata } from '../common/route-access.js';
 
 /**
  * Separate rate-limit buckets for routes that need a stricter limit than the plan limits.
@@ -14,9 +14,7 @@ export const RATE_LIMIT_BUCKET_KEY = 'sf:rate-limit-bucket';
 /** Counts the route's requests in their own bucket (see RateLimitBucket). */
 export const RateLimitBucket = (bucket: RateLimitBucket) => SetMetadata(RATE_LIMIT_BUCKET_KEY, bucket);
 
-const reflector = new Reflector();
-
 /** The bucket of the route a request reached, or null for the plan limits. */
 export function rateLimitBucketOf(ctx: ExecutionContext): RateLimitBucket | null {
-  return reflector.getAllAndOverride<RateLimitBucket | undefined>(RATE_LIMIT_BUCKET_KEY, [ctx.getHandler(), ctx.getClass()]) ?? null;
+  return (routeMetadata(RATE_LIMIT_BUCKET_KEY, ctx) as RateLimitBucket | undefined) ?? null;
 }

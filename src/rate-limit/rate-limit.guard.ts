@@ -1,5 +1,13 @@
 import { type ExecutionContext, Injectable } from '@nestjs/common';
-import { ThrottlerGuard, type ThrottlerLimitDetail } from '@nestjs/throttler';
+import {
+  InjectThrottlerOptions,
+  InjectThrottlerStorage,
+  ThrottlerGuard,
+  type ThrottlerLimitDetail,
+  type ThrottlerModuleOptions,
+  type ThrottlerStorage,
+} from '@nestjs/throttler';
+import { CachedReflector } from '../common/route-access.js';
 import { AppError } from '../common/errors.js';
 import type { AppRequest } from '../common/request.js';
 import { rateLimitBucketOf } from './rate-limit.bucket.js';
@@ -17,6 +25,11 @@ export const accountCounterKey = (userId: number) => `default:u:${userId}`;
  */
 @Injectable()
 export class RateLimitGuard extends ThrottlerGuard {
+  // ThrottlerGuard reads six metadata keys per request; the route's metadata is read once per handler.
+  constructor(@InjectThrottlerOptions() options: ThrottlerModuleOptions, @InjectThrottlerStorage() storage: ThrottlerStorage) {
+    super(options, storage, new CachedReflector());
+  }
+
   /**
    * Verified machine credentials (the metrics scraper's METRICS_TOKEN, the SMS gateway's signed
    * delivery reports) are not plan-limited. A refused or missing credential is counted like any

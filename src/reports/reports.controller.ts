@@ -4,7 +4,8 @@ import type { Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope, ApiListQuery } from '../common/openapi.js';
+import { ApiEnvelope, ApiListQuery, ApiListSearch } from '../common/openapi.js';
+import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { CreateReportDto, ReportRecordDto, ReportResultsEnvelopeDto, ReportRunDto, UpdateReportDto } from './report.dto.js';
 import { ReportsService, REPORT_LIST_SPEC } from './reports.service.js';
@@ -24,6 +25,18 @@ export class ReportsController {
   @ApiListQuery(REPORT_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.reports.list(query);
+  }
+
+  @Post('search')
+  @HttpCode(200)
+  @RequirePermission('reports:read')
+  @ApiOperation({
+    summary: 'Search reports: the list with its parameters as a JSON body (filter in its JSON form)',
+    description: 'Answers what the GET list answers.',
+  })
+  @ApiListSearch('reports', ReportRecordDto, REPORT_LIST_SPEC)
+  search(@Body() body: ListSearchDto) {
+    return this.reports.list(searchQuery(body));
   }
 
   @Post(['new', '/'])

@@ -3,6 +3,7 @@ import { APP_CONFIG, type AppConfig, ConfigError } from '../config/config.js';
 import { HttpSmsProvider } from './http.provider.js';
 import { LogSmsProvider } from './log.provider.js';
 import { SmsProvider } from './sms-provider.js';
+import { SmsSendRate } from './send-rate.service.js';
 
 /** Provides the configured SmsProvider (SMS_PROVIDER=log|http). */
 @Module({
@@ -22,7 +23,8 @@ import { SmsProvider } from './sms-provider.js';
       },
       inject: [APP_CONFIG],
     },
+    SmsSendRate,
   ],
-  exports: [SmsProvider],
+  exports: [SmsProvider, SmsSendRate],
 })
 export class SmsModule {}

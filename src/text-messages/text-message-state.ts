@@ -5,14 +5,17 @@
  *     ▲  (or create/edit with scheduledFor)  │                          └──────────────▶ failed
  *     │                                      └──provider refuses / retries run out / outcome unknown──▶ failed
  *   failed ──send──▶ queued (a new send: new job id, new idempotency key)
+ *   draft/queued ──▶ canceled (terminal): the recipient opted out before the worker claimed the
+ *     message (failureCode opted_out), or its broadcast was canceled (failureCode canceled). A
+ *     message a worker has already claimed (handed, or being handed, to the provider) is never canceled.
  *
  * Transitions only move forward. Edits and send are allowed on draft and failed only (409 otherwise).
  * `queued` covers both "waiting for its job" and "claimed by a worker that is calling the provider".
  */
-export const TEXT_MESSAGE_STATUSES = ['draft', 'queued', 'sent', 'delivered', 'failed'] as const;
+export const TEXT_MESSAGE_STATUSES = ['draft', 'queued', 'sent', 'delivered', 'failed', 'canceled'] as const;
 export type TextMessageStatus = (typeof TEXT_MESSAGE_STATUSES)[number];
 
-export type FailureCode = 'provider_rejected' | 'retries_exhausted' | 'outcome_unknown' | 'delivery_failed';
+export type FailureCode = 'provider_rejected' | 'retries_exhausted' | 'outcome_unknown' | 'delivery_failed' | 'opted_out' | 'canceled';
 
 export function canEdit(status: TextMessageStatus): boolean {
   return status === 'draft' || status === 'failed';

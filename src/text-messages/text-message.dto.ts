@@ -45,18 +45,22 @@ export class TextMessageRecordDto {
   content: string;
   /** E.164 */
   recipient: string;
-  /** draft, queued, sent, delivered or failed */
+  /** draft, queued, sent, delivered, failed or canceled (terminal: never handed to the provider; see failureCode) */
   status: string;
   scheduledFor: string | null;
   sentAt: string | null;
   deliveredAt: string | null;
   failedAt: string | null;
-  /** Why the message failed, when it did. */
+  /** When the message was canceled, if it was. */
+  canceledAt: string | null;
+  /** Why the message failed or was canceled, when it was. */
   failureReason: string | null;
-  /** provider_rejected, retries_exhausted, outcome_unknown or delivery_failed, when failed. */
+  /** provider_rejected, retries_exhausted, outcome_unknown or delivery_failed when failed; opted_out (the recipient opted out before the send) or canceled (its broadcast was canceled) when canceled. */
   failureCode: string | null;
   /** The campaign, or null (also after the campaign was deleted: ON DELETE SET NULL). */
   campaign: CampaignRefDto | null;
+  /** The broadcast that created the message, or null. */
+  broadcastId: number | null;
   createdAt: string;
   modifiedAt: string | null;
   createdBy: number | null;
@@ -77,4 +81,30 @@ export class DeliveryReportDto {
   error?: string;
   /** When it happened (ISO 8601); default now. */
   timestamp?: string;
+}
+
+/** An inbound text message (a reply) from the SMS gateway (signed; see the route's description). */
+export class InboundMessageDto {
+  /** The sender's phone number (normalised to E.164). */
+  from: string;
+  /** Our number the reply was sent to. */
+  to?: string;
+  /** The text, up to 1600 characters. */
+  body: string;
+  /** The gateway's id of the message: a repeat with the same id is not acted on again. */
+  messageId?: string;
+  /** When the gateway received it (ISO 8601 with offset); default now. */
+  receivedAt?: string;
+}
+
+/** What an inbound message did. */
+export class InboundResultDto {
+  /** False for a repeated messageId (nothing done again). */
+  accepted: boolean;
+  /** opt_out (STOP...), opt_in (START/UNSTOP) or none. */
+  action: string;
+  /** Contacts whose sms do-not-contact entry changed. */
+  contactsUpdated: number;
+  /** Id of the stored inbound message (null for a repeat). */
+  id: number | null;
 }

@@ -20,6 +20,14 @@ export class TextMessage extends AuditedEntity {
   @Column({ name: 'campaign_id', type: 'int', nullable: true })
   campaignId: number | null;
 
+  /** The broadcast that created the message (null for a single message, or after the broadcast was deleted). */
+  @Column({ name: 'broadcast_id', type: 'int', nullable: true })
+  broadcastId: number | null;
+
+  /** The contact a broadcast message was created for. */
+  @Column({ name: 'contact_id', type: 'int', nullable: true })
+  contactId: number | null;
+
   @Column({ name: 'scheduled_for', type: 'timestamptz', nullable: true })
   scheduledFor: Date | null;
 
@@ -31,6 +39,9 @@ export class TextMessage extends AuditedEntity {
 
   @Column({ name: 'failed_at', type: 'timestamptz', nullable: true })
   failedAt: Date | null;
+
+  @Column({ name: 'canceled_at', type: 'timestamptz', nullable: true })
+  canceledAt: Date | null;
 
   @Column({ name: 'failure_code', type: 'text', nullable: true })
   failureCode: FailureCode | null;
@@ -61,10 +72,10 @@ export class TextMessage extends AuditedEntity {
 registerConstraints({
   text_messages_campaign_id_fkey: { kind: 'reference', field: 'campaignId', target: 'campaign' },
   text_messages_content_check: { kind: 'check', field: 'content', message: 'must be 1 to 1600 characters' },
-  text_messages_status_check: { kind: 'check', field: 'status', message: 'must be draft, queued, sent, delivered or failed' },
+  text_messages_status_check: { kind: 'check', field: 'status', message: 'must be draft, queued, sent, delivered, failed or canceled' },
   text_messages_failure_code_check: {
     kind: 'check',
     field: 'failureCode',
-    message: 'must be provider_rejected, retries_exhausted, outcome_unknown or delivery_failed',
+    message: 'must be provider_rejected, retries_exhausted, outcome_unknown, delivery_failed, opted_out or canceled',
   },
 });

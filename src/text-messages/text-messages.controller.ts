@@ -4,27 +4,51 @@ import type { Request, Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission, SignedBySmsGateway } from '../common/route-access.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope, ApiListQuery, ApiErrors } from '../common/openapi.js';
+import { ApiEnvelope, ApiListQuery, ApiErrors, ApiListSearch } from '../common/openapi.js';
+import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { SIGNATURE_HEADER } from '../sms/signature.js';
-import { CreateTextMessageDto, DeliveryReportDto, TextMessageRecordDto, UpdateTextMessageDto } from './text-message.dto.js';
+import {
+  CreateTextMessageDto,
+  DeliveryReportDto,
+  InboundMessageDto,
+  InboundResultDto,
+  TextMessageRecordDto,
+  UpdateTextMessageDto,
+} from './text-message.dto.js';
+import { InboundMessagesService } from './inbound-messages.service.js';
 import { TextMessagesService, TEXT_MESSAGE_LIST_SPEC } from './text-messages.service.js';
 
 @ApiTags('text messages')
 @Controller(['api/text-messages', 'api/text_messages'])
 export class TextMessagesController {
-  constructor(private readonly messages: TextMessagesService) {}
+  constructor(
+    private readonly messages: TextMessagesService,
+    private readonly replies: InboundMessagesService,
+  ) {}
 
   @Get()
   @RequirePermission('textMessages:read')
   @ApiOperation({
     summary: 'List text messages',
-    description: 'List parameters: search (content, recipient), page, limit, orderBy, orderByDir; filters status, campaignId.',
+    description: 'List parameters: search (content, recipient), page, limit, orderBy, orderByDir; filters status, campaignId, broadcastId.',
   })
   @ApiEnvelope('textMessages', TextMessageRecordDto, { list: true })
   @ApiListQuery(TEXT_MESSAGE_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.messages.list(query);
+  }
+
+  @Post('search')
+  @HttpCode(200)
+  @RequirePermission('textMessages:read')
+  @ApiOperation({
+    summary: 'Search text messages: the list with its parameters as a JSON body (filter in its JSON form)',
+    description: 'Answers what the GET list answers.',
+  })
+  @ApiListSearch('textMessages', TextMessageRecordDto, TEXT_MESSAGE_LIST_SPEC)
+  search(@Body() body: ListSearchDto) {
+    return this.messages.list(searchQuery(body));
   }
 
   @Post(['new', '/'])
@@ -58,6 +82,27 @@ export class TextMessagesController {
   })
   deliveryReport(@Req() req: Request & { rawBody?: Buffer }, @Headers(SIGNATURE_HEADER) signature: string | undefined) {
     return this.messages.deliveryReport(req.rawBody, signature, req.body);
+  }
+
+  @ApiErrors(
+    { status: 401, description: 'Missing or wrong X-Signature', codes: ['unauthorized'] },
+    { status: 400, description: 'from is not a phone number, body missing or too long, receivedAt not a date-time' },
+  )
+  @Post('inbound')
+  @HttpCode(200)
+  @SignedBySmsGateway()
+  @ApiOperation({
+    summary: 'Inbound text message (a reply) from the HTTP SMS gateway (public, signed)',
+    description:
+      'Body: `{ from, to?, body, messageId?, receivedAt? }`, signed like delivery reports (`X-Signature: sha256=<hex HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>`; 401 otherwise). ' +
+      'Every message is stored. A body of STOP, UNSUBSCRIBE, CANCEL, END or QUIT (trimmed, any case) sets the sms do-not-contact entry `unsubscribed` on every contact whose phone is `from` (E.164-normalised; existing entries keep their reason); ' +
+      'START or UNSTOP removes entries `unsubscribed` and `bounced` (a `manual` entry stays). Other bodies are stored and change nothing. Each changed contact gets a contact.updated event. ' +
+      'A repeated `messageId` is acknowledged with `accepted: false` and not acted on again.',
+  })
+  @ApiBody({ type: InboundMessageDto })
+  @ApiOkResponse({ type: InboundResultDto, description: 'What the message did.' })
+  inbound(@Req() req: Request & { rawBody?: Buffer }, @Headers(SIGNATURE_HEADER) signature: string | undefined) {
+    return this.replies.receive(req.rawBody, signature, req.body);
   }
 
   @Get(':id')

@@ -4,6 +4,7 @@ import { Transactions } from '../database/transactions.js';
 import { JOB_IDS, type JobPayloads } from '../jobs/job-names.js';
 import { DeferJobError, type JobContext, JobQueue, RetryableJobError } from '../jobs/job-queue.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
+import { SmsSendRate } from '../sms/send-rate.service.js';
 import { idempotencyKey, type SendResult, SmsProvider, SmsProviderError } from '../sms/sms-provider.js';
 import type { FailureCode } from './text-message-state.js';
 import { type ClaimedMessage, TextMessageRepository } from './text-message.repository.js';
@@ -63,6 +64,7 @@ export class TextMessagesProcessor implements OnModuleInit {
     private readonly provider: SmsProvider,
     private readonly messages: TextMessagesService,
     private readonly notifications: NotificationsService,
+    private readonly rate: SmsSendRate,
   ) {}
 
   onModuleInit(): void {
@@ -79,9 +81,13 @@ export class TextMessagesProcessor implements OnModuleInit {
   }
 
   async send({ messageId, generation, queuedAt }: JobPayloads['sms.send'], ctx: JobContext): Promise<void> {
+    // SMS_MAX_PER_SECOND: take a slot on the shared timeline before claiming (a slot a run does not use is simply lost).
+    const [wait] = await this.rate.reserve(1);
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     const token = randomUUID();
     const msg = await this.repository.claim(messageId, generation, token);
     if (!msg) return this.notClaimed(messageId, generation, queuedAt);
+    if (msg.optedOut) return this.cancelOptedOut(messageId, token);
 
     let result: SendResult;
     try {
@@ -144,8 +150,23 @@ export class TextMessagesProcessor implements OnModuleInit {
       t.claimToken,
       'outcome_unknown',
       'outcome unknown: the worker stopped while handing the message to the provider; it may have been sent, so it is not sent again automatically',
-      { id: messageId, content: '', recipient: t.recipient, createdBy: t.createdBy },
+      { id: messageId, content: '', recipient: t.recipient, createdBy: t.createdBy, optedOut: false },
     );
+  }
+
+  /** The recipient opted out after the message was queued: `canceled` (opted_out), never handed to the provider. */
+  private async cancelOptedOut(messageId: number, token: string): Promise<void> {
+    await this.transactions.run(async (tx) => {
+      const canceled = await this.repository.markCanceled(
+        messageId,
+        token,
+        'opted_out',
+        'the recipient opted out of text messages before the message was sent',
+        tx,
+      );
+      if (canceled) await this.messages.recordStatus(tx, messageId, 'text_message.canceled', 'queued');
+    });
+    this.logger.log({ msg: 'text message canceled: the recipient opted out', messageId });
   }
 
   /** `failed` + an sms_failed notification, only while our claim holds. */

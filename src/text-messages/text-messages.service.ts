@@ -5,7 +5,7 @@ import { EventsService } from '../events/events.service.js';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
 import { AppError, conflict, fieldError, notFound, unavailable } from '../common/errors.js';
-import { type ListSpec, parseListQuery } from '../common/list.js';
+import { type ListSpec, listEnvelope, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { toE164 } from '../common/validation.js';
 import { JOB_IDS } from '../jobs/job-names.js';
@@ -17,6 +17,7 @@ import { CreateTextMessageDto, UpdateTextMessageDto } from './text-message.dto.j
 import { TextMessage } from './text-message.entity.js';
 import { TextMessageRepository } from './text-message.repository.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
+import { ContactsService } from '../contacts/contacts.service.js';
 
 export const TEXT_MESSAGE_LIST_SPEC: ListSpec = {
   sortable: {
@@ -33,7 +34,42 @@ export const TEXT_MESSAGE_LIST_SPEC: ListSpec = {
   filters: {
     status: { type: 'string', column: 't.status', values: TEXT_MESSAGE_STATUSES },
     campaignId: { type: 'int', column: 't.campaign_id' },
+    broadcastId: { type: 'int', column: 't.broadcast_id' },
   },
+  filterable: {
+    id: { type: 'id', sql: 't.id' },
+    content: { type: 'string', sql: 't.content' },
+    recipient: { type: 'string', sql: 't.recipient' },
+    status: { type: 'enum', sql: 't.status', values: TEXT_MESSAGE_STATUSES },
+    'campaign.id': { type: 'id', sql: 't.campaign_id' },
+    campaignId: { type: 'id', sql: 't.campaign_id' },
+    scheduledFor: { type: 'datetime', sql: 't.scheduled_for' },
+    sentAt: { type: 'datetime', sql: 't.sent_at' },
+    deliveredAt: { type: 'datetime', sql: 't.delivered_at' },
+    failedAt: { type: 'datetime', sql: 't.failed_at' },
+    failureCode: { type: 'string', sql: 't.failure_code' },
+    createdAt: { type: 'datetime', sql: 't.created_at' },
+    modifiedAt: { type: 'datetime', sql: 't.modified_at' },
+  },
+  properties: [
+    'id',
+    'content',
+    'recipient',
+    'status',
+    'scheduledFor',
+    'sentAt',
+    'deliveredAt',
+    'failedAt',
+    'failureReason',
+    'failureCode',
+    'campaign',
+    'createdAt',
+    'modifiedAt',
+    'createdBy',
+    'createdByUser',
+    'modifiedBy',
+    'modifiedByUser',
+  ],
 };
 
 export type TextMessageRecord = ReturnType<TextMessagesService['toRecord']>;
@@ -49,6 +85,7 @@ export class TextMessagesService {
     private readonly jobs: JobQueue,
     private readonly notifications: NotificationsService,
     private readonly events: EventsService,
+    private readonly contacts: ContactsService,
   ) {}
 
   /** The one mapper from a stored message (and its campaign's name) to the API record. */
@@ -63,9 +100,11 @@ export class TextMessagesService {
       sentAt: iso(t.sentAt),
       deliveredAt: iso(t.deliveredAt),
       failedAt: iso(t.failedAt),
+      canceledAt: iso(t.canceledAt),
       failureReason: t.failureReason,
       failureCode: t.failureCode,
       campaign: campaignName !== undefined && t.campaignId !== null ? { id: t.campaignId, name: campaignName } : null,
+      broadcastId: t.broadcastId,
       ...auditOut(t),
     };
   }
@@ -79,8 +118,8 @@ export class TextMessagesService {
 
   async list(query: Record<string, unknown>) {
     const q = parseListQuery(query, TEXT_MESSAGE_LIST_SPEC);
-    const { total, items } = await this.messages.list(q, TEXT_MESSAGE_LIST_SPEC);
-    return { total, textMessages: await this.toRecords(items) };
+    const page = await this.messages.list(q, TEXT_MESSAGE_LIST_SPEC);
+    return listEnvelope(q, 'textMessages', page, await this.toRecords(page.items));
   }
 
   /** The message; with `tx`, locked until that transaction ends (edits, sends and deletes apply one after the other). */
@@ -176,12 +215,20 @@ export class TextMessagesService {
     const queue = forceQueue || (t.scheduledFor !== null && (t.status === 'draft' || t.status === 'failed'));
     if (queue) {
       if (!(await this.jobs.isAvailable())) throw unavailable('The job queue is unreachable; the message was not queued. Try again shortly.');
+      // A courtesy check for a clear answer; the worker checks again when it claims the message, so
+      // an opt-out that commits after this still wins (the message ends `canceled`, opted_out).
+      if ((await this.contacts.optedOutPhones([t.recipient], tx)).size) {
+        throw conflict(
+          `The recipient ${t.recipient} has opted out of text messages (a contact with this number has an sms do-not-contact entry); the message was not queued`,
+        );
+      }
       t.status = 'queued';
       t.sendCount = (t.sendCount ?? 0) + 1;
       t.queuedAt = new Date();
       t.sentAt = null;
       t.deliveredAt = null;
       t.failedAt = null;
+      t.canceledAt = null;
       t.failureCode = null;
       t.failureReason = null;
       t.claimToken = null;
@@ -211,8 +258,13 @@ export class TextMessagesService {
     return record;
   }
 
-  /** Writes the event of a status change made by the worker or a delivery report (text_message.sent|delivered|failed). */
-  async recordStatus(tx: Tx, id: number, type: 'text_message.sent' | 'text_message.delivered' | 'text_message.failed', previousStatus: string): Promise<void> {
+  /** Writes the event of a status change made by the worker or a delivery report (text_message.sent|delivered|failed|canceled). */
+  async recordStatus(
+    tx: Tx,
+    id: number,
+    type: 'text_message.sent' | 'text_message.delivered' | 'text_message.failed' | 'text_message.canceled',
+    previousStatus: string,
+  ): Promise<void> {
     const t = await this.messages.findById(id, tx);
     if (t) await this.events.record(tx, type, (await this.toRecords([t], tx))[0], { status: previousStatus });
   }

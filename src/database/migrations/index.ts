@@ -13,6 +13,14 @@ import { AccountConsole1763700000800 } from './1763700000800-account-console.js'
 import { Events1763700000900 } from './1763700000900-events.js';
 import { ModifiedSince1763700000910 } from './1763700000910-modified-since.js';
 import { Webhooks1763700000950 } from './1763700000950-webhooks.js';
+import { ModifiedAtOnCreation1763700000960 } from './1763700000960-modified-at-on-creation.js';
+import { Companies1763700001000 } from './1763700001000-companies.js';
+import { FilterIndexes1763700001100 } from './1763700001100-filter-indexes.js';
+import { IdempotencyKeys1763700001200 } from './1763700001200-idempotency-keys.js';
+import { SmsOptOut1763700001300 } from './1763700001300-sms-opt-out.js';
+import { Broadcasts1763700001310 } from './1763700001310-broadcasts.js';
+import { WebhookDrain1763700001400 } from './1763700001400-webhook-drain.js';
+import { CompanyFilterIndexes1763700001500 } from './1763700001500-company-filter-indexes.js';
 
 export const MIGRATIONS = [
   Platform1763700000000,
@@ -26,4 +34,12 @@ export const MIGRATIONS = [
   Events1763700000900,
   ModifiedSince1763700000910,
   Webhooks1763700000950,
+  ModifiedAtOnCreation1763700000960,
+  Companies1763700001000,
+  FilterIndexes1763700001100,
+  IdempotencyKeys1763700001200,
+  SmsOptOut1763700001300,
+  Broadcasts1763700001310,
+  WebhookDrain1763700001400,
+  CompanyFilterIndexes1763700001500,
 ];

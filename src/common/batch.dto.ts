@@ -1,0 +1,68 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { IsArray, IsBoolean, IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
+
+export const BATCH_MODES = ['create', 'update', 'upsert', 'delete'] as const;
+export type BatchMode = (typeof BATCH_MODES)[number];
+/** Items one batch takes; more is a 413 naming the limit. */
+export const BATCH_MAX_ITEMS = 500;
+
+/** `POST /api/<resource>/batch`: up to 500 records written as the single-record routes would. */
+export class BatchWriteDto {
+  /**
+   * `create` (each item a create body, 201), `update` (changes the supplied properties of the record
+   * the item's `idProperty` names, 200; 404 when there is none), `upsert` (update when it exists, else
+   * create) or `delete` (each item names a record by its `idProperty`, 200).
+   */
+  @IsIn(BATCH_MODES)
+  @ApiProperty({ enum: BATCH_MODES })
+  mode: BatchMode;
+
+  /** The property that names an item's record: `id` (the default for update and delete); contacts also take `email` (the default for upsert) or the alias of a unique-identifier custom field. */
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  idProperty?: string;
+
+  /** With true, one transaction: any failed item answers 422 with the results, and nothing is written. */
+  @IsOptional()
+  @IsBoolean()
+  atomic?: boolean;
+
+  /** The records, at most 500 (413 beyond); each is checked exactly as the single-record route checks its body. */
+  @IsArray()
+  @ApiProperty({ type: 'array', items: { type: 'object', additionalProperties: true } })
+  items: unknown[];
+}
+
+/** One item's error: what the single-record route would have answered. */
+export class BatchItemErrorDto {
+  code: string;
+  message: string;
+  status: number;
+  /** What is wrong, per field (as in every error answer). */
+  @ApiProperty({ type: 'array', required: false, items: { $ref: '#/components/schemas/ApiErrorDetail' } })
+  details?: Record<string, unknown>[];
+}
+
+export class BatchItemResultDto {
+  /** Position of the item in `items`. */
+  index: number;
+  /** The status the single-record route would have answered (201 created, 200 updated or deleted, 4xx). */
+  status: number;
+  /** The record's id (absent on failures, and on every item of an atomic batch that was refused). */
+  id?: number;
+  error?: BatchItemErrorDto;
+}
+
+export class BatchSummaryDto {
+  created: number;
+  updated: number;
+  deleted: number;
+  failed: number;
+}
+
+/** The answer of a batch: one result per item, in input order. */
+export class BatchResultDto {
+  results: BatchItemResultDto[];
+  summary: BatchSummaryDto;
+}

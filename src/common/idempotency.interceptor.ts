@@ -1,0 +1,85 @@
+import { type CallHandler, type ExecutionContext, Injectable, Logger, type NestInterceptor } from '@nestjs/common';
+import type { Response } from 'express';
+import { from, mergeMap, type Observable } from 'rxjs';
+import { AppError } from './errors.js';
+import { fingerprintOf, IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, parseIdempotencyKey, RECORDED_HEADERS, scopeOf } from './idempotency.js';
+import type { IdempotencyScope } from './idempotency.repository.js';
+import { IdempotencyService } from './idempotency.service.js';
+import type { AppRequest } from './request.js';
+import { isFallbackRoute, routeAccess } from './route-access.js';
+
+/**
+ * Idempotency-Key on every POST, PUT, PATCH and DELETE under /api that a token calls (global
+ * interceptor, after the guard chain: the account is known and the request has been counted).
+ * Claims the key, runs the route, and records the answer the client gets (the global exception
+ * filter's error answers included: it writes through the same res.send) before sending it.
+ * Routes without an account are out of scope (public routes such as the OAuth token endpoint, the
+ * SMS gateway's signed callbacks, the account console's session pages): the header is ignored there.
+ */
+@Injectable()
+export class IdempotencyInterceptor implements NestInterceptor {
+  private readonly logger = new Logger('Idempotency');
+
+  constructor(private readonly idempotency: IdempotencyService) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getType() !== 'http') return next.handle();
+    const req = context.switchToHttp().getRequest<AppRequest>();
+    const header = req.headers['idempotency-key'];
+    if (header === undefined || !IDEMPOTENT_METHODS.has(req.method) || !req.path.startsWith('/api/') || isFallbackRoute(context)) return next.handle();
+    const { credential } = routeAccess(context);
+    if (!req.principal || credential === 'none' || credential === 'session' || credential === 'sms-signature') return next.handle();
+    const key = parseIdempotencyKey(header);
+    if (req.is('multipart/form-data')) {
+      // The upload is streamed to storage after this point, so its bytes cannot be compared with a retry's.
+      const message = 'is not accepted on multipart/form-data uploads (their bytes are streamed, not fingerprinted); send the request without it';
+      throw new AppError('validation_failed', `${IDEMPOTENCY_HEADER}: ${message}`, [{ field: IDEMPOTENCY_HEADER, message }]);
+    }
+    const scope: IdempotencyScope = { userId: req.principal.userId, scope: scopeOf(req.method, req.path), key, method: req.method, path: req.path };
+    const fingerprint = fingerprintOf(req);
+    const res = context.switchToHttp().getResponse<Response>();
+    return from(this.idempotency.begin(scope, fingerprint)).pipe(
+      mergeMap((claim) => {
+        this.recordAnswer(res, scope, claim);
+        return next.handle();
+      }),
+    );
+  }
+
+  /**
+   * Wraps res.send for this response: the first answer sent (by the route or by the exception
+   * filter) is recorded, then sent. A response that ends without res.send (a stream) is not
+   * replayable: its key is released so a retry runs again.
+   */
+  private recordAnswer(res: Response, scope: IdempotencyScope, claim: string): void {
+    const original = res.send.bind(res);
+    let seen = false;
+    const wrapped = (body?: unknown): Response => {
+      if (seen) return original(body);
+      // res.send(object) is res.json, which stringifies and comes back here with the text.
+      if (body !== null && typeof body === 'object' && !Buffer.isBuffer(body)) return res.json(body);
+      seen = true;
+      res.send = original;
+      const headers: Record<string, string> = {};
+      for (const name of RECORDED_HEADERS) {
+        const value = res.getHeader(name);
+        if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+      }
+      const bytes = body === undefined || body === null ? null : Buffer.isBuffer(body) ? body : Buffer.from(String(body as string | number | boolean));
+      const send = () => {
+        original(body);
+      };
+      this.idempotency.finish(scope, claim, { status: res.statusCode, headers, body: bytes }).then(send, (err: unknown) => {
+        this.logger.warn({ msg: 'could not record the answer of an idempotent request', err: err instanceof Error ? err.message : String(err) });
+        send();
+      });
+      return res;
+    };
+    res.send = wrapped as Response['send'];
+    res.once('finish', () => {
+      if (!seen) {
+        this.idempotency.release(scope, claim).catch(() => undefined);
+      }
+    });
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * Idempotency-Key rules (issue 15 part 2): which requests take a key, what a valid key is, what
+ * makes two requests "the same" (the fingerprint), and which parts of an answer are replayed.
+ * The claim/replay machinery is idempotency.service.ts (PostgreSQL) and idempotency.interceptor.ts.
+ */
+import { createHash } from 'node:crypto';
+import type { Request } from 'express';
+import { AppError } from './errors.js';
+
+export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
+export const REPLAYED_HEADER = 'Idempotent-Replayed';
+export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const KEY_PATTERN = /^[A-Za-z0-9_:-]{1,255}$/;
+
+/**
+ * Response headers a replay repeats: those that describe the answer itself. Rate-limit, request-id
+ * and security headers belong to the request that carries the replay, and are that request's own.
+ */
+export const RECORDED_HEADERS = [
+  'content-type',
+  'location',
+  'etag',
+  'last-modified',
+  'content-disposition',
+  'allow',
+  'www-authenticate',
+  'deprecation',
+  'sunset',
+];
+
+/** The key as sent, or a 400 naming the header. */
+export function parseIdempotencyKey(value: string | string[]): string {
+  const key = Array.isArray(value) ? value.join(', ') : value;
+  if (!KEY_PATTERN.test(key)) {
+    const message = 'must be 1 to 255 characters of A-Z, a-z, 0-9, "_", ":" and "-" (sent once)';
+    throw new AppError('validation_failed', `${IDEMPOTENCY_HEADER}: ${message}`, [{ field: IDEMPOTENCY_HEADER, message }]);
+  }
+  return key;
+}
+
+/** JSON with object keys sorted at every level: the same data in another key order or spacing is the same request. */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v) ?? 'null';
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** The key's scope: method + path (the account and the key are columns of their own). */
+export const scopeOf = (method: string, path: string): string => sha256(`${method} ${path}`);
+
+/**
+ * What makes a retry "the same request": the media type, the query string and the canonical body.
+ * Multipart bodies are not fingerprinted (they are refused with a key: see the interceptor).
+ */
+export function fingerprintOf(req: Pick<Request, 'headers' | 'query' | 'body'>): string {
+  const mediaType = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  const body: unknown = req.body;
+  return sha256(`${mediaType}\n${canonicalJson(req.query ?? {})}\n${body === undefined ? '' : canonicalJson(body)}`);
+}
+
+/** Whether an answer is kept for replays: 2xx and 4xx, except 429 (and never 5xx), which a retry runs again. */
+export const isRecordedStatus = (status: number): boolean => status < 500 && status !== 429;
+
+/** A recorded answer to send again (thrown by the interceptor, written by the global exception filter). */
+export class ReplayedResponse extends Error {
+  constructor(
+    readonly status: number,
+    readonly headers: Record<string, string>,
+    readonly body: Buffer | null,
+  ) {
+    super(`replay of a recorded ${status} answer`);
+  }
+}

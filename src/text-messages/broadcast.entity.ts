@@ -1,0 +1,54 @@
+import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { AuditedEntity } from '../common/audit.js';
+import { registerConstraints } from '../common/constraints.js';
+
+export const BROADCAST_STATUSES = ['draft', 'scheduled', 'sending', 'completed', 'canceled'] as const;
+export type BroadcastStatus = (typeof BROADCAST_STATUSES)[number];
+
+/**
+ * Who a broadcast goes to. One more source (e.g. `{ segmentId }` once segments exist) is one more
+ * case here, in the DTO and in audienceSql (broadcasts.service.ts).
+ */
+export type Audience = { campaignId: number } | { contactIds: number[] };
+
+@Entity('broadcasts')
+export class Broadcast extends AuditedEntity {
+  @PrimaryGeneratedColumn()
+  id: number;
+
+  @Column({ type: 'text', nullable: true })
+  name: string | null;
+
+  @Column({ type: 'text' })
+  content: string;
+
+  @Column({ type: 'jsonb' })
+  audience: Audience;
+
+  @Column({ type: 'text', default: 'draft' })
+  status: BroadcastStatus;
+
+  @Column({ name: 'scheduled_for', type: 'timestamptz', nullable: true })
+  scheduledFor: Date | null;
+
+  @Column({ name: 'started_at', type: 'timestamptz', nullable: true })
+  startedAt: Date | null;
+
+  @Column({ name: 'completed_at', type: 'timestamptz', nullable: true })
+  completedAt: Date | null;
+
+  @Column({ name: 'canceled_at', type: 'timestamptz', nullable: true })
+  canceledAt: Date | null;
+
+  @Column({ type: 'int', nullable: true })
+  recipients: number | null;
+
+  @Column({ type: 'jsonb', default: () => `'{}'::jsonb` })
+  skipped: Record<string, number>;
+}
+
+registerConstraints({
+  broadcasts_content_check: { kind: 'check', field: 'content', message: 'must be 1 to 1600 characters' },
+  broadcasts_name_check: { kind: 'check', field: 'name', message: 'must be at most 255 characters' },
+  broadcasts_status_check: { kind: 'check', field: 'status', message: 'must be draft, scheduled, sending, completed or canceled' },
+});

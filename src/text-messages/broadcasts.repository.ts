@@ -1,0 +1,92 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import { type Db, returning, Transactions, type Tx } from '../database/transactions.js';
+import { type Audience, Broadcast } from './broadcast.entity.js';
+
+/**
+ * The audience as SQL yielding contact ids as `id`, parameters appended to `params`. A read of the
+ * campaigns feature's membership table; a segment source would be one more case here.
+ */
+export function audienceSql(audience: Audience, params: unknown[]): string {
+  if ('campaignId' in audience) {
+    params.push(audience.campaignId);
+    return `SELECT contact_id AS id FROM campaign_members WHERE campaign_id = $${params.length}`;
+  }
+  params.push(audience.contactIds);
+  return `SELECT unnest($${params.length}::int[]) AS id`;
+}
+
+export type BroadcastChanges = Omit<Partial<Broadcast>, 'id' | 'createdAt'>;
+
+/** Every query of the `broadcasts` table (their messages are text_messages rows: TextMessageRepository). */
+@Injectable()
+export class BroadcastsRepository {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly transactions: Transactions,
+  ) {}
+
+  private db(tx?: Tx): Db {
+    return tx ?? this.transactions.db;
+  }
+
+  private repo(tx?: Tx) {
+    return (tx ?? this.dataSource.manager).getRepository(Broadcast);
+  }
+
+  list(q: ListQuery, spec: ListSpec): Promise<{ total: number; items: Broadcast[] }> {
+    return paginate(this.repo().createQueryBuilder('b'), q, spec);
+  }
+
+  findById(id: number, tx?: Tx): Promise<Broadcast | null> {
+    return this.repo(tx).findOne({ where: { id } });
+  }
+
+  /** The row, locked until the transaction ends: edits, sends, cancels and deletes apply one after the other. */
+  findForUpdate(id: number, tx: Tx): Promise<Broadcast | null> {
+    return this.repo(tx).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
+  }
+
+  exists(id: number): Promise<boolean> {
+    return this.repo().exists({ where: { id } });
+  }
+
+  insert(values: BroadcastChanges, tx?: Tx): Promise<Broadcast> {
+    return this.repo(tx).save(this.repo(tx).create(values));
+  }
+
+  async update(id: number, changes: BroadcastChanges, tx?: Tx): Promise<void> {
+    const { id: _id, createdAt: _createdAt, ...columns } = changes as Partial<Broadcast>;
+    await this.repo(tx).update({ id }, columns);
+  }
+
+  async delete(id: number, tx: Tx): Promise<void> {
+    await this.repo(tx).delete({ id });
+  }
+
+  /** `sending` → `completed` once none of its messages is queued; false when that is not (yet) so. */
+  async completeIfDone(id: number, tx: Tx): Promise<boolean> {
+    const rows = await returning(
+      tx,
+      `UPDATE broadcasts b SET status = 'completed', completed_at = now(), modified_at = now()
+       WHERE b.id = $1 AND b.status = 'sending'
+         AND NOT EXISTS (SELECT 1 FROM text_messages t WHERE t.broadcast_id = b.id AND t.status = 'queued')
+       RETURNING b.id`,
+      [id],
+    );
+    return rows.length > 0;
+  }
+
+  /** Broadcasts in these statuses (ids and schedule), for the worker's recovery. */
+  async inStatus(statuses: string[]): Promise<{ id: number; status: string; scheduledFor: Date | null }[]> {
+    return this.db().query(`SELECT id, status, scheduled_for AS "scheduledFor" FROM broadcasts WHERE status = ANY($1::text[]) ORDER BY id`, [statuses]);
+  }
+
+  /** Whether a campaign exists (a read of the campaigns feature's table, for an audience). */
+  async campaignExists(id: number, tx?: Tx): Promise<boolean> {
+    const rows: unknown[] = await this.db(tx).query(`SELECT 1 FROM campaigns WHERE id = $1`, [id]);
+    return rows.length > 0;
+  }
+}
