@@ -87,7 +87,11 @@ describe('jobs without Redis: embedded PostgreSQL, everything in one process', (
 
   it('text messages: send through the HTTP provider, retries, delivery report, scheduled send', async () => {
     const create = (body: object) => http().post('/api/text-messages').set('Authorization', auth).send(body);
-    const get = async (id: number) => (await http().get(`/api/text-messages/${id}`).set('Authorization', auth)).body.textMessage;
+    const get = async (id: number) => {
+      const r = await http().get(`/api/text-messages/${id}`).set('Authorization', auth);
+      if (r.status !== 200) throw new Error(`GET /api/text-messages/${id}: ${r.status} ${JSON.stringify(r.body)}\n${app.logs.join('').slice(-3000)}`);
+      return r.body.textMessage;
+    };
     const waitStatus = (id: number, status: string) => waitFor(async () => ((await get(id)).status === status ? true : undefined), 30000, `status ${status}`);
 
     gateway.script('+14155550150', [503, 200]);

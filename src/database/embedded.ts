@@ -89,6 +89,7 @@ export async function startEmbeddedPostgres(dataDir: string, opts: { waitMs?: nu
     const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
     const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
     const db = await PGlite.create({ dataDir: join(dataDir, 'pgdata'), extensions: { pg_trgm } });
+    keepExtendedQueriesTogether(db);
     const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 64 });
     await server.start();
     const conn = server.getServerConn();
@@ -110,6 +111,34 @@ export async function startEmbeddedPostgres(dataDir: string, opts: { waitMs?: nu
     rmSync(lockPath, { force: true });
     throw e;
   }
+}
+
+/** Frontend message types of the extended query protocol that leave a batch open until Sync. */
+const EXTENDED = new Set(['P', 'B', 'D', 'E', 'C', 'H'].map((c) => c.charCodeAt(0)));
+/** Sync, simple Query and Terminate end a batch. */
+const BATCH_END = new Set(['S', 'Q', 'X'].map((c) => c.charCodeAt(0)));
+
+/**
+ * All connections to pglite-socket share PGlite's one session, and its queue runs one frontend message
+ * at a time, keeping a connection's turn only while a transaction is open. An extended-protocol batch
+ * (Parse, Bind, Describe, Execute, Sync) is not a transaction between its messages, so two pooled
+ * connections' batches interleave and one binds the other's unnamed statement: "unnamed prepared
+ * statement does not exist", "bind message supplies 2 parameters", or, when the shapes agree, another
+ * query's rows (electric-sql/pglite#1046, open in 0.2.17). The queue asks `db.isInTransaction()` whether
+ * to keep the turn, so the database reports a transaction while a batch is open as well: the
+ * connection that sent Parse keeps the session until its Sync.
+ */
+function keepExtendedQueriesTogether(db: { isInTransaction(): boolean; execProtocolRawStream(message: Uint8Array, options?: object): Promise<void> }): void {
+  let batchOpen = false;
+  const inTransaction = db.isInTransaction.bind(db);
+  const exec = db.execProtocolRawStream.bind(db);
+  db.isInTransaction = () => batchOpen || inTransaction();
+  db.execProtocolRawStream = (message, options) => {
+    const type = message[0];
+    if (type !== undefined && EXTENDED.has(type)) batchOpen = true;
+    else if (type !== undefined && BATCH_END.has(type)) batchOpen = false;
+    return exec(message, options);
+  };
 }
 
 function writeLockPort(path: string, port: number): void {
