@@ -543,22 +543,21 @@ describe('webhooks', () => {
     rx.plans.set('/busy', [
       (_req, res) => {
         busyGot++;
-        setTimeout(() => answer(204, '')(_req, res), 100);
+        // 2,000 answers at 200 ms, 16 in flight: the backlog takes 25 s or more.
+        setTimeout(() => answer(204, '')(_req, res), 200);
       },
     ]);
     const busy = await create({ url: rx.url('/busy'), events: ['point_group.updated'] });
     const quiet = await create({ url: rx.url('/quiet'), events: ['point_group.deleted'] });
     await api.sql(`INSERT INTO events (type, data) SELECT 'point_group.updated', jsonb_build_object('i', i) FROM generate_series(1, 2000) i`);
     await until('the backlog to start', async () => busyGot >= 1, 15000);
-    const started = Date.now();
     const eventId = await emit('point_group.deleted', { id: 1 });
-    await until('the second webhook to get its event', async () => rx.got('/quiet').length >= 1, 10000);
-    const waited = Date.now() - started;
+    await until('the second webhook to get its event', async () => rx.got('/quiet').length >= 1, 60000);
     const backlogLeft = 2000 - busyGot;
     expect(rx.got('/quiet')[0].headers['webhook-id']).toBe(eventId);
-    // Delivered while the backlog was still being worked through, not after it.
+    // Delivered while the backlog was still being worked through, not after it (no wall-clock bound:
+    // the order is the property, and it holds however loaded the machine is).
     expect(backlogLeft).toBeGreaterThan(0);
-    expect(waited).toBeLessThan(5000);
     await until(
       'the whole backlog delivered',
       async () => {
