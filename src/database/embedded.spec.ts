@@ -38,7 +38,12 @@ describe('embedded PostgreSQL over pglite-socket', () => {
   // Deterministic form of the same race: one connection sends Parse and waits; another connection's whole
   // query must not run in between, or the Bind that follows meets the other statement.
   it('does not let another connection between a Parse and its Bind', async () => {
-    const conn = new pg.Connection();
+    // pg's Connection speaks the protocol message by message (its typings leave out connect and startup).
+    const conn = new pg.Connection() as pg.Connection & {
+      connect(port: number, host: string): void;
+      startup(config: { user: string; database: string }): void;
+      parse(query: { text: string }, more: boolean): void;
+    };
     const port = Number(new URL(db.url).port);
     const connected = once(conn, 'connect');
     conn.connect(port, '127.0.0.1');
