@@ -59,7 +59,11 @@ async function main(): Promise<void> {
       setInterval(beat, 10_000).unref();
     }
   } else {
-    const http = await NestFactory.create<NestExpressApplication>(module, new PrefixRoutedExpressAdapter(), { logger: appLogger, bodyParser: false, rawBody: true });
+    const http = await NestFactory.create<NestExpressApplication>(module, new PrefixRoutedExpressAdapter(), {
+      logger: appLogger,
+      bodyParser: false,
+      rawBody: true,
+    });
     configureHttp(http, config);
     await http.listen(config.port, config.host);
     server = http.getHttpServer();
