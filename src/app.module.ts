@@ -1,8 +1,8 @@
 import { type DynamicModule, type MiddlewareConsumer, Module, type NestModule, type Type } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { CommonModule } from './common/common.module.js';
 import { IdempotencyModule } from './common/idempotency.module.js';
-import { IdempotencyInterceptor } from './common/idempotency.interceptor.js';
+import { IdempotencyGuard } from './common/idempotency.guard.js';
 import type { AppConfig } from './config/config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
@@ -89,8 +89,8 @@ export class AppModule implements NestModule {
         { provide: APP_GUARD, useClass: PermissionGuard },
         { provide: APP_GUARD, useClass: SameOriginGuard },
         { provide: APP_GUARD, useClass: ContentTypeGuard },
-        // After the guards (the account is known, the request counted): Idempotency-Key claims, records and replays.
-        { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
+        // Last (the account is known, the request counted and allowed): Idempotency-Key claims, records and replays.
+        { provide: APP_GUARD, useClass: IdempotencyGuard },
       ],
     };
   }

@@ -15,6 +15,7 @@ import { AppLogger } from './common/logger.js';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './database/embedded.js';
 import { runMigrations } from './database/migrate.js';
 import { configureHttp } from './http.js';
+import { PrefixRoutedExpressAdapter } from './common/prefix-router.js';
 
 async function main(): Promise<void> {
   let config: AppConfig;
@@ -58,7 +59,11 @@ async function main(): Promise<void> {
       setInterval(beat, 10_000).unref();
     }
   } else {
-    const http = await NestFactory.create<NestExpressApplication>(module, { logger: appLogger, bodyParser: false, rawBody: true });
+    const http = await NestFactory.create<NestExpressApplication>(module, new PrefixRoutedExpressAdapter(), {
+      logger: appLogger,
+      bodyParser: false,
+      rawBody: true,
+    });
     configureHttp(http, config);
     await http.listen(config.port, config.host);
     server = http.getHttpServer();

@@ -1,7 +1,7 @@
 /**
  * Idempotency-Key rules (issue 15 part 2): which requests take a key, what a valid key is, what
  * makes two requests "the same" (the fingerprint), and which parts of an answer are replayed.
- * The claim/replay machinery is idempotency.service.ts (PostgreSQL) and idempotency.interceptor.ts.
+ * The claim/replay machinery is idempotency.service.ts (PostgreSQL) and idempotency.guard.ts.
  */
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
@@ -58,7 +58,7 @@ export const scopeOf = (method: string, path: string): string => sha256(`${metho
 
 /**
  * What makes a retry "the same request": the media type, the query string and the canonical body.
- * Multipart bodies are not fingerprinted (they are refused with a key: see the interceptor).
+ * Multipart bodies are not fingerprinted (they are refused with a key: see the guard).
  */
 export function fingerprintOf(req: Pick<Request, 'headers' | 'query' | 'body'>): string {
   const mediaType = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
@@ -69,7 +69,7 @@ export function fingerprintOf(req: Pick<Request, 'headers' | 'query' | 'body'>):
 /** Whether an answer is kept for replays: 2xx and 4xx, except 429 (and never 5xx), which a retry runs again. */
 export const isRecordedStatus = (status: number): boolean => status < 500 && status !== 429;
 
-/** A recorded answer to send again (thrown by the interceptor, written by the global exception filter). */
+/** A recorded answer to send again (thrown by the guard, written by the global exception filter). */
 export class ReplayedResponse extends Error {
   constructor(
     readonly status: number,

@@ -410,21 +410,29 @@ export interface ListPage<T> {
 }
 
 /**
+ * Reads a page's records in one statement of the caller's own SQL (its record columns and read joins)
+ * instead of TypeORM's entity hydration: `where` selects the page's rows by id (a subquery of the
+ * filtered, ordered, limited ids, or an id list) with its positional `params`, `order` orders them.
+ */
+export type PageLoader<R> = (where: string, params: unknown[], order: string) => Promise<R[]>;
+
+/**
  * Runs a list: filters, total count, ordered page. The order is the requested column, ties broken
  * by id in the same direction, so that pages never overlap. NULL sort keys come last ascending and
  * first descending (PostgreSQL's default: NULL is greater than every value).
  */
-export async function paginate<T extends ObjectLiteral>(
+export async function paginate<T extends ObjectLiteral, R = T>(
   qb: SelectQueryBuilder<T>,
   q: ListQuery,
   spec: ListSpec,
   /**
    * scoped: the caller narrowed the query itself (so the table's row count is not the total);
    * scopeCount: the exact total of that scope when no search or filter applies, if the caller can
-   * count it more cheaply than by counting the rows (e.g. a campaign's members).
+   * count it more cheaply than by counting the rows (e.g. a campaign's members);
+   * load: reads the page's records with the caller's SQL (without it, TypeORM entities, as R = T).
    */
-  opts: { scoped?: boolean; scopeCount?: () => Promise<number> } = {},
-): Promise<ListPage<T>> {
+  opts: { scoped?: boolean; scopeCount?: () => Promise<number>; load?: PageLoader<R> } = {},
+): Promise<ListPage<R>> {
   applyListFilters(qb, q, spec);
   const idColumn = spec.idColumn ?? `${qb.alias}.id`;
   const unfiltered = !q.search && Object.keys(q.filters).length === 0 && !q.modifiedSince && !q.filter;
@@ -438,18 +446,28 @@ export async function paginate<T extends ObjectLiteral>(
         : await qb.clone().orderBy().getCount();
   const orderExpr = spec.sortable[q.orderBy] ?? idColumn;
   const nulls = q.orderByDir === 'ASC' ? 'NULLS LAST' : 'NULLS FIRST';
-  if (q.after !== undefined || !counted) return keysetPage(qb, q, orderExpr, idColumn, total);
+  if (q.after !== undefined || !counted) return keysetPage(qb, q, orderExpr, idColumn, total, opts.load);
   if (total === 0 || q.offset >= total) return { total, items: [] };
   // Deferred join: the page's ids are found on their own (an index-only scan on the ordering index,
   // however deep the page) and only those rows are read, in the same statement.
   const pageQb = qb.clone().select(idColumn).orderBy(orderExpr, q.orderByDir, nulls);
   if (orderExpr !== idColumn) pageQb.addOrderBy(idColumn, q.orderByDir);
   pageQb.offset(q.offset).limit(q.limit);
+  if (opts.load) {
+    const [sql, params] = pageQb.getQueryAndParameters();
+    return { total, items: await opts.load(`${idColumn} IN (${sql})`, params, orderClause(orderExpr, idColumn, q.orderByDir)) };
+  }
   qb.andWhere(`${idColumn} IN (${pageQb.getQuery()})`).setParameters(pageQb.getParameters());
   qb.orderBy(orderExpr, q.orderByDir, nulls);
   if (orderExpr !== idColumn) qb.addOrderBy(idColumn, q.orderByDir);
-  const items = await qb.getMany();
+  const items = (await qb.getMany()) as unknown as R[];
   return { total, items };
+}
+
+/** ORDER BY of a page's rows: the sort key (NULLs last ascending, first descending), then the id. */
+function orderClause(orderExpr: string, idColumn: string, dir: 'ASC' | 'DESC'): string {
+  const key = `${orderExpr} ${dir} ${dir === 'ASC' ? 'NULLS LAST' : 'NULLS FIRST'}`;
+  return orderExpr === idColumn ? key : `${key}, ${idColumn} ${dir}`;
 }
 
 /**
@@ -458,13 +476,14 @@ export async function paginate<T extends ObjectLiteral>(
  * NULL keys sort as greater than every value, so the walk reads the non-NULL keys and the NULL keys
  * as two index ranges: ascending, the values then the NULLs; descending, the NULLs then the values.
  */
-async function keysetPage<T extends ObjectLiteral>(
+async function keysetPage<T extends ObjectLiteral, R>(
   qb: SelectQueryBuilder<T>,
   q: ListQuery,
   orderExpr: string,
   idColumn: string,
   total: number,
-): Promise<ListPage<T>> {
+  load: PageLoader<R> | undefined,
+): Promise<ListPage<R>> {
   const want = q.limit + 1;
   const asc = q.orderByDir === 'ASC';
   const byId = orderExpr === idColumn;
@@ -505,11 +524,13 @@ async function keysetPage<T extends ObjectLiteral>(
   const last = page[page.length - 1] as KeyRow | undefined;
   const next = keys.length > q.limit && last ? encodeCursor(q.binding ?? '', { key: byId ? null : last.k, id: last.id }) : null;
   if (!page.length) return { total, items: [], next };
+  const pageIds = page.map((r) => r.id);
+  if (load) return { total, items: await load(`${idColumn} = ANY($1)`, [pageIds], orderClause(orderExpr, idColumn, q.orderByDir)), next };
   const nulls = asc ? 'NULLS LAST' : 'NULLS FIRST';
-  qb.andWhere(`${idColumn} = ANY(:__pageIds)`, { __pageIds: page.map((r) => r.id) });
+  qb.andWhere(`${idColumn} = ANY(:__pageIds)`, { __pageIds: pageIds });
   qb.orderBy(orderExpr, q.orderByDir, nulls);
   if (!byId) qb.addOrderBy(idColumn, q.orderByDir);
-  const items = await qb.getMany();
+  const items = (await qb.getMany()) as unknown as R[];
   return { total, items, next };
 }
 

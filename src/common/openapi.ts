@@ -357,7 +357,7 @@ const IDEMPOTENCY_PARAMETER = {
   schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9_:-]{1,255}$' },
 };
 
-/** Writes a token calls (the same rule the idempotency interceptor applies). */
+/** Writes a token calls (the same rule the idempotency guard applies). */
 function takesIdempotencyKey(r: RouteInfo): boolean {
   return (
     IDEMPOTENT_METHODS.has(r.method) &&

@@ -388,28 +388,13 @@ export class ContactsRepository {
   ): Promise<Omit<ListPage<ContactRow>, 'items'> & { rows: ContactRow[] }> {
     const qb = this.contacts.createQueryBuilder('c');
     scope?.(qb);
-    const { total, items, next } = await paginate(qb, q, spec, { scoped: scope !== undefined, scopeCount });
-    const ownerIds = [...new Set(items.map((c) => c.ownerId).filter((id): id is number => id !== null))];
-    const companyIds = [...new Set(items.map((c) => c.companyId).filter((id): id is number => id !== null))];
-    const names = new Map<number, string>();
-    const companyNames = new Map<number, string>();
-    // Read joins on users (auth's table) for the owners' names and on companies for the companies' names.
-    const [owners, companies] = await Promise.all([
-      ownerIds.length ? this.transactions.db.query<{ id: number; name: string }[]>(`SELECT id, name FROM users WHERE id = ANY($1)`, [ownerIds]) : [],
-      companyIds.length ? this.transactions.db.query<{ id: number; name: string }[]>(`SELECT id, name FROM companies WHERE id = ANY($1)`, [companyIds]) : [],
-    ]);
-    for (const r of owners) names.set(r.id, r.name);
-    for (const r of companies) companyNames.set(r.id, r.name);
-    return {
-      total,
-      next,
-      rows: items.map((c) =>
-        Object.assign(c, {
-          ownerName: c.ownerId !== null ? (names.get(c.ownerId) ?? null) : null,
-          companyName: c.companyId !== null ? (companyNames.get(c.companyId) ?? null) : null,
-        }),
-      ),
-    };
+    // The page's rows in one statement of ROW_COLUMNS with the owner and company joins, mapped like a
+    // single record (bench row "list contacts page 1 with total"; TypeORM's entity hydration and the
+    // separate owner and company name queries cost more than the SQL).
+    const load = (where: string, params: unknown[], order: string) =>
+      this.transactions.db.query<ContactRow[]>(`SELECT ${ROW_COLUMNS} FROM contacts c ${JOINS} WHERE ${where} ORDER BY ${order}`, params);
+    const { total, items, next } = await paginate(qb, q, spec, { scoped: scope !== undefined, scopeCount, load });
+    return { total, next, rows: items };
   }
 
   /** Locks a company against deletion until `tx` ends (FOR KEY SHARE, what its foreign key check takes); nothing when it does not exist. */

@@ -1,6 +1,5 @@
-import { type CallHandler, type ExecutionContext, Injectable, Logger, type NestInterceptor } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import type { Response } from 'express';
-import { from, mergeMap, type Observable } from 'rxjs';
 import { AppError } from './errors.js';
 import { fingerprintOf, IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, parseIdempotencyKey, RECORDED_HEADERS, scopeOf } from './idempotency.js';
 import type { IdempotencyScope } from './idempotency.repository.js';
@@ -9,26 +8,29 @@ import type { AppRequest } from './request.js';
 import { isFallbackRoute, routeAccess } from './route-access.js';
 
 /**
- * Idempotency-Key on every POST, PUT, PATCH and DELETE under /api that a token calls (global
- * interceptor, after the guard chain: the account is known and the request has been counted).
- * Claims the key, runs the route, and records the answer the client gets (the global exception
- * filter's error answers included: it writes through the same res.send) before sending it.
+ * Idempotency-Key on every POST, PUT, PATCH and DELETE under /api that a token calls: the last global
+ * guard, after the credential, rate-limit, permission and content-type guards (the account is known
+ * and the request has been counted), before validation and the handler. Claims the key and records
+ * the answer the client gets (the global exception filter's error answers included: it writes
+ * through the same res.send) before sending it; a replay is thrown as ReplayedResponse, which the
+ * filter sends. A guard rather than an interceptor: a global interceptor puts every route, GETs
+ * included, behind an RxJS pipeline (about 30 µs of CPU per request in bench/RESULTS.md's cost table).
  * Routes without an account are out of scope (public routes such as the OAuth token endpoint, the
  * SMS gateway's signed callbacks, the account console's session pages): the header is ignored there.
  */
 @Injectable()
-export class IdempotencyInterceptor implements NestInterceptor {
+export class IdempotencyGuard implements CanActivate {
   private readonly logger = new Logger('Idempotency');
 
   constructor(private readonly idempotency: IdempotencyService) {}
 
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    if (context.getType() !== 'http') return next.handle();
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    if (context.getType() !== 'http') return true;
     const req = context.switchToHttp().getRequest<AppRequest>();
     const header = req.headers['idempotency-key'];
-    if (header === undefined || !IDEMPOTENT_METHODS.has(req.method) || !req.path.startsWith('/api/') || isFallbackRoute(context)) return next.handle();
+    if (header === undefined || !IDEMPOTENT_METHODS.has(req.method) || !req.path.startsWith('/api/') || isFallbackRoute(context)) return true;
     const { credential } = routeAccess(context);
-    if (!req.principal || credential === 'none' || credential === 'session' || credential === 'sms-signature') return next.handle();
+    if (!req.principal || credential === 'none' || credential === 'session' || credential === 'sms-signature') return true;
     const key = parseIdempotencyKey(header);
     if (req.is('multipart/form-data')) {
       // The upload is streamed to storage after this point, so its bytes cannot be compared with a retry's.
@@ -38,12 +40,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const scope: IdempotencyScope = { userId: req.principal.userId, scope: scopeOf(req.method, req.path), key, method: req.method, path: req.path };
     const fingerprint = fingerprintOf(req);
     const res = context.switchToHttp().getResponse<Response>();
-    return from(this.idempotency.begin(scope, fingerprint)).pipe(
-      mergeMap((claim) => {
-        this.recordAnswer(res, scope, claim);
-        return next.handle();
-      }),
-    );
+    const claim = await this.idempotency.begin(scope, fingerprint);
+    this.recordAnswer(res, scope, claim);
+    return true;
   }
 
   /**

@@ -1,0 +1,66 @@
+import { describe, expect, it } from '@jest/globals';
+import type express from 'express';
+import type { Request, Response } from 'express';
+import request from 'supertest';
+import { PrefixRoutedExpressAdapter, routeBucket } from './prefix-router.js';
+
+describe('routeBucket', () => {
+  it('takes the first two literal segments, or the only one', () => {
+    expect(routeBucket('/api/contacts/:id')).toBe('api/contacts');
+    expect(routeBucket('/api/Text-Messages/broadcasts')).toBe('api/text-messages');
+    expect(routeBucket('/health')).toBe('health');
+    expect(routeBucket('/account/')).toBe('account');
+  });
+  it('leaves paths that start with a parameter or wildcard to the application router', () => {
+    expect(routeBucket('/')).toBeNull();
+    expect(routeBucket('*path')).toBeNull();
+    expect(routeBucket('/*path')).toBeNull();
+    expect(routeBucket('/api/:resource')).toBeNull();
+    expect(routeBucket('/:id/contacts')).toBeNull();
+  });
+});
+
+describe('PrefixRoutedExpressAdapter', () => {
+  /** Routes registered as Nest does: middleware, then isRouteOrderSensitive(), then the routes in order, the catch-all last. */
+  function app(): express.Express {
+    const adapter = new PrefixRoutedExpressAdapter();
+    const answer = (name: string) => (req: Request, res: Response) => res.json({ name, params: req.params });
+    adapter.get('/early/route', answer('registered before the router'));
+    const instance = adapter.getInstance<express.Express>();
+    instance.use((_req: Request, res: Response, next: () => void) => {
+      res.setHeader('X-Middleware', 'ran');
+      next();
+    });
+    adapter.isRouteOrderSensitive();
+    adapter.get('/api/contacts/new', answer('new'));
+    adapter.get('/api/contacts/:id', answer('one'));
+    adapter.post('/api/contacts', answer('create'));
+    adapter.get('/health', answer('health'));
+    adapter.all('/*path', answer('catch-all'));
+    return instance;
+  }
+
+  it('answers each route as one Express router would, middleware first', async () => {
+    const http = request(app());
+    const one = await http.get('/api/contacts/5');
+    expect(one.body).toEqual({ name: 'one', params: { id: '5' } });
+    expect(one.headers['x-middleware']).toBe('ran');
+    expect((await http.get('/api/contacts/new')).body.name).toBe('new');
+    expect((await http.get('/API/Contacts/7/')).body).toEqual({ name: 'one', params: { id: '7' } });
+    expect((await http.post('/api/contacts')).body.name).toBe('create');
+    expect((await http.get('/health/')).body.name).toBe('health');
+    expect((await http.get('/early/route')).body.name).toBe('registered before the router');
+    expect((await http.head('/api/contacts/5')).status).toBe(200);
+  });
+
+  it('hands what no bucket route matches to the routes after the buckets', async () => {
+    const http = request(app());
+    expect((await http.delete('/api/contacts/5')).body.name).toBe('catch-all');
+    expect((await http.get('/api/contacts/5/extra')).body.name).toBe('catch-all');
+    expect((await http.get('/api/nothing')).body.name).toBe('catch-all');
+    expect((await http.get('//api/contacts/5')).body.name).toBe('catch-all');
+    expect((await http.get('/api/contact%73/5')).body.name).toBe('catch-all');
+    // OPTIONS skips the buckets, whose routers would answer it themselves.
+    expect((await http.options('/api/contacts/5')).body.name).toBe('catch-all');
+  });
+});

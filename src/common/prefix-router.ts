@@ -1,0 +1,122 @@
+import { ExpressAdapter } from '@nestjs/platform-express';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+
+/** The route-registration methods Nest calls on the HTTP adapter. */
+type Method = 'get' | 'post' | 'put' | 'delete' | 'patch' | 'head' | 'options' | 'all' | 'search';
+type Handler = (req: Request, res: Response, next: NextFunction) => unknown;
+
+/** A path segment that matches only itself (no parameter, wildcard or optional part). */
+const LITERAL = /^[A-Za-z0-9._~-]+$/;
+
+/**
+ * The bucket of a route path: its first two segments when both are literal (`api/contacts`), or its
+ * only segment (`health`); null for a path that starts with a parameter or wildcard (the catch-all).
+ */
+export function routeBucket(path: string): string | null {
+  const segments = path.split('/').filter(Boolean);
+  if (segments.length === 0 || !LITERAL.test(segments[0])) return null;
+  if (segments.length === 1) return segments[0].toLowerCase();
+  return LITERAL.test(segments[1]) ? `${segments[0]}/${segments[1]}`.toLowerCase() : null;
+}
+
+/** The buckets a request path can fall in: its first two segments, then its first alone (a one-segment route such as /health/). */
+function requestBuckets(path: string): [string, string] | [string] | [] {
+  let start = 1;
+  while (path.charCodeAt(start) === 47) start++; // '/'
+  const first = path.indexOf('/', start);
+  if (first === -1) return start < path.length ? [path.slice(start).toLowerCase()] : [];
+  const second = path.indexOf('/', first + 1);
+  const two = path.slice(start, second === -1 ? undefined : second).toLowerCase();
+  return [two, path.slice(start, first).toLowerCase()];
+}
+
+/**
+ * Express adapter whose routes live in one router per path prefix instead of one list of ~250
+ * layers that every request walks in order (bench/RESULTS.md, issue 18: "Express routing and
+ * middleware" was the second cost of get by id). A request goes straight to the router of its first
+ * two path segments; a route whose path does not begin with two literal segments (the catch-all) is
+ * registered on the application after the buckets, exactly as before. Matching inside a bucket is
+ * Express's own (same case sensitivity and trailing-slash rules), and routes of one path always share
+ * a bucket, so the first matching route is the one Express would have chosen. OPTIONS requests skip
+ * the buckets: a bucket's router would answer them itself with an Allow list, where the application's
+ * catch-all route answers them today (404/405 through the guard chain).
+ */
+export class PrefixRoutedExpressAdapter extends ExpressAdapter {
+  private readonly buckets = new Map<string, Router>();
+  private dispatchMounted = false;
+
+  constructor() {
+    super(express());
+  }
+
+  override get(...args: unknown[]): unknown {
+    return this.register('get', args);
+  }
+  override post(...args: unknown[]): unknown {
+    return this.register('post', args);
+  }
+  override put(...args: unknown[]): unknown {
+    return this.register('put', args);
+  }
+  override delete(...args: unknown[]): unknown {
+    return this.register('delete', args);
+  }
+  override patch(...args: unknown[]): unknown {
+    return this.register('patch', args);
+  }
+  override head(...args: unknown[]): unknown {
+    return this.register('head', args);
+  }
+  override options(...args: unknown[]): unknown {
+    return this.register('options', args);
+  }
+  override all(...args: unknown[]): unknown {
+    return this.register('all', args);
+  }
+  override search(...args: unknown[]): unknown {
+    return this.register('search', args);
+  }
+
+  /**
+   * Nest asks this once it has registered every middleware and is about to register the controllers'
+   * routes: the dispatch layer goes there, after the middleware. Routes registered before (the API
+   * reference's, at boot) stay plain application routes, as do all routes if Nest never asks.
+   */
+  override isRouteOrderSensitive(): boolean {
+    this.mountDispatch(this.getInstance<express.Express>());
+    return super.isRouteOrderSensitive();
+  }
+
+  private register(method: Method, args: unknown[]): unknown {
+    const app = this.getInstance<express.Express>();
+    const [path, ...handlers] = args;
+    const bucket = this.dispatchMounted && typeof path === 'string' ? routeBucket(path) : null;
+    if (bucket === null) return (app[method] as (...a: unknown[]) => unknown)(...args);
+    let router = this.buckets.get(bucket);
+    if (!router) {
+      router = express.Router({ caseSensitive: Boolean(app.get('case sensitive routing')), strict: Boolean(app.get('strict routing')) });
+      this.buckets.set(bucket, router);
+    }
+    return (router[method] as (...a: unknown[]) => unknown)(path, ...(handlers as Handler[]));
+  }
+
+  /** The one application layer that hands a request to its bucket. */
+  private mountDispatch(app: express.Express): void {
+    if (this.dispatchMounted) return;
+    this.dispatchMounted = true;
+    const buckets = this.buckets;
+    app.use(function routeByPrefix(req: Request, res: Response, next: NextFunction) {
+      if (req.method === 'OPTIONS') {
+        next();
+        return;
+      }
+      const [two, one] = requestBuckets(req.path);
+      const router = (two !== undefined ? buckets.get(two) : undefined) ?? (one !== undefined ? buckets.get(one) : undefined);
+      if (!router) {
+        next();
+        return;
+      }
+      router(req, res, next);
+    });
+  }
+}
