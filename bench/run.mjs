@@ -233,6 +233,47 @@ async function main() {
     log(`${name}: ${app.requests.average} req/s (baseline ${base.requests.average}), p99 ${app.latency.p99} ms, non-2xx ${appErrors}`);
   }
 
+  // Issue 14: filters, deep cursors and the search shapes at 4 connections (API only: the baseline has no
+  // filter language). The cursor of page 10,000 (300,000 rows in, by id) comes from one count=false page.
+  const cursorOf = async (path) => (await (await fetch(`${apiUrl}${path}`, { headers: { authorization: auth } })).json().catch(() => ({})))?.next ?? null;
+  const deepCursor = await cursorOf('/api/contacts?count=false&orderBy=id&limit=30&page=10000');
+  const firstCursor = await cursorOf('/api/contacts?count=false&orderBy=id&limit=30');
+  const industry = (await db.query(`SELECT fields->>'industry' AS v FROM contacts WHERE id = $1`, [c0 + 4242])).rows[0]?.v ?? 'retail';
+  const listScenarios = [
+    [
+      `filter eq on a select custom field (fields.industry = ${industry}), page of 30`,
+      () => ({ method: 'GET', path: `/api/contacts?limit=30&count=false&filter=${encodeURIComponent(`fields.industry[eq]:${industry}`)}` }),
+    ],
+    [
+      `filter eq on an indexed property (email)`,
+      () => ({ method: 'GET', path: `/api/contacts?limit=30&filter=${encodeURIComponent(`email[eq]:${emailSample}`)}` }),
+    ],
+    ['cursor page after page 1 (by id)', () => ({ method: 'GET', path: `/api/contacts?limit=30&orderBy=id&after=${encodeURIComponent(firstCursor ?? '')}` })],
+    [
+      'cursor page at depth 10,000 pages (by id)',
+      () => ({ method: 'GET', path: `/api/contacts?limit=30&orderBy=id&after=${encodeURIComponent(deepCursor ?? '')}` }),
+    ],
+    [`search email substring "${emailPart}" (4 connections)`, () => ({ method: 'GET', path: `/api/contacts?search=${encodeURIComponent(emailPart)}` })],
+    [`search company "${companySample}" (4 connections)`, () => ({ method: 'GET', path: `/api/contacts?search=${encodeURIComponent(companySample)}` })],
+  ];
+  for (const [name, make] of listScenarios.filter(([name]) => wanted(name))) {
+    if ((name.startsWith('cursor') && !(deepCursor && firstCursor)) || !wanted('filter|cursor|connections')) continue;
+    await cannon(apiUrl, auth, make, { duration: 2, connections: 4 });
+    const app = await cannon(apiUrl, auth, make, { connections: 4 });
+    rows.push({
+      name,
+      rps: app.requests.average,
+      p50: app.latency.p50,
+      p99: app.latency.p99,
+      ratio: null,
+      baseRps: null,
+      baseP99: null,
+      errors: app.non2xx + app.errors,
+      rss: peakRssMb(api.child.pid),
+    });
+    log(`${name}: ${app.requests.average} req/s, p99 ${app.latency.p99} ms at 4 connections, non-2xx ${app.non2xx + app.errors}`);
+  }
+
   // Sales report over the million deals: time from `run` to results available.
   const report = await (
     await fetch(`${apiUrl}/api/reports/new`, {

@@ -15,7 +15,7 @@ import { AppLogger } from './common/logger.js';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './database/embedded.js';
 import { runMigrations } from './database/migrate.js';
 import { configureHttp } from './http.js';
-import { PrefixRoutedExpressAdapter } from './common/prefix-router.js';
+import { AppExpressAdapter } from './common/express-adapter.js';
 
 async function main(): Promise<void> {
   let config: AppConfig;
@@ -59,7 +59,7 @@ async function main(): Promise<void> {
       setInterval(beat, 10_000).unref();
     }
   } else {
-    const http = await NestFactory.create<NestExpressApplication>(module, new PrefixRoutedExpressAdapter(), {
+    const http = await NestFactory.create<NestExpressApplication>(module, new AppExpressAdapter(), {
       logger: appLogger,
       bodyParser: false,
       rawBody: true,

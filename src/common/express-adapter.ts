@@ -1,3 +1,4 @@
+import { StreamableFile } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 
@@ -31,17 +32,23 @@ function requestBuckets(path: string): [string, string] | [string] | [] {
 }
 
 /**
- * Express adapter whose routes live in one router per path prefix instead of one list of ~250
- * layers that every request walks in order (bench/RESULTS.md, issue 18: "Express routing and
- * middleware" was the second cost of get by id). A request goes straight to the router of its first
- * two path segments; a route whose path does not begin with two literal segments (the catch-all) is
- * registered on the application after the buckets, exactly as before. Matching inside a bucket is
- * Express's own (same case sensitivity and trailing-slash rules), and routes of one path always share
- * a bucket, so the first matching route is the one Express would have chosen. OPTIONS requests skip
- * the buckets: a bucket's router would answer them itself with an Allow list, where the application's
- * catch-all route answers them today (404/405 through the guard chain).
+ * The API's Express adapter (issue 18: the request path's cost, bench/RESULTS.md). Two changes to
+ * Nest's, each keeping what Express would have answered:
+ *
+ * - Routes live in one router per path prefix instead of one list of ~250 layers that every request
+ *   walks in order. A request goes straight to the router of its first two path segments; a route
+ *   whose path does not begin with two literal segments (the catch-all) is registered on the
+ *   application after the buckets, exactly as before. Matching inside a bucket is Express's own (same
+ *   case sensitivity and trailing-slash rules), and routes of one path always share a bucket, so the
+ *   first matching route is the one Express would have chosen. OPTIONS requests skip the buckets: a
+ *   bucket's router would answer them itself with an Allow list, where the application's catch-all
+ *   route answers them today (404/405 through the guard chain).
+ * - A handler's JSON answer is written as one string with its length (res.json would, for a body of
+ *   1,000 characters or more, copy it into a Buffer and hand Node two chunks), unless something needs
+ *   Express's res.send: a wrapped res.send (an Idempotency-Key being recorded), conditional-request
+ *   headers, a non-JSON content type, or a status without a body.
  */
-export class PrefixRoutedExpressAdapter extends ExpressAdapter {
+export class AppExpressAdapter extends ExpressAdapter {
   private readonly buckets = new Map<string, Router>();
   private dispatchMounted = false;
 
@@ -85,6 +92,31 @@ export class PrefixRoutedExpressAdapter extends ExpressAdapter {
   override isRouteOrderSensitive(): boolean {
     this.mountDispatch(this.getInstance<express.Express>());
     return super.isRouteOrderSensitive();
+  }
+
+  override reply(response: Response, body: unknown, statusCode?: number): unknown {
+    if (body === null || typeof body !== 'object' || body instanceof StreamableFile || body instanceof Error || ArrayBuffer.isView(body)) {
+      return super.reply(response, body, statusCode);
+    }
+    const status = statusCode ?? response.statusCode;
+    const type = response.getHeader('Content-Type');
+    if (
+      Object.prototype.hasOwnProperty.call(response, 'send') ||
+      status === 204 ||
+      status === 304 ||
+      response.getHeader('ETag') !== undefined ||
+      response.getHeader('Last-Modified') !== undefined ||
+      (type !== undefined && !/^application\/json\b/i.test(String(type)))
+    ) {
+      return super.reply(response, body, statusCode);
+    }
+    const text = JSON.stringify(body) as string | undefined;
+    if (text === undefined) return super.reply(response, body, statusCode);
+    response.statusCode = status;
+    response.setHeader('Content-Type', 'application/json; charset=utf-8');
+    response.setHeader('Content-Length', Buffer.byteLength(text));
+    response.end(text);
+    return response;
   }
 
   private register(method: Method, args: unknown[]): unknown {

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import type express from 'express';
 import type { Request, Response } from 'express';
 import request from 'supertest';
-import { PrefixRoutedExpressAdapter, routeBucket } from './prefix-router.js';
+import { AppExpressAdapter, routeBucket } from './express-adapter.js';
 
 describe('routeBucket', () => {
   it('takes the first two literal segments, or the only one', () => {
@@ -20,10 +20,10 @@ describe('routeBucket', () => {
   });
 });
 
-describe('PrefixRoutedExpressAdapter', () => {
+describe('AppExpressAdapter', () => {
   /** Routes registered as Nest does: middleware, then isRouteOrderSensitive(), then the routes in order, the catch-all last. */
   function app(): express.Express {
-    const adapter = new PrefixRoutedExpressAdapter();
+    const adapter = new AppExpressAdapter();
     const answer = (name: string) => (req: Request, res: Response) => res.json({ name, params: req.params });
     adapter.get('/early/route', answer('registered before the router'));
     const instance = adapter.getInstance<express.Express>();
@@ -62,5 +62,46 @@ describe('PrefixRoutedExpressAdapter', () => {
     expect((await http.get('/api/contact%73/5')).body.name).toBe('catch-all');
     // OPTIONS skips the buckets, whose routers would answer it themselves.
     expect((await http.options('/api/contacts/5')).body.name).toBe('catch-all');
+  });
+});
+
+describe('AppExpressAdapter.reply', () => {
+  function app() {
+    const adapter = new AppExpressAdapter();
+    adapter.isRouteOrderSensitive();
+    const big = { items: Array.from({ length: 100 }, (_, i) => ({ i, text: 'é'.repeat(20) })) };
+    adapter.get('/api/json/big', (_req: Request, res: Response) => adapter.reply(res, big, 201));
+    adapter.get('/api/json/empty', (_req: Request, res: Response) => adapter.reply(res, undefined, 204));
+    adapter.get('/api/json/wrapped', (_req: Request, res: Response) => {
+      const send = res.send.bind(res);
+      res.send = ((b: unknown) => {
+        res.setHeader('X-Wrapped', 'yes');
+        return send(b);
+      }) as Response['send'];
+      return adapter.reply(res, { ok: true }, 200);
+    });
+    return { http: request(adapter.getInstance<express.Express>()), big };
+  }
+
+  it('writes a JSON answer as one string with its byte length', async () => {
+    const { http, big } = app();
+    const res = await http.get('/api/json/big');
+    expect(res.status).toBe(201);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(Number(res.headers['content-length'])).toBe(Buffer.byteLength(JSON.stringify(big)));
+    expect(res.body).toEqual(big);
+    const head = await http.head('/api/json/big');
+    expect(head.status).toBe(201);
+    expect(head.text).toBeUndefined();
+  });
+
+  it('leaves bodiless statuses and a wrapped res.send to Express', async () => {
+    const { http } = app();
+    const empty = await http.get('/api/json/empty');
+    expect(empty.status).toBe(204);
+    expect(empty.text).toBe('');
+    const wrapped = await http.get('/api/json/wrapped');
+    expect(wrapped.headers['x-wrapped']).toBe('yes');
+    expect(wrapped.body).toEqual({ ok: true });
   });
 });
