@@ -100,10 +100,9 @@ export class CampaignMembersRepository {
   /** Which of these segments some campaign mirrors. */
   async mirroredSegments(segmentIds: number[], tx?: Tx): Promise<Set<number>> {
     if (!segmentIds.length) return new Set();
-    const rows: { segment_id: number }[] = await (tx ?? this.dataSource).query(
-      `SELECT DISTINCT segment_id FROM campaigns WHERE segment_id = ANY($1::int[])`,
-      [segmentIds],
-    );
+    const rows: { segment_id: number }[] = await (tx ?? this.dataSource).query(`SELECT DISTINCT segment_id FROM campaigns WHERE segment_id = ANY($1::int[])`, [
+      segmentIds,
+    ]);
     return new Set(rows.map((r) => r.segment_id));
   }
 

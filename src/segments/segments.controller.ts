@@ -58,7 +58,8 @@ export class SegmentsController {
   @RequirePermission('segments:read')
   @ApiOperation({
     summary: 'Preview a segment: how many contacts a filter matches now, and the first ten (by id)',
-    description: 'Nothing is saved. The filter takes what a segment\'s filter takes (the `filter` of GET /api/contacts without segment.id; a 400 names the allowed fields or operators).',
+    description:
+      "Nothing is saved. The filter takes what a segment's filter takes (the `filter` of GET /api/contacts without segment.id; a 400 names the allowed fields or operators).",
   })
   @ApiResponse({ status: 200, type: SegmentPreviewRecordDto, description: '{ count, sample }' })
   preview(@Body() dto: SegmentPreviewDto) {
@@ -110,7 +111,8 @@ export class SegmentsController {
   @RequirePermission('segments:delete')
   @ApiOperation({
     summary: 'Delete a segment; answers the segment as it was',
-    description: 'Its memberships go with it (the contacts stay). Campaigns that mirrored it are detached (segmentId null, campaign.updated) and keep their members.',
+    description:
+      'Its memberships go with it (the contacts stay). Campaigns that mirrored it are detached (segmentId null, campaign.updated) and keep their members.',
   })
   @ApiEnvelope('segment', SegmentRecordDto)
   async remove(@Param('id', IdPipe) id: number, @CurrentPrincipal() who: Principal) {

@@ -26,7 +26,20 @@ export const SEGMENT_LIST_SPEC: ListSpec = {
     createdAt: { type: 'datetime', sql: 's.created_at' },
     modifiedAt: { type: 'datetime', sql: 's.modified_at' },
   },
-  properties: ['id', 'name', 'description', 'type', 'filter', 'membership', 'createdAt', 'modifiedAt', 'createdBy', 'createdByUser', 'modifiedBy', 'modifiedByUser'],
+  properties: [
+    'id',
+    'name',
+    'description',
+    'type',
+    'filter',
+    'membership',
+    'createdAt',
+    'modifiedAt',
+    'createdBy',
+    'createdByUser',
+    'modifiedBy',
+    'modifiedByUser',
+  ],
 };
 
 /** Event types whose contacts a refresh re-evaluates, and where the contact id is in their data. */
@@ -225,7 +238,8 @@ export class SegmentsRepository {
   /** A rebuild starts: the segment's filter and version as they are now (null when it is gone or no longer dynamic). */
   async startBuild(id: number, tx: Tx): Promise<{ filter: Record<string, unknown>; version: number } | null> {
     const rows: { filter: Record<string, unknown>; filter_version: number }[] = await tx.query(
-      `UPDATE segments SET build_started_at = clock_timestamp() WHERE id = $1 AND type = 'dynamic' RETURNING filter, filter_version`,
+      `WITH u AS (UPDATE segments SET build_started_at = clock_timestamp() WHERE id = $1 AND type = 'dynamic' RETURNING filter, filter_version)
+       SELECT * FROM u`,
       [id],
     );
     return rows[0] ? { filter: rows[0].filter, version: rows[0].filter_version } : null;

@@ -85,7 +85,12 @@ export class SegmentsService {
     const q = parseListQuery(query, SEGMENT_LIST_SPEC);
     const page = await this.segments.list(q);
     const counts = await this.segments.counts(page.items.map((s) => s.id));
-    return listEnvelope(q, 'segments', page, page.items.map((s) => toSegmentRecord(s, counts.get(s.id) ?? 0)));
+    return listEnvelope(
+      q,
+      'segments',
+      page,
+      page.items.map((s) => toSegmentRecord(s, counts.get(s.id) ?? 0)),
+    );
   }
 
   async get(id: number, tx?: Tx): Promise<SegmentRecord> {
@@ -112,7 +117,8 @@ export class SegmentsService {
     this.assign(s, dto, true);
     s.type = dto.type;
     if (s.type === 'dynamic' && !filter) throw fieldError('filter', 'is required for a dynamic segment');
-    if (s.type === 'static' && filter) throw fieldError('filter', 'a static segment takes no filter (its members are added with POST /api/segments/{id}/contacts/batch)');
+    if (s.type === 'static' && filter)
+      throw fieldError('filter', 'a static segment takes no filter (its members are added with POST /api/segments/{id}/contacts/batch)');
     s.filter = (filter ?? null) as Record<string, unknown> | null;
     s.filterVersion = 1;
     s.builtVersion = null;
@@ -236,12 +242,7 @@ export class SegmentsService {
   /** The segment's member contacts, with exactly the contacts list's parameters and envelope. */
   async listContacts(id: number, query: Record<string, unknown>) {
     if (!(await this.segments.exists(id))) throw notFound('Segment', id);
-    return this.contacts.list(
-      query,
-      this.segments.memberScope(id),
-      () => this.segments.count(id),
-      this.segments.memberChangedExpression(id),
-    );
+    return this.contacts.list(query, this.segments.memberScope(id), () => this.segments.count(id), this.segments.memberChangedExpression(id));
   }
 
   async count(id: number): Promise<{ count: number; status: string }> {
