@@ -404,6 +404,7 @@ describe('segments', () => {
       expect(mine.body.segments[0].addedAt).toMatch(ISO);
       expect((await get(`/api/contacts/${ids[1]}/segments`, reader)).body.segments).toHaveLength(1);
       expectError(await get(`/api/contacts/999999/segments`), 404, 'not_found');
+      expectError(await get(`/api/contacts/${ids[0]}/segments?orderBy=id`), 400, 'validation_failed');
     });
 
     it('filters contacts by segment.id (eq, in, neq, nin, isEmpty), with bound values', async () => {

@@ -195,9 +195,12 @@ export class ContactSegmentsController {
 
   @Get(':id/segments')
   @RequirePermission('segments:read')
-  @ApiOperation({ summary: 'The segments a contact belongs to (by segment id), with when it joined each', description: '404 when the contact does not exist.' })
+  @ApiOperation({
+    summary: 'The segments a contact belongs to (by segment id), with when it joined each',
+    description: 'Takes no query parameters (400 otherwise). 404 when the contact does not exist.',
+  })
   @ApiResponse({ status: 200, type: ContactSegmentsDto })
-  contactSegments(@Param('id', IdPipe) id: number) {
-    return this.segments.contactSegments(id);
+  contactSegments(@Param('id', IdPipe) id: number, @Query() query: Record<string, unknown>) {
+    return this.segments.contactSegments(id, query);
   }
 }

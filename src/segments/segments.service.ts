@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { assertBatchSize } from '../common/batch.js';
 import { iso } from '../common/dates.js';
-import { AppError, conflict, fieldError, notFound, rejectNulls } from '../common/errors.js';
+import { AppError, conflict, fieldError, notFound, rejectNulls, validationError } from '../common/errors.js';
 import type { FilterNode } from '../common/filter.js';
 import { listEnvelope, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
@@ -251,7 +251,14 @@ export class SegmentsService {
   }
 
   /** The segments a contact belongs to (404 when the contact does not exist). */
-  async contactSegments(contactId: number) {
+  async contactSegments(contactId: number, query: Record<string, unknown> = {}) {
+    const unknown = Object.keys(query);
+    if (unknown.length) {
+      throw validationError(
+        `Unknown query parameter ${unknown.join(', ')}: this route takes none`,
+        unknown.map((field) => ({ field, message: 'is not a parameter of this route' })),
+      );
+    }
     if (!(await this.contacts.exists(contactId))) throw notFound('Contact', contactId);
     const rows = await this.segments.ofContact(contactId);
     return { total: rows.length, segments: rows.map((r) => ({ id: r.id, name: r.name, type: r.type, addedAt: iso(r.added_at) ?? '' })) };
