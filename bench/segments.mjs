@@ -156,7 +156,8 @@ async function main() {
 
     // Freshness: one contact made to match, then restored.
     contact = (await db.query(`SELECT id, title FROM contacts WHERE title = 'Sales Manager' AND created_at >= $1 ORDER BY id LIMIT 1`, [cutoff])).rows[0];
-    const inSegment = async () => (await call('GET', `/api/contacts/${contact.id}/segments`)).segments.some((s) => s.id === segmentId);
+    const contactId = contact.id;
+    const inSegment = async () => (await call('GET', `/api/contacts/${contactId}/segments`)).segments.some((s) => s.id === segmentId);
     if (await inSegment()) throw new Error('the contact is a member before its change');
     t = performance.now();
     await call('PATCH', `/api/contacts/${contact.id}`, { title: 'CEO' });
