@@ -235,14 +235,9 @@ export class SegmentsRepository {
     return (tx ?? this.dataSource).query(`SELECT id, filter, filter_version FROM segments WHERE type = 'dynamic' ORDER BY id`);
   }
 
-  /** A rebuild starts: the segment's filter and version as they are now (null when it is gone or no longer dynamic). */
-  async startBuild(id: number, tx: Tx): Promise<{ filter: Record<string, unknown>; version: number } | null> {
-    const rows: { filter: Record<string, unknown>; filter_version: number }[] = await tx.query(
-      `WITH u AS (UPDATE segments SET build_started_at = clock_timestamp() WHERE id = $1 AND type = 'dynamic' RETURNING filter, filter_version)
-       SELECT * FROM u`,
-      [id],
-    );
-    return rows[0] ? { filter: rows[0].filter, version: rows[0].filter_version } : null;
+  /** Notes when a rebuild starts (its own statement: the rebuild's transaction takes no lock on the segment's row until it ends). */
+  async markBuildStarted(id: number): Promise<void> {
+    await this.dataSource.query(`UPDATE segments SET build_started_at = clock_timestamp() WHERE id = $1`, [id]);
   }
 
   /** Records a build of `version` as done (or failed): only while that version is still the current one. */
@@ -277,13 +272,21 @@ export class SegmentsRepository {
    */
   async changedContacts(sequence: number, limit: number, tx: Tx): Promise<{ ids: number[]; upTo: number; events: number }> {
     const types = Object.keys(CHANGE_EVENTS);
-    const rows: { sequence: string; contact_id: number | null }[] = await tx.query(
-      `SELECT sequence, CASE WHEN type LIKE 'contact.%' THEN (data->>'id')::int ELSE (data->>'contactId')::int END AS contact_id
-         FROM events WHERE type = ANY($2::text[]) AND sequence > $1 ORDER BY sequence LIMIT $3`,
+    // The feed's position is read in the same statement (one snapshot, in which every event numbered
+    // up to it is visible): when fewer than `limit` change events follow the cursor, the cursor moves
+    // to it, so later passes do not scan the other events again.
+    const rows: { sequence: string | null; contact_id: number | null; feed: string }[] = await tx.query(
+      `WITH f AS (SELECT last_sequence FROM event_feed_state),
+            e AS (SELECT sequence, CASE WHEN type LIKE 'contact.%' THEN (data->>'id')::int ELSE (data->>'contactId')::int END AS contact_id
+                    FROM events WHERE type = ANY($2::text[]) AND sequence > $1 ORDER BY sequence LIMIT $3)
+       SELECT e.sequence, e.contact_id, f.last_sequence AS feed FROM f LEFT JOIN e ON true ORDER BY e.sequence`,
       [sequence, types, limit],
     );
-    const ids = [...new Set(rows.flatMap((r) => (r.contact_id === null ? [] : [r.contact_id])))];
-    return { ids, upTo: rows.length ? Number(rows[rows.length - 1].sequence) : sequence, events: rows.length };
+    const found = rows.filter((r) => r.sequence !== null);
+    const ids = [...new Set(found.flatMap((r) => (r.contact_id === null ? [] : [r.contact_id])))];
+    const feed = Number(rows[0]?.feed ?? sequence);
+    const upTo = found.length >= limit ? Number(found[found.length - 1].sequence) : Math.max(sequence, feed);
+    return { ids, upTo, events: found.length };
   }
 
   /** Marks every dynamic segment for a full rebuild (the refresh missed events: they were pruned before it read them). */

@@ -337,12 +337,14 @@ export class SegmentsService {
    */
   async rebuild(id: number): Promise<boolean> {
     let failed: { version: number; error: string } | null = null;
+    await this.segments.markBuildStarted(id);
     const done = await this.transactions.run(async (tx) => {
       await this.segments.lockMembership(id, tx);
+      // Read without a row lock: an edit of the segment does not wait for its rebuild (finishBuild
+      // records the version only if it is still the current one).
       const current = await this.segments.findRecord(id, tx);
-      if (!current || current.type !== 'dynamic' || current.builtVersion === current.filterVersion) return false;
-      const start = await this.segments.startBuild(id, tx);
-      if (!start) return false;
+      if (!current?.filter || current.type !== 'dynamic' || current.builtVersion === current.filterVersion) return false;
+      const start = { filter: current.filter, version: current.filterVersion };
       let compiled;
       try {
         compiled = (await this.contacts.compileFilter(start.filter, EXCLUDED_FILTER_FIELDS)).compiled;
