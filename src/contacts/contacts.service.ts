@@ -126,6 +126,20 @@ export class ContactsService {
   }
 
   /**
+   * The filter registry of contacts: the list's fields and the published custom fields
+   * (`fields.<alias>`), without the names in `exclude`. With `tx`, the custom fields are read in that
+   * transaction (no second connection while it is open; the embedded database runs one at a time).
+   */
+  async filterRegistry(exclude: readonly string[] = [], tx?: Tx): Promise<FilterRegistry> {
+    const registry: FilterRegistry = { ...(CONTACT_LIST_SPEC.filterable ?? {}) };
+    for (const rule of await this.fieldValues.publishedRules(tx)) {
+      registry[`fields.${rule.alias}`] = customFilterField(rule.alias, rule.type, rule.options);
+    }
+    for (const name of exclude) Reflect.deleteProperty(registry, name);
+    return registry;
+  }
+
+  /**
    * A filter over contacts checked and compiled exactly as the list's `filter` (the same registry,
    * the published custom fields included), without the fields in `exclude`: a 400 names what is
    * wrong. Answers the normalised tree (to store) and the WHERE over the alias `c` with bound
@@ -136,9 +150,7 @@ export class ContactsService {
     if (typeof filter !== 'string' && (typeof filter !== 'object' || filter === null || Array.isArray(filter))) {
       throw fieldError('filter', 'must be a filter: the JSON form (an object) or the query-string form (a string)');
     }
-    const registry: FilterRegistry = { ...(CONTACT_LIST_SPEC.filterable ?? {}), ...((await this.listExtras({ filter })).filterable ?? {}) };
-    for (const name of exclude) Reflect.deleteProperty(registry, name);
-    return compileFilter(filter, registry, now);
+    return compileFilter(filter, await this.filterRegistry(exclude), now);
   }
 
   /** A company's contacts (GET /api/companies/{id}/contacts): exactly the contacts list's parameters and envelope. */

@@ -230,9 +230,9 @@ export class SegmentsRepository {
     return rows.map((r) => r.id);
   }
 
-  /** Every dynamic segment's id and filter. */
-  async dynamicSegments(tx?: Tx): Promise<{ id: number; filter: Record<string, unknown>; filter_version: number }[]> {
-    return (tx ?? this.dataSource).query(`SELECT id, filter, filter_version FROM segments WHERE type = 'dynamic' ORDER BY id`);
+  /** The ids of the dynamic segments, ascending (the order their membership locks are taken in). */
+  async dynamicSegments(tx?: Tx): Promise<{ id: number }[]> {
+    return (tx ?? this.dataSource).query(`SELECT id FROM segments WHERE type = 'dynamic' ORDER BY id`);
   }
 
   /** Notes when a rebuild starts (its own statement: the rebuild's transaction takes no lock on the segment's row until it ends). */

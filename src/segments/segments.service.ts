@@ -3,7 +3,7 @@ import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { assertBatchSize } from '../common/batch.js';
 import { iso } from '../common/dates.js';
 import { AppError, conflict, fieldError, notFound, rejectNulls, validationError } from '../common/errors.js';
-import type { FilterNode } from '../common/filter.js';
+import { compileFilter, type FilterNode } from '../common/filter.js';
 import { listEnvelope, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { CampaignsService } from '../campaigns/campaigns.service.js';
@@ -345,9 +345,10 @@ export class SegmentsService {
       const current = await this.segments.findRecord(id, tx);
       if (!current?.filter || current.type !== 'dynamic' || current.builtVersion === current.filterVersion) return false;
       const start = { filter: current.filter, version: current.filterVersion };
+      const registry = await this.contacts.filterRegistry(EXCLUDED_FILTER_FIELDS, tx);
       let compiled;
       try {
-        compiled = (await this.contacts.compileFilter(start.filter, EXCLUDED_FILTER_FIELDS)).compiled;
+        compiled = compileFilter(start.filter, registry).compiled;
       } catch (e) {
         failed = { version: start.version, error: e instanceof Error ? e.message.slice(0, 500) : String(e) };
         return false;
@@ -388,21 +389,28 @@ export class SegmentsService {
         return 0;
       }
       const changes = await this.segments.changedContacts(cursor.lastSequence, REFRESH_BATCH, tx);
-      if (!changes.events) return 0;
+      if (!changes.events) {
+        if (changes.upTo > cursor.lastSequence) await this.segments.advanceCursor(changes.upTo, tx);
+        return 0;
+      }
       if (changes.ids.length) {
         const dynamic = await this.segments.dynamicSegments(tx);
         const mirrored = await this.campaigns.mirroredSegments(
           dynamic.map((d) => d.id),
           tx,
         );
+        const registry = dynamic.length ? await this.contacts.filterRegistry(EXCLUDED_FILTER_FIELDS, tx) : {};
         for (const seg of dynamic) {
+          await this.segments.lockMembership(seg.id, tx);
+          // The filter as it is now that the membership is ours (a rebuild for a newer filter may have just finished).
+          const current = await this.segments.findRecord(seg.id, tx);
+          if (!current?.filter || current.type !== 'dynamic') continue;
           let compiled;
           try {
-            compiled = (await this.contacts.compileFilter(seg.filter, EXCLUDED_FILTER_FIELDS)).compiled;
+            compiled = compileFilter(current.filter, registry).compiled;
           } catch {
             continue; // a filter that no longer compiles fails its next rebuild, which says why
           }
-          await this.segments.lockMembership(seg.id, tx);
           const r = await this.segments.reevaluate(seg.id, compiled, changes.ids, tx);
           const changed = [...r.added, ...r.removed];
           if (changed.length && mirrored.has(seg.id)) await this.campaigns.mirrorSegment(seg.id, changed, tx);
