@@ -69,11 +69,14 @@ export class SegmentRefresher implements OnApplicationBootstrap, OnModuleDestroy
     this.arm(this.config.segmentRefreshIntervalMs);
   }
 
-  /** One pass: pending rebuilds, then the change events until caught up (or another process has the cursor). */
+  /**
+   * One pass: the change events until caught up (or another process has the cursor), with the
+   * pending rebuilds before each batch, so a new segment is not kept waiting by a backlog of events.
+   */
   async pass(): Promise<void> {
-    await this.segments.buildPending();
     for (;;) {
       if (this.stopped) return;
+      await this.segments.buildPending();
       const read = await this.segments.refreshChanges();
       if (read < REFRESH_BATCH) return;
     }

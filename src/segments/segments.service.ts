@@ -404,7 +404,9 @@ export class SegmentsService {
           await this.segments.lockMembership(seg.id, tx);
           // The filter as it is now that the membership is ours (a rebuild for a newer filter may have just finished).
           const current = await this.segments.findRecord(seg.id, tx);
-          if (!current?.filter || current.type !== 'dynamic') continue;
+          // A segment waiting for its rebuild is skipped: the rebuild, which takes this lock after
+          // these events were committed, reads their contacts as they are now.
+          if (!current?.filter || current.type !== 'dynamic' || current.builtVersion !== current.filterVersion) continue;
           let compiled;
           try {
             compiled = compileFilter(current.filter, registry).compiled;
