@@ -524,6 +524,21 @@ describe('segments', () => {
       expect(await memberIds(dyn.id)).toEqual([contacts[winner]]);
     });
 
+    it('a segment deleted while campaigns are pointed at it: every request answers (200 or 400), none deadlocks', async () => {
+      const s = await newSegment({ type: 'static' });
+      const a = await newContact();
+      await post(`/api/segments/${s.id}/contacts/batch`, { add: [a] });
+      const campaigns = await Promise.all([1, 2, 3].map((i) => post('/api/campaigns', { name: `Race mirror ${i}` })));
+      const results = await Promise.all([
+        ...campaigns.map((c) => patch(`/api/campaigns/${c.body.campaign.id as number}`, { segmentId: s.id })),
+        del(`/api/segments/${s.id}`),
+        ...campaigns.map((c) => patch(`/api/campaigns/${c.body.campaign.id as number}`, { name: 'Renamed' })),
+      ]);
+      for (const r of results) expect([200, 400]).toContain(r.status);
+      expect(results[3].status).toBe(200);
+      for (const c of campaigns) expect((await get(`/api/campaigns/${c.body.campaign.id as number}`)).body.campaign.segmentId).toBeNull();
+    });
+
     it('parallel deletes: exactly one 200, the others 404; a delete during a rebuild waits for it', async () => {
       const t = tag();
       await contactsInOrder([{ title: t }, { title: t }, { title: t }]);

@@ -83,6 +83,8 @@ export class CampaignsService {
   async patch(id: number, dto: UpdateCampaignDto, who: Principal): Promise<CampaignRecord> {
     rejectNulls(dto, ['name']);
     return this.transactions.run(async (tx) => {
+      // A segment to mirror is locked before the campaign's row, the order a segment's deletion takes them in.
+      if (typeof dto.segmentId === 'number') await this.members.lockSegment(dto.segmentId, tx);
       const c = await this.campaigns.findForUpdate(id, tx);
       if (!c) throw notFound('Campaign', id);
       const before = toCampaignRecord(c);
@@ -96,6 +98,7 @@ export class CampaignsService {
   /** PUT: full replace when the id exists (omitted optional properties reset), else a new campaign. */
   async put(id: number, dto: ReplaceCampaignDto, who: Principal): Promise<{ created: boolean; campaign: CampaignRecord }> {
     return this.transactions.run(async (tx) => {
+      if (typeof dto.segmentId === 'number') await this.members.lockSegment(dto.segmentId, tx);
       const c = await this.campaigns.findForUpdate(id, tx);
       if (!c) return { created: true, campaign: await this.create(dto, who, tx) };
       const before = toCampaignRecord(c);
