@@ -50,6 +50,7 @@ describe('campaigns', () => {
           status: 'active',
           startDate: '2026-03-01T07:00:00+00:00',
           endDate: '2026-04-01T00:00:00+00:00',
+          segmentId: null,
           createdAt: expect.stringMatching(ISO),
           modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
           createdBy: expect.any(Number),

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { expectError, startApp, type TestApp } from './support/app.js';
 import { tokenFor } from './support/fixtures.js';
+import { waitFor } from './support/sms-gateway.js';
 
 /** The README's zero-dependency mode: no DATABASE_URL (embedded PGlite), no REDIS_URL. */
 describe('embedded mode', () => {
@@ -37,6 +38,24 @@ describe('embedded mode', () => {
     expectError(await app.http.post('/api/contacts/new').set('Authorization', auth).send({ name: 'Dup', email: 'ED@embedded.test' }), 409, 'conflict');
     expect((await app.http.delete(`/api/contacts/${id}/delete`).set('Authorization', auth)).status).toBe(200);
     expect((await app.http.get('/api/contacts').set('Authorization', auth)).body.total).toBe(0);
+  });
+
+  it('builds a dynamic segment and keeps it fresh (the refresher runs in process on the one-session database)', async () => {
+    const contact = await app.http.post('/api/contacts/new').set('Authorization', auth).send({ name: 'Seg Sam', email: 'sam@embedded.test', title: 'CEO' });
+    expect(contact.status).toBe(201);
+    const created = await app.http.post('/api/segments').set('Authorization', auth).send({ name: 'CEOs', type: 'dynamic', filter: 'title[eq]:CEO' });
+    expect(created.status).toBe(201);
+    const id = created.body.segment.id as number;
+    const count = async () => (await app.http.get(`/api/segments/${id}/count`).set('Authorization', auth)).body as { count: number; status: string };
+    await waitFor(async () => ((await count()).status === 'ready' ? true : undefined), 20000, 'segment built');
+    expect(await count()).toEqual({ count: 1, status: 'ready' });
+    await app.http
+      .patch(`/api/contacts/${contact.body.contact.id as number}`)
+      .set('Authorization', auth)
+      .send({ title: 'CFO' });
+    await waitFor(async () => ((await count()).count === 0 ? true : undefined), 20000, 'contact left the segment');
+    expect((await app.http.delete(`/api/contacts/${contact.body.contact.id as number}`).set('Authorization', auth)).status).toBe(200);
+    expect((await app.http.delete(`/api/segments/${id}`).set('Authorization', auth)).status).toBe(200);
   });
 
   it('limits requests in memory and still sends the headers', async () => {

@@ -176,6 +176,8 @@ describe('filter language', () => {
     let lists = 0;
     const company = await app.http.post('/api/companies').set('Authorization', admin).send({ name: 'Filter Co' });
     expect(company.status).toBe(201);
+    const segment = await app.http.post('/api/segments').set('Authorization', admin).send({ name: 'Filter segment', type: 'static' });
+    expect(segment.status).toBe(201);
     for (const [path, ops] of Object.entries(doc.paths)) {
       const p = ops.get?.parameters?.find((x) => x.in === 'query' && x.name === 'filter');
       if (!p) continue;
@@ -183,6 +185,7 @@ describe('filter language', () => {
       const url = path
         .replace('/api/fields/{id}', '/api/fields/contact')
         .replace('/api/companies/{id}', `/api/companies/${company.body.company.id as number}`)
+        .replace('/api/segments/{id}', `/api/segments/${segment.body.segment.id as number}`)
         .replace('{id}', String(campaignId));
       const fields = [...(p.description ?? '').matchAll(/`([A-Za-z_.]+)` ([a-z-]+)/g)].map((m) => m[1]);
       expect(fields.length).toBeGreaterThan(2);

@@ -123,6 +123,7 @@ describe('hostile input over every route', () => {
     const has = (p: string) => routes.some((r) => r.path === p);
     if (has('/api/campaigns/new')) fixtures.campaigns = await create('/api/campaigns/new', { name: 'Fixture campaign' });
     if (has('/api/companies/new')) fixtures.companies = await create('/api/companies/new', { name: 'Fixture company', domain: 'fixture-company.example' });
+    if (has('/api/segments/new')) fixtures.segments = await create('/api/segments/new', { name: 'Fixture segment', type: 'static' });
     if (has('/api/deals/new')) fixtures.deals = await create('/api/deals/new', { title: 'Fixture deal', value: 10, contact_id: fixtures.contacts });
     if (has('/api/activities/new'))
       fixtures.activities = await create('/api/activities/new', { type: 'call', subject: 'Fixture', contact_id: fixtures.contacts });
@@ -148,6 +149,7 @@ describe('hostile input over every route', () => {
       [
         'contacts',
         'companies',
+        'segments',
         'fields',
         'campaigns',
         'assets',

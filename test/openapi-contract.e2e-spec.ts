@@ -79,6 +79,7 @@ describe('the OpenAPI document against the running server', () => {
     fixtures.contacts = await create('/api/contacts/new', { name: 'Fixture', email: 'fixture@example.com' });
     fixtures.campaigns = await create('/api/campaigns/new', { name: 'Fixture campaign' });
     fixtures.companies = await create('/api/companies/new', { name: 'Fixture company', domain: 'fixture-company.example' });
+    fixtures.segments = await create('/api/segments/new', { name: 'Fixture segment', type: 'static' });
     fixtures.deals = await create('/api/deals/new', { title: 'Fixture deal', value: 10, contact_id: fixtures.contacts });
     fixtures.activities = await create('/api/activities/new', { type: 'call', subject: 'Fixture', contact_id: fixtures.contacts });
     fixtures.categories = await create('/api/categories/new', { title: 'Fixture category', bundle: 'global' });

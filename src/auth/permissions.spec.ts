@@ -10,7 +10,7 @@ describe('permissions', () => {
     expect(PERMISSIONS).toContain('webhooks:delete');
     expect(PERMISSIONS).toContain('events:read');
     expect(PERMISSIONS).not.toContain('events:write');
-    expect(PERMISSIONS.length).toBe(1 + 14 * 3 + 1);
+    expect(PERMISSIONS.length).toBe(1 + 15 * 3 + 1);
     expect(isPermission('contacts:fly')).toBe(false);
   });
 

@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
+import { segmentMembershipLockSql } from '../common/advisory-locks.js';
 import { registerConstraints } from '../common/constraints.js';
+import { AppError } from '../common/errors.js';
 import type { Tx } from '../database/transactions.js';
 import { outboxInsertSql } from '../events/events.repository.js';
 
@@ -10,6 +12,15 @@ registerConstraints({
   campaign_members_campaign_id_fkey: { kind: 'reference', field: 'campaignId', target: 'campaign', status: 404 },
   campaign_members_contact_id_fkey: { kind: 'reference', field: 'contactId', target: 'contact', status: 404 },
 });
+
+/** A campaign that mirrors a segment refuses membership changes by hand (409). */
+export function mirroredError(campaignId: number, segmentId: number): AppError {
+  return new AppError(
+    'conflict',
+    `Campaign ${campaignId} mirrors segment ${segmentId}: its members follow the segment's (change the segment, or clear the campaign's segmentId)`,
+    [{ field: 'segmentId', message: `the campaign mirrors segment ${segmentId}` }],
+  );
+}
 
 /** A membership event's data, from a RETURNING row `m`. */
 const MEMBERSHIP_JSON = `jsonb_build_object('campaignId', m.campaign_id, 'contactId', m.contact_id,
@@ -31,14 +42,68 @@ export class CampaignMembersRepository {
    */
   async add(campaignId: number, contactId: number, tx?: Tx): Promise<boolean> {
     // The campaign.contact_added event is written by the same statement, only for a new membership.
-    const rows: { n: string }[] = await (tx ?? this.dataSource).query(
-      `WITH m AS (INSERT INTO campaign_members (campaign_id, contact_id) VALUES ($1, $2)
+    // A campaign that mirrors a segment takes no membership by hand: nothing is inserted, `mirrored` names the segment.
+    const rows: { n: string; mirrored: number | null }[] = await (tx ?? this.dataSource).query(
+      `WITH cp AS (SELECT segment_id FROM campaigns WHERE id = $1 FOR SHARE),
+            s AS (SELECT segment_id FROM cp WHERE segment_id IS NOT NULL),
+            m AS (INSERT INTO campaign_members (campaign_id, contact_id) SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM s)
                   ON CONFLICT (campaign_id, contact_id) DO NOTHING RETURNING campaign_id, contact_id, added_at),
             e AS (${outboxInsertSql(`'campaign.contact_added'`, MEMBERSHIP_JSON, 'NULL::jsonb', 'FROM m')})
-       SELECT count(*) AS n FROM m`,
+       SELECT count(*) AS n, (SELECT segment_id FROM s) AS mirrored FROM m`,
       [campaignId, contactId],
     );
+    if (rows[0].mirrored !== null) throw mirroredError(campaignId, rows[0].mirrored);
     return Number(rows[0].n) > 0;
+  }
+
+  /**
+   * Refuses (409) a change by hand of a campaign that mirrors a segment; the campaign row is held
+   * FOR SHARE until `tx` ends, so its segmentId cannot change meanwhile. Nothing when it does not exist.
+   */
+  async assertNotMirrored(campaignId: number, tx: Tx): Promise<void> {
+    const rows: { segment_id: number | null }[] = await tx.query(`SELECT segment_id FROM campaigns WHERE id = $1 FOR SHARE`, [campaignId]);
+    const segmentId = rows[0]?.segment_id ?? null;
+    if (segmentId !== null) throw mirroredError(campaignId, segmentId);
+  }
+
+  /** Waits for (and holds until `tx` ends) the membership lock of a segment before its members are copied (common/advisory-locks.ts). */
+  async lockSegment(segmentId: number, tx: Tx): Promise<void> {
+    await tx.query(segmentMembershipLockSql('$1'), [segmentId]);
+  }
+
+  /**
+   * Mirrors a segment's members into the campaigns whose segment_id is that segment (or into one of
+   * them, `campaignId`), set-based, in one statement: members of the segment that are not members
+   * of the campaign join, members of the campaign that are not in the segment leave, each with its
+   * campaign.contact_added / _removed event. `contactIds` limits the comparison to those contacts
+   * (the ones a refresh changed); null compares every member. Reads segment_members (the segments
+   * feature's table) in the same statement; the caller holds that segment's membership lock.
+   * Answers how many joined and left.
+   */
+  async mirror(segmentId: number, opts: { campaignId?: number; contactIds?: number[] | null }, tx: Tx): Promise<{ added: number; removed: number }> {
+    const rows: { added: string; removed: string }[] = await tx.query(
+      `WITH camp AS (SELECT id FROM campaigns WHERE segment_id = $1 AND ($2::int IS NULL OR id = $2)),
+            want AS (SELECT sm.contact_id FROM segment_members sm WHERE sm.segment_id = $1 AND ($3::int[] IS NULL OR sm.contact_id = ANY($3::int[]))),
+            m AS (INSERT INTO campaign_members (campaign_id, contact_id) SELECT camp.id, want.contact_id FROM camp, want ORDER BY 1, 2
+                  ON CONFLICT (campaign_id, contact_id) DO NOTHING RETURNING campaign_id, contact_id, added_at),
+            d AS (DELETE FROM campaign_members x USING camp WHERE x.campaign_id = camp.id AND ($3::int[] IS NULL OR x.contact_id = ANY($3::int[]))
+                    AND NOT EXISTS (SELECT 1 FROM segment_members sm WHERE sm.segment_id = $1 AND sm.contact_id = x.contact_id)
+                  RETURNING x.campaign_id, x.contact_id, x.added_at),
+            e1 AS (${outboxInsertSql(`'campaign.contact_added'`, MEMBERSHIP_JSON, 'NULL::jsonb', 'FROM (SELECT * FROM m ORDER BY campaign_id, contact_id) m')}),
+            e2 AS (${outboxInsertSql(`'campaign.contact_removed'`, MEMBERSHIP_JSON, 'NULL::jsonb', 'FROM (SELECT * FROM d ORDER BY campaign_id, contact_id) m')})
+       SELECT (SELECT count(*) FROM m) AS added, (SELECT count(*) FROM d) AS removed`,
+      [segmentId, opts.campaignId ?? null, opts.contactIds ?? null],
+    );
+    return { added: Number(rows[0].added), removed: Number(rows[0].removed) };
+  }
+
+  /** Which of these segments some campaign mirrors. */
+  async mirroredSegments(segmentIds: number[], tx?: Tx): Promise<Set<number>> {
+    if (!segmentIds.length) return new Set();
+    const rows: { segment_id: number }[] = await (tx ?? this.dataSource).query(`SELECT DISTINCT segment_id FROM campaigns WHERE segment_id = ANY($1::int[])`, [
+      segmentIds,
+    ]);
+    return new Set(rows.map((r) => r.segment_id));
   }
 
   /** Removes a membership (and writes campaign.contact_removed in the same statement); answers whether there was one. */

@@ -44,6 +44,19 @@ export class CreateCampaignDto {
   @IsOptional()
   @IsIsoDateTime()
   endDate?: string | null;
+
+  /**
+   * A segment whose members the campaign mirrors (400 when it does not exist): when set, the
+   * campaign's members become exactly the segment's (members added by hand that are not in the
+   * segment leave, each with campaign.contact_removed), and they follow every later change of the
+   * segment's membership. Meanwhile the campaign refuses membership changes by hand (409). Null
+   * (or clearing it) stops the mirroring: the current members stay, managed by hand again.
+   */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(2147483647)
+  segmentId?: number | null;
 }
 
 /** PUT body: the create properties; `status` may also be `completed` when the campaign exists. */
@@ -67,6 +80,8 @@ export class CampaignRecordDto extends AuditRecordDto {
   status: string;
   startDate: string | null;
   endDate: string | null;
+  /** The segment whose members the campaign mirrors, or null. */
+  segmentId: number | null;
 }
 
 /** Answer of the membership routes. */

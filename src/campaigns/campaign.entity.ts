@@ -25,8 +25,13 @@ export class Campaign extends AuditedEntity {
 
   @Column({ name: 'end_date', type: 'timestamptz', nullable: true })
   endDate: Date | null;
+
+  /** The segment whose members the campaign mirrors (null: members are managed by hand). */
+  @Column({ name: 'segment_id', type: 'int', nullable: true })
+  segmentId: number | null;
 }
 
 registerConstraints({
   campaigns_status_check: { kind: 'check', field: 'status', message: 'must be active, inactive or completed' },
+  campaigns_segment_id_fkey: { kind: 'reference', field: 'segmentId', target: 'segment' },
 });

@@ -29,6 +29,7 @@ export const CAMPAIGN_LIST_SPEC: ListSpec = {
     status: { type: 'enum', sql: 'cp.status', values: CAMPAIGN_STATUSES },
     startDate: { type: 'datetime', sql: 'cp.start_date' },
     endDate: { type: 'datetime', sql: 'cp.end_date' },
+    segmentId: { type: 'id', sql: 'cp.segment_id', description: 'the segment the campaign mirrors' },
     createdAt: { type: 'datetime', sql: 'cp.created_at' },
     modifiedAt: { type: 'datetime', sql: 'cp.modified_at' },
   },
@@ -40,6 +41,7 @@ export const CAMPAIGN_LIST_SPEC: ListSpec = {
     'status',
     'startDate',
     'endDate',
+    'segmentId',
     'createdAt',
     'modifiedAt',
     'createdBy',
@@ -93,6 +95,12 @@ export class CampaignsRepository {
   async exists(id: number, tx?: Tx): Promise<boolean> {
     const rows: unknown[] = await (tx ?? this.dataSource).query(`SELECT 1 FROM campaigns WHERE id = $1`, [id]);
     return rows.length > 0;
+  }
+
+  /** The campaigns that mirror a segment. */
+  async idsBySegment(segmentId: number, tx?: Tx): Promise<number[]> {
+    const rows: { id: number }[] = await (tx ?? this.dataSource).query(`SELECT id FROM campaigns WHERE segment_id = $1 ORDER BY id`, [segmentId]);
+    return rows.map((r) => r.id);
   }
 
   /** Names of campaigns by id, for another feature's records (e.g. a text message's campaign). */

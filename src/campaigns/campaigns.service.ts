@@ -34,6 +34,7 @@ export function toCampaignRecord(c: Campaign) {
     status: c.status,
     startDate: iso(c.startDate),
     endDate: iso(c.endDate),
+    segmentId: c.segmentId ?? null,
     ...auditOut(c),
   };
 }
@@ -69,8 +70,11 @@ export class CampaignsService {
     checkDateOrder(c.startDate, c.endDate);
     stampCreated(c, who);
     return this.transactions.run(async (t) => {
-      const record = await this.get(await this.campaigns.save(c, t), t);
+      if (c.segmentId !== null) await this.members.lockSegment(c.segmentId, t);
+      const id = await this.campaigns.save(c, t);
+      const record = await this.get(id, t);
       await this.events.record(t, 'campaign.created', record);
+      if (c.segmentId !== null) await this.members.mirror(c.segmentId, { campaignId: id }, t);
       return record;
     }, tx);
   }
@@ -79,32 +83,74 @@ export class CampaignsService {
   async patch(id: number, dto: UpdateCampaignDto, who: Principal): Promise<CampaignRecord> {
     rejectNulls(dto, ['name']);
     return this.transactions.run(async (tx) => {
+      // A segment to mirror is locked before the campaign's row, the order a segment's deletion takes them in.
+      if (typeof dto.segmentId === 'number') await this.members.lockSegment(dto.segmentId, tx);
       const c = await this.campaigns.findForUpdate(id, tx);
       if (!c) throw notFound('Campaign', id);
       const before = toCampaignRecord(c);
       this.assign(c, dto, false);
       // A PATCH of one date is checked against the other, stored one.
       checkDateOrder(c.startDate, c.endDate);
-      stampModified(c, who);
-      const after = await this.get(await this.campaigns.save(c, tx), tx);
-      await this.events.recordUpdate(tx, 'campaign.updated', before, after);
-      return after;
+      return this.write(c, before, who, tx);
     });
   }
 
   /** PUT: full replace when the id exists (omitted optional properties reset), else a new campaign. */
   async put(id: number, dto: ReplaceCampaignDto, who: Principal): Promise<{ created: boolean; campaign: CampaignRecord }> {
     return this.transactions.run(async (tx) => {
+      if (typeof dto.segmentId === 'number') await this.members.lockSegment(dto.segmentId, tx);
       const c = await this.campaigns.findForUpdate(id, tx);
       if (!c) return { created: true, campaign: await this.create(dto, who, tx) };
       const before = toCampaignRecord(c);
       this.assign(c, dto, true);
       checkDateOrder(c.startDate, c.endDate);
-      stampModified(c, who);
-      const after = await this.get(await this.campaigns.save(c, tx), tx);
-      await this.events.recordUpdate(tx, 'campaign.updated', before, after);
-      return { created: false, campaign: after };
+      return { created: false, campaign: await this.write(c, before, who, tx) };
     });
+  }
+
+  /**
+   * Saves an edited (locked) campaign with its campaign.updated event. A segmentId newly set makes
+   * the members the segment's, in the same transaction (under the segment's membership lock, so no
+   * concurrent change of the segment's members is missed); a cleared one leaves the members as they are.
+   */
+  private async write(c: Campaign, before: CampaignRecord, who: Principal, tx: Tx): Promise<CampaignRecord> {
+    const mirrorFrom = c.segmentId !== null && c.segmentId !== before.segmentId ? c.segmentId : null;
+    if (mirrorFrom !== null) await this.members.lockSegment(mirrorFrom, tx);
+    stampModified(c, who);
+    const after = await this.get(await this.campaigns.save(c, tx), tx);
+    await this.events.recordUpdate(tx, 'campaign.updated', before, after);
+    if (mirrorFrom !== null) await this.members.mirror(mirrorFrom, { campaignId: c.id }, tx);
+    return after;
+  }
+
+  /**
+   * A segment's membership changed (the caller holds its membership lock): the campaigns that
+   * mirror it follow, for `contactIds` only (null: every member). Answers how many memberships changed.
+   */
+  async mirrorSegment(segmentId: number, contactIds: number[] | null, tx: Tx): Promise<number> {
+    const r = await this.members.mirror(segmentId, { contactIds }, tx);
+    return r.added + r.removed;
+  }
+
+  /** Which of these segments some campaign mirrors. */
+  mirroredSegments(segmentIds: number[], tx?: Tx): Promise<Set<number>> {
+    return this.members.mirroredSegments(segmentIds, tx);
+  }
+
+  /**
+   * A segment is being deleted: the campaigns that mirror it stop (segmentId null, each with its
+   * campaign.updated event); their members stay, managed by hand again.
+   */
+  async detachSegment(segmentId: number, who: Principal, tx: Tx): Promise<number> {
+    const ids = await this.campaigns.idsBySegment(segmentId, tx);
+    for (const id of ids) {
+      const c = await this.campaigns.findForUpdate(id, tx);
+      if (!c || c.segmentId !== segmentId) continue;
+      const before = toCampaignRecord(c);
+      c.segmentId = null;
+      await this.write(c, before, who, tx);
+    }
+    return ids.length;
   }
 
   /** Deletes the campaign; its memberships go with it (FK ON DELETE CASCADE), the contacts stay. One of parallel deletes succeeds. */
@@ -126,7 +172,11 @@ export class CampaignsService {
 
   /** Removes a contact; a missing campaign or contact, or a contact that is not a member, is a 404. */
   async removeContact(campaignId: number, contactId: number): Promise<{ success: true }> {
-    if (await this.members.remove(campaignId, contactId)) return { success: true };
+    const removed = await this.transactions.run(async (tx) => {
+      await this.members.assertNotMirrored(campaignId, tx);
+      return this.members.remove(campaignId, contactId, tx);
+    });
+    if (removed) return { success: true };
     // Nothing was removed: say why.
     if (!(await this.campaigns.exists(campaignId))) throw notFound('Campaign', campaignId);
     await this.contacts.get(contactId); // 404 when the contact does not exist
@@ -151,6 +201,7 @@ export class CampaignsService {
       ]);
     }
     const r = await this.transactions.run(async (tx) => {
+      await this.members.assertNotMirrored(campaignId, tx);
       const done = await this.members.batch(campaignId, add, remove, tx);
       // Nothing changed when the campaign is missing; the 404 rolls back the (empty) transaction.
       if (!done.campaign) throw notFound('Campaign', campaignId);
@@ -194,5 +245,6 @@ export class CampaignsService {
     if (given('status')) c.status = dto.status ?? DEFAULT_CAMPAIGN_STATUS;
     if (given('startDate')) c.startDate = dto.startDate ? parseIsoWithOffset(dto.startDate) : null;
     if (given('endDate')) c.endDate = dto.endDate ? parseIsoWithOffset(dto.endDate) : null;
+    if (given('segmentId')) c.segmentId = dto.segmentId ?? null;
   }
 }

@@ -12,6 +12,7 @@ import { Reflector } from '@nestjs/core';
 export const RESOURCES = [
   'contacts',
   'companies',
+  'segments',
   'fields',
   'campaigns',
   'assets',

@@ -63,6 +63,8 @@ export interface AppConfig {
   metricsToken: string | null;
   commit: string;
   campaignCompletionIntervalMs: number; // period of the job that completes campaigns past their endDate
+  /** How often the segments refresher rebuilds pending dynamic segments and re-evaluates changed contacts (SEGMENT_REFRESH_INTERVAL_MS). */
+  segmentRefreshIntervalMs: number;
   /** Webhooks: allow http:// targets (WEBHOOK_ALLOW_HTTP) and loopback/link-local/private addresses (WEBHOOK_ALLOW_PRIVATE). */
   webhookAllowHttp: boolean;
   webhookAllowPrivate: boolean;
@@ -270,6 +272,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     metricsToken: optional(env, 'METRICS_TOKEN'),
     commit: str(env, 'GIT_COMMIT', 'unknown'),
     campaignCompletionIntervalMs: int(env, 'CAMPAIGN_COMPLETION_INTERVAL_MS', 60_000, 100, 86_400_000),
+    segmentRefreshIntervalMs: int(env, 'SEGMENT_REFRESH_INTERVAL_MS', 1_000, 50, 60_000),
     webhookAllowHttp: bool(env, 'WEBHOOK_ALLOW_HTTP', false),
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),

@@ -74,8 +74,7 @@ export const CONTACT_LIST_SPEC: ListSpec = {
     // dncSms=true: contacts opted out of text messages (partial index contacts_dnc_sms_idx).
     dncSms: { type: 'boolean', column: '(c.dnc_sms_reason IS NOT NULL)' },
   },
-  // Issue 14. Segment membership joins as one entry once that table exists:
-  // 'segment.id': { type: 'membership', ... }.
+  // Issue 14.
   filterable: {
     id: { type: 'id', sql: 'c.id' },
     name: { type: 'string', sql: 'c.name' },
@@ -92,6 +91,12 @@ export const CONTACT_LIST_SPEC: ListSpec = {
       sql: '',
       membership: { table: 'campaign_members', recordColumn: 'contact_id', recordId: 'c.id', setColumn: 'campaign_id' },
       description: 'member of the campaign',
+    },
+    'segment.id': {
+      type: 'membership',
+      sql: '',
+      membership: { table: 'segment_members', recordColumn: 'contact_id', recordId: 'c.id', setColumn: 'segment_id' },
+      description: 'member of the segment (its materialised membership)',
     },
     dncSms: { type: 'boolean', sql: '(c.dnc_sms_reason IS NOT NULL)', description: 'opted out of text messages' },
     createdAt: { type: 'datetime', sql: 'c.created_at' },

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { iso } from '../common/dates.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
-import type { FilterField } from '../common/filter.js';
+import { type CompiledFilter, compileFilter, type FilterField, type FilterNode, type FilterRegistry } from '../common/filter.js';
 import { type ListExtras, listEnvelope, parseListQuery } from '../common/list.js';
 import {
   assertBatchPermission,
@@ -123,6 +123,34 @@ export class ContactsService {
       filterable[`fields.${rule.alias}`] = customFilterField(rule.alias, rule.type, rule.options);
     }
     return { filterable, properties };
+  }
+
+  /**
+   * The filter registry of contacts: the list's fields and the published custom fields
+   * (`fields.<alias>`), without the names in `exclude`. With `tx`, the custom fields are read in that
+   * transaction (no second connection while it is open; the embedded database runs one at a time).
+   */
+  async filterRegistry(exclude: readonly string[] = [], tx?: Tx): Promise<FilterRegistry> {
+    const registry: FilterRegistry = { ...(CONTACT_LIST_SPEC.filterable ?? {}) };
+    for (const rule of await this.fieldValues.publishedRules(tx)) {
+      registry[`fields.${rule.alias}`] = customFilterField(rule.alias, rule.type, rule.options);
+    }
+    for (const name of exclude) Reflect.deleteProperty(registry, name);
+    return registry;
+  }
+
+  /**
+   * A filter over contacts checked and compiled exactly as the list's `filter` (the same registry,
+   * the published custom fields included), without the fields in `exclude`: a 400 names what is
+   * wrong. Answers the normalised tree (to store) and the WHERE over the alias `c` with bound
+   * parameters (relative dates such as now-7d resolved at `now`).
+   */
+  async compileFilter(filter: unknown, exclude: readonly string[] = [], now = new Date()): Promise<{ node: FilterNode; compiled: CompiledFilter }> {
+    if (typeof filter === 'string' && filter.trim() === '') throw fieldError('filter', 'must not be empty');
+    if (typeof filter !== 'string' && (typeof filter !== 'object' || filter === null || Array.isArray(filter))) {
+      throw fieldError('filter', 'must be a filter: the JSON form (an object) or the query-string form (a string)');
+    }
+    return compileFilter(filter, await this.filterRegistry(exclude), now);
   }
 
   /** A company's contacts (GET /api/companies/{id}/contacts): exactly the contacts list's parameters and envelope. */

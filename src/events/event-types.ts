@@ -17,6 +17,10 @@ export const EVENT_CATALOGUE = {
   'campaign.deleted': 'A campaign was deleted. data: the campaign as it was.',
   'campaign.contact_added': 'A contact joined a campaign. data: { campaignId, contactId, addedAt }.',
   'campaign.contact_removed': 'A contact left a campaign. data: { campaignId, contactId, addedAt }.',
+  'segment.created': 'A segment was created. data: the segment (a dynamic one starts with membership.status building).',
+  'segment.updated':
+    "A segment's properties changed (name, description, type or filter; a filter change starts a rebuild). Membership changes write no event. data: the segment; previous: the changed properties' old values.",
+  'segment.deleted': 'A segment was deleted (its memberships went with it; campaigns that mirrored it were detached). data: the segment as it was.',
   'deal.created': 'A deal was created. data: the deal.',
   'deal.updated': "A deal changed. data: the deal; previous: the changed properties' old values.",
   'deal.deleted': 'A deal was deleted. data: the deal as it was.',

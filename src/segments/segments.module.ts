@@ -1,11 +1,18 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { CampaignsModule } from '../campaigns/campaigns.module.js';
 import { ContactsModule } from '../contacts/contacts.module.js';
-import { SegmentsController } from './segments.controller.js';
+import { EventsModule } from '../events/events.module.js';
+import { SegmentRefresher } from './segment-refresher.js';
+import { Segment } from './segment.entity.js';
+import { ContactSegmentsController, SegmentsController } from './segments.controller.js';
+import { SegmentsRepository } from './segments.repository.js';
 import { SegmentsService } from './segments.service.js';
 
 @Module({
-  imports: [ContactsModule],
-  controllers: [SegmentsController],
-  providers: [SegmentsService],
+  imports: [EventsModule, TypeOrmModule.forFeature([Segment]), ContactsModule, CampaignsModule],
+  controllers: [SegmentsController, ContactSegmentsController],
+  providers: [SegmentsService, SegmentsRepository, SegmentRefresher],
+  exports: [SegmentsService],
 })
 export class SegmentsModule {}

@@ -1,21 +1,425 @@
-import { Injectable } from '@nestjs/common';
-import { fieldError } from '../common/errors.js';
+import { Injectable, Logger } from '@nestjs/common';
+import { auditOut, stampCreated, stampModified } from '../common/audit.js';
+import { assertBatchSize } from '../common/batch.js';
+import { iso } from '../common/dates.js';
+import { AppError, conflict, fieldError, notFound, rejectNulls, validationError } from '../common/errors.js';
+import { compileFilter, type FilterNode } from '../common/filter.js';
+import { listEnvelope, parseListQuery } from '../common/list.js';
+import type { Principal } from '../common/request.js';
+import { CampaignsService } from '../campaigns/campaigns.service.js';
 import { ContactsService } from '../contacts/contacts.service.js';
+import { Transactions, type Tx } from '../database/transactions.js';
+import { EventsService } from '../events/events.service.js';
+import { CreateSegmentDto, SEGMENT_BATCH_MAX, type SegmentMembersBatchDto, type SegmentMembersBatchResultDto, UpdateSegmentDto } from './segment.dto.js';
+import { Segment, type SegmentType } from './segment.entity.js';
+import { SEGMENT_LIST_SPEC, SegmentsRepository } from './segments.repository.js';
+
+export { SEGMENT_LIST_SPEC };
 
 /** How many matching contacts a preview shows. */
 export const PREVIEW_SAMPLE_SIZE = 10;
+/** Filter fields a segment's filter cannot use: segment.id (a segment defined by segments could depend on itself). */
+export const EXCLUDED_FILTER_FIELDS = ['segment.id'] as const;
+/** Change events one refresh pass reads per transaction. */
+export const REFRESH_BATCH = 10_000;
+
+/** A segment as the API returns it (the one mapper from row to record). */
+export function toSegmentRecord(s: Segment, count: number) {
+  return {
+    id: s.id,
+    name: s.name,
+    description: s.description,
+    type: s.type,
+    filter: s.filter,
+    membership: {
+      status: s.type === 'static' ? 'ready' : s.buildStatus,
+      builtAt: s.type === 'static' ? null : iso(s.builtAt),
+      count,
+      error: s.type === 'static' ? null : s.buildError,
+    },
+    ...auditOut(s),
+  };
+}
+
+export type SegmentRecord = ReturnType<typeof toSegmentRecord>;
+
+/** JSON text with object keys sorted (jsonb does not keep the order a client sent). */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
 
 /**
- * Segments of contacts (issue 14 part 4). So far: the preview of a filter, through the contacts
- * list (the same filter registry, custom fields included, and the same checks and limits).
+ * Segments of contacts (issue 14 part 4). A dynamic segment's members are materialised in
+ * segment_members: a new or changed filter is built set-based by the refresher (SegmentsRefresher,
+ * which calls buildPending), and every contact change is re-evaluated from the event feed within
+ * seconds (refreshChanges). A static segment's members are added and removed by hand (batch).
+ * The campaigns that mirror a segment follow each membership change in the same transaction.
  */
 @Injectable()
 export class SegmentsService {
-  constructor(private readonly contacts: ContactsService) {}
+  private readonly logger = new Logger('Segments');
+  /** Called after a write that needs the refresher (a new or changed filter); set by SegmentsRefresher. */
+  private wake: () => void = () => undefined;
+
+  constructor(
+    private readonly segments: SegmentsRepository,
+    private readonly transactions: Transactions,
+    private readonly events: EventsService,
+    private readonly contacts: ContactsService,
+    private readonly campaigns: CampaignsService,
+  ) {}
+
+  onWorkNeeded(wake: () => void): void {
+    this.wake = wake;
+  }
+
+  async list(query: Record<string, unknown>) {
+    const q = parseListQuery(query, SEGMENT_LIST_SPEC);
+    const page = await this.segments.list(q);
+    const counts = await this.segments.counts(page.items.map((s) => s.id));
+    return listEnvelope(
+      q,
+      'segments',
+      page,
+      page.items.map((s) => toSegmentRecord(s, counts.get(s.id) ?? 0)),
+    );
+  }
+
+  async get(id: number, tx?: Tx): Promise<SegmentRecord> {
+    const s = await this.segments.findRecord(id, tx);
+    if (!s) throw notFound('Segment', id);
+    return toSegmentRecord(s, await this.segments.count(id, tx));
+  }
 
   async preview(filter: unknown) {
-    if (typeof filter === 'string' && filter.trim() === '') throw fieldError('filter', 'must not be empty');
+    await this.contacts.compileFilter(filter, EXCLUDED_FILTER_FIELDS);
     const { total, contacts } = await this.contacts.list({ filter, limit: String(PREVIEW_SAMPLE_SIZE), orderBy: 'id' });
     return { count: total, sample: contacts };
+  }
+
+  /** The filter of a body checked and normalised to its JSON tree (undefined: not given, null: cleared). */
+  private async readFilter(raw: unknown): Promise<FilterNode | null | undefined> {
+    if (raw === undefined || raw === null) return raw;
+    return (await this.contacts.compileFilter(raw, EXCLUDED_FILTER_FIELDS)).node;
+  }
+
+  async create(dto: CreateSegmentDto, who: Principal, tx?: Tx): Promise<SegmentRecord> {
+    const filter = await this.readFilter(dto.filter);
+    const s = this.segments.create();
+    this.assign(s, dto, true);
+    s.type = dto.type;
+    if (s.type === 'dynamic' && !filter) throw fieldError('filter', 'is required for a dynamic segment');
+    if (s.type === 'static' && filter)
+      throw fieldError('filter', 'a static segment takes no filter (its members are added with POST /api/segments/{id}/contacts/batch)');
+    s.filter = (filter ?? null) as Record<string, unknown> | null;
+    s.filterVersion = 1;
+    s.builtVersion = null;
+    s.buildStatus = s.type === 'dynamic' ? 'building' : 'ready';
+    s.buildError = null;
+    stampCreated(s, who);
+    const record = await this.transactions.run(async (t) => {
+      const created = await this.get(await this.segments.save(s, t), t);
+      await this.events.record(t, 'segment.created', created);
+      return created;
+    }, tx);
+    if (s.type === 'dynamic') this.wake();
+    return record;
+  }
+
+  /** PATCH: the row is locked while it is read and written, so parallel edits of different properties all land. */
+  async patch(id: number, dto: UpdateSegmentDto, who: Principal): Promise<SegmentRecord> {
+    rejectNulls(dto, ['name', 'type']);
+    const filter = await this.readFilter(dto.filter);
+    const record = await this.transactions.run(async (tx) => {
+      const s = await this.segments.findForUpdate(id, tx);
+      if (!s) throw notFound('Segment', id);
+      return this.write(s, dto, filter, false, who, tx);
+    });
+    this.wakeIfBuilding(record);
+    return record;
+  }
+
+  /** PUT: full replace when the id exists, else a new segment (201). */
+  async put(id: number, dto: CreateSegmentDto, who: Principal): Promise<{ created: boolean; segment: SegmentRecord }> {
+    const filter = await this.readFilter(dto.filter);
+    const replaced = await this.transactions.run(async (tx) => {
+      const s = await this.segments.findForUpdate(id, tx);
+      if (!s) return null;
+      return this.write(s, dto, filter ?? null, true, who, tx);
+    });
+    if (!replaced) return { created: true, segment: await this.create(dto, who) };
+    this.wakeIfBuilding(replaced);
+    return { created: false, segment: replaced };
+  }
+
+  private wakeIfBuilding(r: SegmentRecord): void {
+    if (r.membership.status === 'building') this.wake();
+  }
+
+  /**
+   * The rules of an edit: the type decides whether a filter is required (dynamic) or refused
+   * (static); a dynamic segment whose filter changed (or that was static) gets a new filter version
+   * and is rebuilt; a segment made static keeps its current members and drops its filter.
+   */
+  private async write(
+    s: Segment,
+    dto: UpdateSegmentDto,
+    filter: FilterNode | null | undefined,
+    replace: boolean,
+    who: Principal,
+    tx: Tx,
+  ): Promise<SegmentRecord> {
+    const before = toSegmentRecord(s, await this.segments.count(s.id, tx));
+    this.assign(s, dto, replace);
+    const wasType = s.type;
+    const type: SegmentType = dto.type ?? s.type;
+    let next: Record<string, unknown> | null;
+    if (type === 'static') {
+      if (filter) throw fieldError('filter', 'a static segment takes no filter (its members are added with POST /api/segments/{id}/contacts/batch)');
+      next = null;
+    } else if (filter) next = filter as Record<string, unknown>;
+    else if (filter === null) throw fieldError('filter', 'is required for a dynamic segment');
+    else if (wasType === 'dynamic' && s.filter) next = s.filter;
+    else throw fieldError('filter', 'is required to make a static segment dynamic');
+    const rebuild = type === 'dynamic' && (wasType !== 'dynamic' || canonical(next) !== canonical(s.filter));
+    s.type = type;
+    s.filter = next;
+    if (rebuild) {
+      s.filterVersion += 1;
+      s.buildStatus = 'building';
+      s.buildError = null;
+    } else if (type === 'static') {
+      s.buildStatus = 'ready';
+      s.buildError = null;
+    }
+    stampModified(s, who);
+    await this.segments.save(s, tx);
+    const after = await this.get(s.id, tx);
+    await this.events.recordUpdate(tx, 'segment.updated', before, after);
+    return after;
+  }
+
+  /**
+   * Deletes the segment: the campaigns that mirror it are detached first (their members stay),
+   * then the row goes with its memberships (cascade). The membership lock is taken first, so a
+   * delete waits for a running rebuild instead of deadlocking with it; of parallel deletes exactly
+   * one gets the segment, the others a 404.
+   */
+  async remove(id: number, who: Principal): Promise<SegmentRecord> {
+    return this.transactions.run(async (tx) => {
+      await this.segments.lockMembership(id, tx);
+      const s = await this.segments.findForUpdate(id, tx);
+      if (!s) throw notFound('Segment', id);
+      const record = toSegmentRecord(s, await this.segments.count(id, tx));
+      await this.campaigns.detachSegment(id, who, tx);
+      if (!(await this.segments.delete(id, tx))) throw notFound('Segment', id);
+      await this.events.record(tx, 'segment.deleted', record);
+      return record;
+    });
+  }
+
+  /** Asks for a rebuild of a dynamic segment's members from its filter (409 for a static one); answers the segment, building. */
+  async requestRebuild(id: number): Promise<SegmentRecord> {
+    const record = await this.transactions.run(async (tx) => {
+      const s = await this.segments.findForUpdate(id, tx);
+      if (!s) throw notFound('Segment', id);
+      if (s.type !== 'dynamic') throw conflict(`Segment ${id} is static: it has no filter to rebuild from`, [{ field: 'type', message: 'must be dynamic' }]);
+      await this.segments.requireRebuild(id, tx);
+      return this.get(id, tx);
+    });
+    this.wake();
+    return record;
+  }
+
+  /** The segment's member contacts, with exactly the contacts list's parameters and envelope. */
+  async listContacts(id: number, query: Record<string, unknown>) {
+    if (!(await this.segments.exists(id))) throw notFound('Segment', id);
+    return this.contacts.list(query, this.segments.memberScope(id), () => this.segments.count(id), this.segments.memberChangedExpression(id));
+  }
+
+  async count(id: number): Promise<{ count: number; status: string }> {
+    const s = await this.get(id);
+    return { count: s.membership.count, status: s.membership.status };
+  }
+
+  /** The segments a contact belongs to (404 when the contact does not exist). */
+  async contactSegments(contactId: number, query: Record<string, unknown> = {}) {
+    const unknown = Object.keys(query);
+    if (unknown.length) {
+      throw validationError(
+        `Unknown query parameter ${unknown.join(', ')}: this route takes none`,
+        unknown.map((field) => ({ field, message: 'is not a parameter of this route' })),
+      );
+    }
+    if (!(await this.contacts.exists(contactId))) throw notFound('Contact', contactId);
+    const rows = await this.segments.ofContact(contactId);
+    return { total: rows.length, segments: rows.map((r) => ({ id: r.id, name: r.name, type: r.type, addedAt: iso(r.added_at) ?? '' })) };
+  }
+
+  /**
+   * A static segment's `contacts/batch`: adds and removes up to 10,000 contacts each in one
+   * set-based statement; a dynamic segment refuses it (409: its members follow its filter). The
+   * campaigns that mirror the segment follow in the same transaction.
+   */
+  async batchContacts(id: number, dto: SegmentMembersBatchDto): Promise<SegmentMembersBatchResultDto> {
+    const add = dto.add ?? [];
+    const remove = dto.remove ?? [];
+    assertBatchSize(add, SEGMENT_BATCH_MAX, 'add');
+    assertBatchSize(remove, SEGMENT_BATCH_MAX, 'remove');
+    const removing = new Set(remove);
+    const both = [...new Set(add.filter((c) => removing.has(c)))];
+    if (both.length) {
+      throw new AppError('validation_failed', `Contact ${both.slice(0, 10).join(', ')} is both in add and in remove`, [
+        { field: 'remove', message: `must not name a contact that add names (${both.slice(0, 10).join(', ')})` },
+      ]);
+    }
+    const r = await this.transactions.run(async (tx) => {
+      await this.segments.lockMembership(id, tx);
+      const s = await this.segments.findRecord(id, tx);
+      if (!s) throw notFound('Segment', id);
+      if (s.type !== 'static') {
+        throw conflict(`Segment ${id} is dynamic: its members follow its filter and cannot be added or removed by hand`, [
+          { field: 'type', message: 'must be static' },
+        ]);
+      }
+      const done = await this.segments.batch(id, add, remove, tx);
+      const changed = [...done.added, ...done.removed];
+      if (changed.length) await this.campaigns.mirrorSegment(id, changed, tx);
+      return done;
+    });
+    return {
+      added: r.added.length,
+      alreadyMember: r.addFound - r.added.length,
+      removed: r.removed.length,
+      notMember: r.removeFound - r.removed.length,
+      notFound: r.notFound,
+    };
+  }
+
+  /** Copies name and description; with `replace` (create, PUT), an omitted description is cleared. */
+  private assign(s: Segment, dto: UpdateSegmentDto, replace: boolean): void {
+    if (dto.name !== undefined && dto.name !== null) {
+      s.name = dto.name.trim();
+      if (s.name === '') throw fieldError('name', 'must not be empty');
+    }
+    if (dto.description !== undefined || replace) {
+      const d = dto.description;
+      s.description = d === null || d === undefined || d.trim() === '' ? null : d.trim();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The refresher's work (SegmentsRefresher runs these; safe to run in several processes at once)
+
+  /** Rebuilds every dynamic segment whose members were not built for its current filter; answers how many it built. */
+  async buildPending(): Promise<number> {
+    let built = 0;
+    for (const id of await this.segments.pendingBuilds()) {
+      if (await this.rebuild(id)) built++;
+    }
+    return built;
+  }
+
+  /**
+   * Rebuilds one dynamic segment, set-based, under its membership lock (a second process waits,
+   * then finds it built): inserts every matching contact, deletes every member that no longer
+   * matches, mirrors the result into its campaigns, and marks the version built. A filter that no
+   * longer compiles (e.g. a custom field it names was unpublished) marks the build failed with the
+   * reason. Answers whether it built.
+   */
+  async rebuild(id: number): Promise<boolean> {
+    let failed: { version: number; error: string } | null = null;
+    await this.segments.markBuildStarted(id);
+    const done = await this.transactions.run(async (tx) => {
+      await this.segments.lockMembership(id, tx);
+      // Read without a row lock: an edit of the segment does not wait for its rebuild (finishBuild
+      // records the version only if it is still the current one).
+      const current = await this.segments.findRecord(id, tx);
+      if (!current?.filter || current.type !== 'dynamic' || current.builtVersion === current.filterVersion) return false;
+      const start = { filter: current.filter, version: current.filterVersion };
+      const registry = await this.contacts.filterRegistry(EXCLUDED_FILTER_FIELDS, tx);
+      let compiled;
+      try {
+        compiled = compileFilter(start.filter, registry).compiled;
+      } catch (e) {
+        failed = { version: start.version, error: e instanceof Error ? e.message.slice(0, 500) : String(e) };
+        return false;
+      }
+      const t0 = Date.now();
+      const r = await this.segments.rebuild(id, compiled, tx);
+      if ((await this.campaigns.mirroredSegments([id], tx)).size) await this.campaigns.mirrorSegment(id, null, tx);
+      await this.segments.finishBuild(id, start.version, null, tx);
+      this.logger.log({ msg: 'segment rebuilt', segmentId: id, version: start.version, added: r.added, removed: r.removed, ms: Date.now() - t0 });
+      return true;
+    });
+    if (failed) {
+      const f = failed as { version: number; error: string };
+      this.logger.warn({ msg: 'segment rebuild failed', segmentId: id, err: f.error });
+      await this.segments.finishBuild(id, f.version, f.error);
+    }
+    return done;
+  }
+
+  /**
+   * One refresh pass: reads the change events after the refresh cursor (contacts created or
+   * updated, campaign memberships added or removed; at most REFRESH_BATCH), re-evaluates those
+   * contacts against every dynamic segment (one set-based statement per segment, under its
+   * membership lock), mirrors what changed into the segments' campaigns, and advances the cursor,
+   * all in one transaction. Another process's pass in progress makes this one answer -1 at once.
+   * A cursor older than the feed's retention missed events: every dynamic segment is rebuilt.
+   * Answers how many events it read.
+   */
+  async refreshChanges(): Promise<number> {
+    return this.transactions.run(async (tx) => {
+      const cursor = await this.segments.lockCursor(tx);
+      if (!cursor) return -1;
+      if (cursor.lastSequence < cursor.prunedThrough) {
+        this.logger.warn({ msg: 'segment refresh fell behind the event retention; rebuilding every dynamic segment', cursor: cursor.lastSequence });
+        await this.segments.requireRebuildAll(tx);
+        await this.segments.advanceCursor(cursor.feedSequence, tx);
+        this.wake();
+        return 0;
+      }
+      const changes = await this.segments.changedContacts(cursor.lastSequence, REFRESH_BATCH, tx);
+      if (!changes.events) {
+        if (changes.upTo > cursor.lastSequence) await this.segments.advanceCursor(changes.upTo, tx);
+        return 0;
+      }
+      if (changes.ids.length) {
+        const dynamic = await this.segments.dynamicSegments(tx);
+        const mirrored = await this.campaigns.mirroredSegments(
+          dynamic.map((d) => d.id),
+          tx,
+        );
+        const registry = dynamic.length ? await this.contacts.filterRegistry(EXCLUDED_FILTER_FIELDS, tx) : {};
+        for (const seg of dynamic) {
+          await this.segments.lockMembership(seg.id, tx);
+          // The filter as it is now that the membership is ours (a rebuild for a newer filter may have just finished).
+          const current = await this.segments.findRecord(seg.id, tx);
+          // A segment waiting for its rebuild is skipped: the rebuild, which takes this lock after
+          // these events were committed, reads their contacts as they are now.
+          if (!current?.filter || current.type !== 'dynamic' || current.builtVersion !== current.filterVersion) continue;
+          let compiled;
+          try {
+            compiled = compileFilter(current.filter, registry).compiled;
+          } catch {
+            continue; // a filter that no longer compiles fails its next rebuild, which says why
+          }
+          const r = await this.segments.reevaluate(seg.id, compiled, changes.ids, tx);
+          const changed = [...r.added, ...r.removed];
+          if (changed.length && mirrored.has(seg.id)) await this.campaigns.mirrorSegment(seg.id, changed, tx);
+        }
+      }
+      await this.segments.advanceCursor(changes.upTo, tx);
+      return changes.events;
+    });
   }
 }
