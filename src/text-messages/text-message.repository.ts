@@ -419,18 +419,35 @@ export class TextMessageRepository {
   }
 
   /**
-   * Claims of a broadcast older than `staleMs`: the worker holding them died between claiming and
-   * recording. Whether the provider got them is unknown, so they are not sent again: `failed`
-   * (outcome_unknown). Answers how many.
+   * Gives back the claims of a broadcast older than `staleMs`: the worker holding them died between
+   * claiming and recording (no live worker holds a claim that long). The messages stay `queued` with
+   * their send number, so they are claimed again and handed over with the same Idempotency-Key.
+   * Answers how many.
    */
-  async failStaleOfBroadcast(broadcastId: number, staleMs: number): Promise<number> {
+  async releaseStaleOfBroadcast(broadcastId: number, staleMs: number): Promise<number> {
+    const rows: unknown[] = await this.db().query(
+      `UPDATE text_messages t SET claim_token = NULL, claimed_at = NULL
+       WHERE t.broadcast_id = $1 AND t.status = 'queued' AND t.claim_token IS NOT NULL AND t.claimed_at < now() - make_interval(secs => $2::float8 / 1000)
+       RETURNING t.id`,
+      [broadcastId, staleMs],
+    );
+    return rows.length;
+  }
+
+  /**
+   * Claims older than `staleMs` of messages of canceled broadcasts: their worker died mid-hand-off
+   * after the cancel, and a canceled broadcast sends nothing more, so they end `failed`
+   * (outcome_unknown: the provider may have them) with text_message.failed each. Answers how many.
+   */
+  async failStaleOfCanceledBroadcasts(staleMs: number): Promise<number> {
     const ids = await this.transition(
       this.db(),
       `status = 'failed', failed_at = now(), failure_code = 'outcome_unknown',
-       failure_reason = 'outcome unknown: the worker stopped while handing the message to the provider; it may have been sent, so it is not sent again automatically',
+       failure_reason = 'outcome unknown: the worker stopped while handing the message to the provider and the broadcast was canceled meanwhile',
        claim_token = NULL, claimed_at = NULL`,
-      `t.broadcast_id = $1 AND t.status = 'queued' AND t.claim_token IS NOT NULL AND t.claimed_at < now() - make_interval(secs => $2::float8 / 1000)`,
-      [broadcastId, staleMs],
+      `t.status = 'queued' AND t.claim_token IS NOT NULL AND t.claimed_at < now() - make_interval(secs => $1::float8 / 1000)
+       AND t.broadcast_id IN (SELECT id FROM broadcasts WHERE status = 'canceled')`,
+      [staleMs],
       'text_message.failed',
       'queued',
     );
