@@ -271,6 +271,15 @@ describe('broadcasts under SMS_MAX_PER_SECOND across two workers: rate cap, canc
     await gateway?.stop();
   });
 
+  /** The counts GET answers (trigger-kept counters) equal a count of the messages. */
+  const expectCountsExact = async (id: number) => {
+    const rows = await api.sql<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM text_messages WHERE broadcast_id = $1 GROUP BY status`, [
+      id,
+    ]);
+    const counted = Object.fromEntries(['queued', 'sent', 'delivered', 'failed', 'canceled'].map((st) => [st, rows.find((r) => r.status === st)?.n ?? 0]));
+    expect((await h.get(id)).counts).toEqual(counted);
+  };
+
   const audience = async (n: number) => {
     const ids: number[] = [];
     const phones: string[] = [];
@@ -332,8 +341,12 @@ describe('broadcasts under SMS_MAX_PER_SECOND across two workers: rate cap, canc
       if (m.status === 'canceled') expect(m.failureCode).toBe('canceled');
     }
     expect(phones.reduce((n, p) => n + gateway.requestsTo(p).length, 0)).toBe(final.counts.sent);
+    await expectCountsExact(id);
     expectError(await h.cancel(id), 409, 'conflict');
     expect((await api.http.delete(`/api/text-messages/broadcasts/${id}`).set('Authorization', auth)).status).toBe(200);
+    // Its counters went with it; its messages stay, without broadcastId.
+    expect(await api.sql(`SELECT 1 FROM broadcast_message_counts WHERE broadcast_id = $1`, [id])).toEqual([]);
+    expect(await api.sql(`SELECT 1 FROM text_messages WHERE content = 'Cancel me' AND broadcast_id IS NOT NULL`)).toEqual([]);
   }, 90000);
 
   it('SIGKILL of the workers mid-broadcast, with hand-offs in flight: after a restart it completes and every recipient gets exactly one message (one Idempotency-Key)', async () => {
@@ -366,5 +379,6 @@ describe('broadcasts under SMS_MAX_PER_SECOND across two workers: rate cap, canc
     // The hand-offs cut off by the kill were made again with the same key (the gateway deduplicated them).
     expect(resent.filter((p) => held.includes(p)).length).toBeGreaterThanOrEqual(1);
     expect(done.counts.sent).toBe(40);
+    await expectCountsExact(id);
   }, 150000);
 });

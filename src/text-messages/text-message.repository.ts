@@ -465,12 +465,13 @@ export class TextMessageRepository {
     return rows[0];
   }
 
-  /** Messages per status of each broadcast. */
+  /** Messages per status of each broadcast (from the trigger-kept counters; exact and transactional). */
   async broadcastCounts(ids: number[], tx?: Tx): Promise<Map<number, Record<string, number>>> {
     const out = new Map<number, Record<string, number>>();
     if (!ids.length) return out;
     const rows: { broadcastId: number; status: string; n: number }[] = await this.db(tx).query(
-      `SELECT broadcast_id AS "broadcastId", status, count(*)::int AS n FROM text_messages WHERE broadcast_id = ANY($1::int[]) GROUP BY broadcast_id, status`,
+      // Kept by statement-level triggers on text_messages (migration 1763700001800): a few shard rows, not a count of the messages.
+      `SELECT broadcast_id AS "broadcastId", status, sum(n)::int AS n FROM broadcast_message_counts WHERE broadcast_id = ANY($1::int[]) GROUP BY broadcast_id, status`,
       [ids],
     );
     for (const r of rows) {
