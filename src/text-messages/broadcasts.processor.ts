@@ -19,6 +19,8 @@ const MAX_ATTEMPTS = 6;
 /** A claim older than the provider's longest call plus this margin belongs to a worker that died. */
 const CLAIM_MARGIN_MS = 5_000;
 const RECOVER_EVERY_MS = 60_000;
+/** How often a lane refreshes the claims of the batch it is sending (well under CLAIM_MARGIN_MS). */
+const HEARTBEAT_MS = 2_000;
 
 type Outcome = { m: BatchClaimed; result: SendResult } | { m: BatchClaimed; error: SmsProviderError };
 
@@ -36,8 +38,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * timed out or lost its connection — is made again with the SAME Idempotency-Key
  * (`textmessage-<id>-<sendCount>`: the send number does not change), so a provider that honours the
  * key (the HTTP provider contract, README "SMS provider contract") takes it once: stale claims
- * (older than the provider's longest call + a margin, so their lane cannot still be calling) are
- * given back and claimed again, and unknown outcomes are retried like 429/5xx, up to MAX_ATTEMPTS
+ * (older than the provider's longest call + a margin; a live lane refreshes its batch's claims every
+ * HEARTBEAT_MS, so only a dead lane's claims get that old) are given back and claimed again, and unknown outcomes are retried like 429/5xx, up to MAX_ATTEMPTS
  * (then `failed`, outcome_unknown). The unique (broadcast_id, contact_id) index keeps one message
  * per recipient, and a second `send` finds the broadcast no longer draft.
  *
@@ -118,12 +120,25 @@ export class BroadcastsProcessor implements OnModuleInit {
         'opted_out',
         'the recipient opted out of text messages before the message was sent',
       );
-      const outcomes = await this.sendAll(
-        claimed.filter((m) => !m.optedOut),
-        slots,
-        t0,
-      );
-      const retry = await this.record(token, outcomes, attempts);
+      // While the batch is out (a slow gateway: up to ceil(500 / 64) calls of maxCallMs each), its
+      // claims are kept fresh, so only the claims of a lane that died ever look stale.
+      const ids = claimed.map((m) => m.id);
+      const heartbeat = setInterval(() => {
+        this.messages
+          .touchClaims(token, ids)
+          .catch((e: unknown) => this.logger.warn({ msg: 'claim heartbeat failed', broadcastId, err: (e as Error).message }));
+      }, HEARTBEAT_MS);
+      let retry: Awaited<ReturnType<BroadcastsProcessor['record']>>;
+      try {
+        const outcomes = await this.sendAll(
+          claimed.filter((m) => !m.optedOut),
+          slots,
+          t0,
+        );
+        retry = await this.record(token, outcomes, attempts);
+      } finally {
+        clearInterval(heartbeat);
+      }
       if (retry.length) {
         backoff = Math.min(Math.max(backoff * 2, 1000), 30_000);
         const hinted = Math.max(0, ...retry.map((o) => o.error.retryAfterMs ?? 0));

@@ -399,6 +399,12 @@ export class TextMessageRepository {
     );
   }
 
+  /** Refreshes claimed_at of a lane's claims still held (by id: claim_token has no index), so a live lane's claims never look stale. */
+  async touchClaims(token: string, ids: number[]): Promise<void> {
+    if (!ids.length) return;
+    await this.db().query(`UPDATE text_messages SET claimed_at = now() WHERE id = ANY($1::int[]) AND claim_token = $2`, [ids, token]);
+  }
+
   /** Gives claims back (the provider did not take these messages; they are claimed again later). */
   async releaseMany(token: string, ids: number[]): Promise<void> {
     if (!ids.length) return;
