@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { expectError, startApp, type TestApp } from './support/app.js';
 import { adminToken, createContact, tokenFor, uniqueEmail } from './support/fixtures.js';
 import { FakeGateway, sign, waitFor } from './support/sms-gateway.js';
@@ -49,7 +51,17 @@ describe('broadcasts: merge fields, audiences, skips, send once, events (HTTP pr
 
   beforeAll(async () => {
     gateway = await new FakeGateway().start();
-    const env = { SMS_PROVIDER: 'http', SMS_HTTP_URL: gateway.url, SMS_WEBHOOK_SECRET: SECRET, SMS_HTTP_TIMEOUT_MS: '3000', JOB_LOCK_MS: '3000' };
+    const env = {
+      SMS_PROVIDER: 'http',
+      SMS_HTTP_URL: gateway.url,
+      SMS_WEBHOOK_SECRET: SECRET,
+      SMS_HTTP_TIMEOUT_MS: '3000',
+      JOB_LOCK_MS: '3000',
+      // A webhook receiver on 127.0.0.1 (the events test).
+      WEBHOOK_ALLOW_HTTP: 'true',
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      WEBHOOK_DISPATCH_INTERVAL_MS: '100',
+    };
     api = await startApp({ role: 'api', env });
     worker = await startApp({ shareWith: api, role: 'worker', env });
     auth = await adminToken(api);
@@ -211,6 +223,59 @@ describe('broadcasts: merge fields, audiences, skips, send once, events (HTTP pr
     const msgs = await h.messages(id);
     expect(msgs).toHaveLength(20);
     for (const m of msgs) expect(gateway.requestsTo(m.recipient)).toHaveLength(1);
+  });
+
+  it("broadcast.* and its messages' text_message.* events reach the event feed and a webhook", async () => {
+    const received: { type: string; data: { id: number; broadcastId?: number | null } }[] = [];
+    const rx = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        received.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((r) => rx.listen(0, '127.0.0.1', r));
+    try {
+      const types = ['broadcast.sending', 'broadcast.completed', 'text_message.queued', 'text_message.sent'];
+      const hook = await api.http
+        .post('/api/webhooks')
+        .set('Authorization', auth)
+        .send({ url: `http://127.0.0.1:${(rx.address() as AddressInfo).port}/hook`, events: types });
+      expect(hook.status).toBe(201);
+      const ids = [await h.contact({ phone: nextPhone() }), await h.contact({ phone: nextPhone() })];
+      const id = (await h.create({ content: 'Events {{contact.phone}}', audience: { contactIds: ids } })).body.broadcast.id;
+      expect((await h.send(id)).status).toBe(202);
+      await h.waitStatus(id, 'completed');
+      const msgIds = (await h.messages(id)).map((m) => m.id).sort((a, b) => a - b);
+      const expected = [
+        'broadcast.completed',
+        'broadcast.sending',
+        ...msgIds.map((m) => `text_message.queued ${m}`),
+        ...msgIds.map((m) => `text_message.sent ${m}`),
+      ].sort();
+      const mine = (list: { type: string; data: { id: number; broadcastId?: number | null } }[]) =>
+        list
+          .filter((e) => (e.type.startsWith('broadcast.') ? e.data.id === id : e.data.broadcastId === id))
+          .map((e) => (e.type.startsWith('broadcast.') ? e.type : `${e.type} ${e.data.id}`))
+          .sort();
+      // The feed, walked from the start with a type filter.
+      const feed: { type: string; data: { id: number; broadcastId?: number | null } }[] = [];
+      for (let after = '0'; ;) {
+        const page = await api.http.get(`/api/events?types=${types.join(',')}&limit=500&after=${after}`).set('Authorization', auth);
+        expect(page.status).toBe(200);
+        feed.push(...page.body.events);
+        if (!page.body.events.length) break;
+        after = page.body.next;
+      }
+      expect(mine(feed)).toEqual(expected);
+      // The webhook: each once.
+      await waitFor(async () => (mine(received).length >= expected.length ? true : undefined), 30000, 'the webhook deliveries');
+      expect(mine(received)).toEqual(expected);
+    } finally {
+      rx.closeAllConnections();
+      await new Promise<void>((r) => rx.close(() => r()));
+    }
   });
 
   it('a broadcast with nobody to send to completes at once', async () => {
