@@ -128,15 +128,16 @@ async function main() {
     body: JSON.stringify({ name: 'bench', content: 'Hi {{contact.name | "there"}}, this is the bench.', audience: { campaignId: k[0].id } }),
   }).then((r) => r.json());
   const id = created.broadcast.id;
-  const t0 = performance.now();
-  const sent = await fetch(`${base}/api/text-messages/broadcasts/${id}/send`, { method: 'POST', headers: { authorization: auth } });
-  const sendMs = performance.now() - t0;
-  log(`send answered ${sent.status} in ${Math.round(sendMs)} ms`);
+  // Probed from the send request on (it creates the messages in one statement), until completed.
   let busy = [];
   let done = false;
   const prober = (async () => {
     while (!done) busy = busy.concat(await latency(probe, auth, 1000));
   })();
+  const t0 = performance.now();
+  const sent = await fetch(`${base}/api/text-messages/broadcasts/${id}/send`, { method: 'POST', headers: { authorization: auth } });
+  const sendMs = performance.now() - t0;
+  log(`send answered ${sent.status} in ${Math.round(sendMs)} ms`);
   let b;
   for (;;) {
     b = (await fetch(`${base}/api/text-messages/broadcasts/${id}`, { headers: { authorization: auth } }).then((r) => r.json())).broadcast;
