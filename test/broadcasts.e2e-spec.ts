@@ -278,6 +278,27 @@ describe('broadcasts: merge fields, audiences, skips, send once, events (HTTP pr
     }
   });
 
+  it("a slow gateway: a lane's batch out longer than the stale-claim age is not taken for a dead lane's (each recipient requested once)", async () => {
+    // 300 recipients in one lane's batch, 64 calls at a time, each answered after 2.5 s: the batch is out
+    // about 12.5 s, longer than a claim's stale age (SMS_HTTP_TIMEOUT_MS 3 s + 5 s). The other lane, finding
+    // nothing to claim, looks at those claims meanwhile; the lane's heartbeat keeps them fresh.
+    const rows = await api.sql<{ id: number; phone: string }>(
+      `INSERT INTO contacts (name, email, phone) SELECT 'Slow ' || i, 'slow' || i || '-' || $1 || '@broadcast.test', '+1415888' || lpad(i::text, 4, '0')
+       FROM generate_series(1, 300) i RETURNING id, phone`,
+      [Date.now()],
+    );
+    gateway.delayMs = 2500;
+    try {
+      const id = (await h.create({ content: 'Slow {{contact.phone}}', audience: { contactIds: rows.map((r) => r.id) } })).body.broadcast.id;
+      expect((await h.send(id)).status).toBe(202);
+      const done = await h.waitStatus(id, 'completed', 90000);
+      expect(done.counts.sent).toBe(300);
+      for (const r of rows) expect([r.phone, gateway.requestsTo(r.phone).length]).toEqual([r.phone, 1]);
+    } finally {
+      gateway.delayMs = 0;
+    }
+  }, 120000);
+
   it('a broadcast with nobody to send to completes at once', async () => {
     const c = await h.contact({});
     const id = (await h.create({ content: 'Nobody', audience: { contactIds: [c] } })).body.broadcast.id;

@@ -23,6 +23,8 @@ export class FakeGateway {
   private scripts = new Map<string, Step[]>();
   private held: { res: ServerResponse; reference: string }[] = [];
   url = '';
+  /** How long every 2xx answer waits (a slow gateway). */
+  delayMs = 0;
 
   async start(): Promise<this> {
     this.server = createServer((req, res) => {
@@ -50,7 +52,8 @@ export class FakeGateway {
           this.held.push({ res, reference: body.reference });
           return;
         }
-        this.answer(res, step, body.reference);
+        if (this.delayMs > 0 && step < 300) setTimeout(() => this.answer(res, step, body.reference), this.delayMs);
+        else this.answer(res, step, body.reference);
       });
     });
     await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', () => r()));
