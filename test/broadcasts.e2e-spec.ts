@@ -377,26 +377,34 @@ describe('broadcasts under SMS_MAX_PER_SECOND across two workers: rate cap, canc
     return { ids, phones };
   };
 
-  it(`holds ${RATE} messages per second across both workers (slots 1/${RATE} s apart: any 800 ms window at the gateway holds at most ${RATE}, with 200 ms of slack for scheduling jitter on a loaded machine)`, async () => {
+  it(`holds ${RATE} messages per second across both workers (any 1 s window at the gateway: at most ${RATE} + 1 for arrival jitter; overall span at least (n - 1) / ${RATE} s)`, async () => {
     const { ids, phones } = await audience(30);
     const id = (await h.create({ content: 'Rate {{contact.phone}}', audience: { contactIds: ids } })).body.broadcast.id;
     expect((await h.send(id)).status).toBe(202);
     await h.waitStatus(id, 'completed', 60000);
+    // Every request takes a slot (a retry after a timeout too), so all of them count against the cap.
     const times = gateway.requests
       .filter((r) => phones.includes(r.body.to))
       .map((r) => r.at)
       .sort((a, b) => a - b);
-    expect(times).toHaveLength(30);
+    for (const p of phones) expect([p, gateway.messagesTo(p).length]).toEqual([p, 1]);
+    expect(times.length).toBeGreaterThanOrEqual(30);
+    // Slots are exactly 1/RATE s apart on one timeline shared through Redis, so any half-open 1 s window
+    // holds at most RATE slots. A request reaches the gateway at its slot plus a delay (never before it),
+    // and delays differ between requests: a window that starts on a late request can reach a request
+    // whose slot is exactly 1 s later and which came a few ms sooner (seen: 169 ms .. 1,165 ms), i.e. one
+    // more; with delays differing by less than one slot interval (200 ms), never two more. Per-worker
+    // caps (2 x RATE per second) or no cap (all 30 at once) fail this.
     let worst = 0;
     for (let i = 0; i < times.length; i++) {
       let j = i;
-      while (j < times.length && times[j] - times[i] < 800) j++;
+      while (j < times.length && times[j] - times[i] < 1000) j++;
       worst = Math.max(worst, j - i);
     }
     if (worst > RATE) console.log('gateway times (ms from first):', times.map((t) => t - times[0]).join(' '));
-    expect(worst).toBeLessThanOrEqual(RATE);
-    // 30 messages at 5/s: the first and the last are at least (30 - 1) / 5 s apart, less scheduling slack.
-    expect(times[times.length - 1] - times[0]).toBeGreaterThanOrEqual(((30 - 1) / RATE) * 1000 - 300);
+    expect(worst).toBeLessThanOrEqual(RATE + 1);
+    // The average: n hand-offs at RATE/s span at least (n - 1) / RATE s, less scheduling slack.
+    expect(times[times.length - 1] - times[0]).toBeGreaterThanOrEqual(((times.length - 1) / RATE) * 1000 - 300);
   }, 90000);
 
   it('cancel mid-send: what was not handed to the provider ends canceled and never reaches it', async () => {
