@@ -54,6 +54,8 @@ export interface AppConfig {
   smsRateLimitPerSecond: number;
   /** Provider calls per second across every worker (shared through Redis); 0 = no cap. */
   smsMaxPerSecond: number;
+  /** Parallel sending jobs (lanes) per broadcast; each claims batches of its messages. */
+  smsBroadcastLanes: number;
   /** How long one call to the HTTP SMS gateway may take before its outcome counts as unknown. */
   smsHttpTimeoutMs: number;
   /** BullMQ job lock: a job whose worker stops renewing it for this long is run again (stalled). */
@@ -262,6 +264,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     smsWebhookSecret: optional(env, 'SMS_WEBHOOK_SECRET'),
     smsRateLimitPerSecond: int(env, 'SMS_RATE_LIMIT_PER_SECOND', 100, 1, 100000),
     smsMaxPerSecond: int(env, 'SMS_MAX_PER_SECOND', 0, 0, 1000000),
+    smsBroadcastLanes: int(env, 'SMS_BROADCAST_LANES', 2, 1, 16),
     smsHttpTimeoutMs: int(env, 'SMS_HTTP_TIMEOUT_MS', 10000, 100, 120000),
     jobLockMs: int(env, 'JOB_LOCK_MS', 30000, 1000, 600000),
     reportSchedulePatterns: {

@@ -19,6 +19,8 @@ const MAX_ATTEMPTS = 6;
 /** A claim older than the provider's longest call plus this margin belongs to a worker that died. */
 const CLAIM_MARGIN_MS = 5_000;
 const RECOVER_EVERY_MS = 60_000;
+/** How often a lane refreshes the claims of the batch it is sending (well under CLAIM_MARGIN_MS). */
+const HEARTBEAT_MS = 2_000;
 
 type Outcome = { m: BatchClaimed; result: SendResult } | { m: BatchClaimed; error: SmsProviderError };
 
@@ -28,12 +30,18 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * Sends broadcasts: each `sms.broadcast` job is one lane that claims batches of the broadcast's
  * queued messages and hands them to the provider.
  *
- * Why no recipient is handed to the provider twice: a message is claimed (claim_token, one UPDATE
- * for the batch, `FOR UPDATE SKIP LOCKED`) before the provider is called, and its outcome is
- * written only while that claim holds, as for single sends (text-messages.processor.ts). A lane
- * that dies (SIGKILL) leaves its claims; once they are older than the provider's longest call they
- * are marked `failed` (outcome_unknown) and never sent again. The unique (broadcast_id, contact_id)
- * index keeps one message per recipient, and a second `send` finds the broadcast no longer draft.
+ * Why every recipient is handed to the provider exactly once: a message is claimed (claim_token, one
+ * UPDATE for the batch, `FOR UPDATE SKIP LOCKED`) before the provider is called, and its outcome is
+ * written only while that claim holds, so two lanes never call the provider for one message at the
+ * same time and a message recorded as sent is never claimed again. A hand-off whose outcome is
+ * unknown — the lane died (SIGKILL) between the call and the write, leaving its claims, or the call
+ * timed out or lost its connection — is made again with the SAME Idempotency-Key
+ * (`textmessage-<id>-<sendCount>`: the send number does not change), so a provider that honours the
+ * key (the HTTP provider contract, README "SMS provider contract") takes it once: stale claims
+ * (older than the provider's longest call + a margin; a live lane refreshes its batch's claims every
+ * HEARTBEAT_MS, so only a dead lane's claims get that old) are given back and claimed again, and unknown outcomes are retried like 429/5xx, up to MAX_ATTEMPTS
+ * (then `failed`, outcome_unknown). The unique (broadcast_id, contact_id) index keeps one message
+ * per recipient, and a second `send` finds the broadcast no longer draft.
  *
  * Per-message status writes and their events are set-based: one statement per batch and outcome.
  * The lanes stop when the broadcast is canceled (the claim only takes messages of a `sending`
@@ -77,8 +85,8 @@ export class BroadcastsProcessor implements OnModuleInit {
       return;
     }
     if (b.status !== 'sending') return;
-    await this.lane(broadcastId);
-    await this.finish(broadcastId);
+    do await this.lane(broadcastId);
+    while (await this.finish(broadcastId));
   }
 
   /** Claims and sends batches until the broadcast has no unclaimed queued message (or is no longer sending). */
@@ -91,7 +99,15 @@ export class BroadcastsProcessor implements OnModuleInit {
       // Under SMS_MAX_PER_SECOND the slots are reserved first and the messages claimed only when the
       // first slot is due: claims are taken just in time, so a cancel still finds the rest unclaimed
       // and a crash strands at most about one second's worth.
-      const slots = await this.rate.reserve(limit, this.rate.capped ? CLAIM_LEAD_MS : 0);
+      let slots: number[];
+      try {
+        slots = await this.rate.reserve(limit, this.rate.capped ? CLAIM_LEAD_MS : 0);
+      } catch (e) {
+        // Redis (the shared rate timeline) unreachable: nothing is claimed or sent without a slot; the lane waits for it.
+        this.logger.warn({ msg: 'send-rate reservation failed; waiting for Redis', broadcastId, err: (e as Error).message });
+        await sleep(1000);
+        continue;
+      }
       const t0 = Date.now();
       // Claimed a little ahead of the first slot, so the claim's own latency never bunches sends together.
       if (slots[0] > CLAIM_LEAD_MS) await sleep(slots[0] - CLAIM_LEAD_MS);
@@ -104,12 +120,25 @@ export class BroadcastsProcessor implements OnModuleInit {
         'opted_out',
         'the recipient opted out of text messages before the message was sent',
       );
-      const outcomes = await this.sendAll(
-        claimed.filter((m) => !m.optedOut),
-        slots,
-        t0,
-      );
-      const retry = await this.record(token, outcomes, attempts);
+      // While the batch is out (a slow gateway: up to ceil(500 / 64) calls of maxCallMs each), its
+      // claims are kept fresh, so only the claims of a lane that died ever look stale.
+      const ids = claimed.map((m) => m.id);
+      const heartbeat = setInterval(() => {
+        this.messages
+          .touchClaims(token, ids)
+          .catch((e: unknown) => this.logger.warn({ msg: 'claim heartbeat failed', broadcastId, err: (e as Error).message }));
+      }, HEARTBEAT_MS);
+      let retry: Awaited<ReturnType<BroadcastsProcessor['record']>>;
+      try {
+        const outcomes = await this.sendAll(
+          claimed.filter((m) => !m.optedOut),
+          slots,
+          t0,
+        );
+        retry = await this.record(token, outcomes, attempts);
+      } finally {
+        clearInterval(heartbeat);
+      }
       if (retry.length) {
         backoff = Math.min(Math.max(backoff * 2, 1000), 30_000);
         const hinted = Math.max(0, ...retry.map((o) => o.error.retryAfterMs ?? 0));
@@ -174,7 +203,14 @@ export class BroadcastsProcessor implements OnModuleInit {
         if (n < MAX_ATTEMPTS) retry.push(o);
         else add('retries_exhausted', o, `${o.error.message} (gave up after ${n} attempts)`);
       } else if (o.error.kind === 'rejected') add('provider_rejected', o, o.error.message);
-      else add('outcome_unknown', o, `outcome unknown: ${o.error.message}; not retried so the message cannot be sent twice`);
+      else {
+        // Outcome unknown (timeout, connection lost after the request went out): the provider may have
+        // it, so it is handed over again with the same Idempotency-Key, which the provider dedupes.
+        const n = (attempts.get(o.m.id) ?? 0) + 1;
+        attempts.set(o.m.id, n);
+        if (n < MAX_ATTEMPTS) retry.push(o);
+        else add('outcome_unknown', o, `outcome unknown: ${o.error.message} (no answer after ${n} attempts with one Idempotency-Key)`);
+      }
     }
     for (const g of byCode.values()) await this.messages.markFailedMany(token, g.ids, g.code, g.reason);
     await this.messages.releaseMany(
@@ -189,23 +225,37 @@ export class BroadcastsProcessor implements OnModuleInit {
   }
 
   /**
-   * After a lane ran out of work: claims left by a dead worker are resolved (outcome unknown) once
-   * stale; while live claims remain, look again later; when nothing is queued, completed.
+   * After a lane ran out of work: claims left by a dead worker are given back once stale (answers
+   * true: the lane runs again and hands them over with their same Idempotency-Key); while live claims
+   * remain, look again later; when nothing is queued, completed.
    */
-  private async finish(broadcastId: number): Promise<void> {
+  private async finish(broadcastId: number): Promise<boolean> {
     const q = await this.messages.broadcastQueue(broadcastId);
-    if (q.unclaimed > 0) return; // canceled meanwhile (nothing claimable), or another lane is on it
+    if (q.unclaimed > 0) return false; // canceled meanwhile (nothing claimable), or another lane is on it
     if (q.claimed > 0) {
       const age = q.oldestClaimMs ?? 0;
       if (age < this.claimStaleMs) throw new DeferJobError('other lanes hold claims', Math.ceil(this.claimStaleMs - age) + 200);
-      const n = await this.messages.failStaleOfBroadcast(broadcastId, this.claimStaleMs);
-      if (n) this.logger.warn({ msg: 'stale broadcast claims: a worker stopped mid-send; outcome unknown, not sent again', broadcastId, messages: n });
+      const n = await this.messages.releaseStaleOfBroadcast(broadcastId, this.claimStaleMs);
+      if (n) {
+        this.logger.warn({
+          msg: 'stale broadcast claims: a worker stopped mid-send; handing them over again with the same Idempotency-Key',
+          broadcastId,
+          messages: n,
+        });
+        return true;
+      }
     }
     await this.broadcasts.completeIfDone(broadcastId);
+    return false;
   }
 
-  /** Queues the lanes of every sending broadcast and the start of every scheduled one. */
+  /**
+   * Queues the lanes of every sending broadcast and the start of every scheduled one; resolves the
+   * stale claims of canceled broadcasts (no lane runs for those any more).
+   */
   async recover(): Promise<void> {
+    const n = await this.messages.failStaleOfCanceledBroadcasts(this.claimStaleMs);
+    if (n) this.logger.warn({ msg: 'stale claims of canceled broadcasts: outcome unknown, not sent again', messages: n });
     for (const b of await this.broadcastsRepo.inStatus(['sending', 'scheduled'])) {
       if (b.status === 'sending') await this.broadcasts.queueLanes(b.id);
       else if (b.scheduledFor) {

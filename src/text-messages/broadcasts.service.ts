@@ -1,9 +1,10 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
 import { conflict, fieldError, notFound, unavailable } from '../common/errors.js';
 import { type ListSpec, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
 import { ContactFieldValuesService } from '../fields/contact-field-values.service.js';
@@ -30,9 +31,6 @@ export const BROADCAST_LIST_SPEC: ListSpec = {
   },
 };
 
-/** Parallel jobs (lanes) that send one broadcast; each claims batches of its messages. */
-export const BROADCAST_LANES = 3;
-
 const MESSAGE_STATUSES = ['queued', 'sent', 'delivered', 'failed', 'canceled'] as const;
 
 export type BroadcastRecord = Awaited<ReturnType<BroadcastsService['toRecords']>>[number];
@@ -57,6 +55,7 @@ export class BroadcastsService {
     private readonly jobs: JobQueue,
     private readonly events: EventsService,
     private readonly fieldValues: ContactFieldValuesService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async toRecords(list: Broadcast[], tx?: Tx) {
@@ -219,7 +218,7 @@ export class BroadcastsService {
 
   /** Queues the sending jobs of a broadcast (one per lane; a lane's job that still exists is not added twice). */
   async queueLanes(id: number): Promise<void> {
-    for (let lane = 0; lane < BROADCAST_LANES; lane++) {
+    for (let lane = 0; lane < this.config.smsBroadcastLanes; lane++) {
       await this.jobs.enqueue('sms.broadcast', { broadcastId: id, lane }, { jobId: JOB_IDS.broadcastLane(id, lane) });
     }
   }

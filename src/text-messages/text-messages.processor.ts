@@ -109,10 +109,20 @@ export class TextMessagesProcessor implements OnModuleInit {
     await this.recordSent(messageId, token, result);
   }
 
-  /** Writes `sent` (and an immediate delivery outcome), retrying briefly: the gateway already has the message. */
+  /**
+   * Writes `sent` (and an immediate delivery outcome), retrying briefly: the gateway already has the
+   * message. Sent, or sent and delivered at once (the log provider), is one statement with its events
+   * (the broadcasts' set-based write); an immediate delivery failure takes the general path.
+   */
   private async recordSent(messageId: number, token: string, result: SendResult): Promise<void> {
     for (let i = 1; ; i++) {
       try {
+        if (result.delivery?.status !== 'failed') {
+          await this.repository.markSentMany(token, this.provider.name, [
+            { id: messageId, providerMessageId: result.providerMessageId, delivered: result.delivery?.status === 'delivered' },
+          ]);
+          return;
+        }
         await this.transactions.run(async (tx) => {
           const sent = await this.repository.markSent(messageId, token, this.provider.name, result.providerMessageId, tx);
           if (sent) await this.messages.recordStatus(tx, messageId, 'text_message.sent', 'queued');

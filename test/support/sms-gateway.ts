@@ -1,6 +1,8 @@
 /**
  * A local fake SMS gateway for the e2e suites (node:http on 127.0.0.1): records every request and
- * answers by a per-recipient script (status codes, or "hold" until released).
+ * answers by a per-recipient script (status codes, or "hold" until released). It honours
+ * Idempotency-Key as the HTTP provider contract requires: a request whose key it already took (answered
+ * 2xx, or held) is answered 200 with the same id and is not a new message (`messages`).
  */
 import { createHmac } from 'node:crypto';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -15,10 +17,14 @@ type Step = number | 'hold';
 
 export class FakeGateway {
   readonly requests: GatewayRequest[] = [];
+  /** The messages the gateway took: the first request of each Idempotency-Key it accepted. */
+  readonly messages = new Map<string, GatewayRequest>();
   private server: Server | null = null;
   private scripts = new Map<string, Step[]>();
   private held: { res: ServerResponse; reference: string }[] = [];
   url = '';
+  /** How long every 2xx answer waits (a slow gateway). */
+  delayMs = 0;
 
   async start(): Promise<this> {
     this.server = createServer((req, res) => {
@@ -32,14 +38,22 @@ export class FakeGateway {
           res.writeHead(400).end();
           return;
         }
-        this.requests.push({ at: Date.now(), headers: req.headers, body });
+        const request = { at: Date.now(), headers: req.headers, body };
+        this.requests.push(request);
+        const key = req.headers['idempotency-key'];
+        if (typeof key === 'string' && this.messages.has(key)) {
+          this.answer(res, 200, this.messages.get(key)!.body.reference);
+          return;
+        }
         const script = this.scripts.get(body.to);
         const step: Step = script?.length ? script.shift()! : 200;
+        if (typeof key === 'string' && (step === 'hold' || step < 300)) this.messages.set(key, request);
         if (step === 'hold') {
           this.held.push({ res, reference: body.reference });
           return;
         }
-        this.answer(res, step, body.reference);
+        if (this.delayMs > 0 && step < 300) setTimeout(() => this.answer(res, step, body.reference), this.delayMs);
+        else this.answer(res, step, body.reference);
       });
     });
     await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', () => r()));
@@ -65,6 +79,16 @@ export class FakeGateway {
 
   requestsTo(recipient: string) {
     return this.requests.filter((r) => r.body.to === recipient);
+  }
+
+  /** The messages the gateway took for this recipient (one per Idempotency-Key). */
+  messagesTo(recipient: string) {
+    return [...this.messages.values()].filter((r) => r.body.to === recipient);
+  }
+
+  /** Requests held unanswered right now. */
+  get heldCount() {
+    return this.held.length;
   }
 
   async stop() {

@@ -22,6 +22,7 @@ import { Broadcasts1763700001310 } from './1763700001310-broadcasts.js';
 import { WebhookDrain1763700001400 } from './1763700001400-webhook-drain.js';
 import { CompanyFilterIndexes1763700001500 } from './1763700001500-company-filter-indexes.js';
 import { Segments1763700001600 } from './1763700001600-segments.js';
+import { BroadcastCounts1763700001800 } from './1763700001800-broadcast-counts.js';
 
 export const MIGRATIONS = [
   Platform1763700000000,
@@ -44,4 +45,5 @@ export const MIGRATIONS = [
   WebhookDrain1763700001400,
   CompanyFilterIndexes1763700001500,
   Segments1763700001600,
+  BroadcastCounts1763700001800,
 ];
