@@ -98,8 +98,8 @@ describe('broadcasts: merge fields, audiences, skips, send once, events (HTTP pr
     await bad({ ...ok, audience: { contactIds: [1], campaignId: 1 } }, 'audience', /exactly one/);
     await bad({ ...ok, audience: {} }, 'audience', /exactly one/);
     await bad({ ...ok, audience: { campaignId: 999999 } }, 'audience.campaignId', /does not exist/);
-    // Segments do not exist in this build: segmentId is an unknown property.
-    expectError(await h.create({ ...ok, audience: { segmentId: 1 } }), 400, 'validation_failed');
+    await bad({ ...ok, audience: { segmentId: 999999 } }, 'audience.segmentId', /does not exist/);
+    await bad({ ...ok, audience: { segmentId: 1, contactIds: [1] } }, 'audience', /exactly one/);
     expectError(await h.create({ ...ok, audience: { contactIds: Array.from({ length: 10001 }, (_, i) => i + 1) } }), 400, 'validation_failed');
     expectError(await h.create({ ...ok, audience: { contactIds: [] } }), 400, 'validation_failed');
     expectError(await h.create({ content: 'Hi' }), 400, 'validation_failed');
@@ -298,6 +298,61 @@ describe('broadcasts: merge fields, audiences, skips, send once, events (HTTP pr
       gateway.delayMs = 0;
     }
   }, 120000);
+
+  it("a segment audience: the segment's members when the broadcast is sent, each once; a dynamic segment being rebuilt makes the send wait (409)", async () => {
+    const [a, b, late] = [await h.contact({ phone: nextPhone() }), await h.contact({ phone: nextPhone() }), await h.contact({ phone: nextPhone() })];
+    const segment = (await api.http.post('/api/segments').set('Authorization', auth).send({ name: 'SMS list', type: 'static' })).body.segment;
+    const add = (ids: number[]) => api.http.post(`/api/segments/${segment.id}/contacts/batch`).set('Authorization', auth).send({ add: ids });
+    expect((await add([a, b])).status).toBe(200);
+    const id = (await h.create({ content: 'To the segment', audience: { segmentId: segment.id } })).body.broadcast.id;
+    expect((await api.http.get(`/api/text-messages/broadcasts/${id}`).set('Authorization', auth)).body.broadcast.audience).toEqual({ segmentId: segment.id });
+    // Resolved at send time: a member added after creation gets the message too.
+    expect((await add([late])).status).toBe(200);
+    const sent = await h.send(id);
+    expect(sent.status).toBe(202);
+    expect(sent.body.broadcast.recipients).toBe(3);
+    await h.waitStatus(id, 'completed');
+    const messages = await h.messages(id);
+    expect(messages.map((m) => m.status)).toEqual(['sent', 'sent', 'sent']);
+    expect(new Set(messages.map((m) => m.recipient)).size).toBe(3);
+
+    // A dynamic segment whose filter changed is rebuilt in the background, and a send meanwhile is refused and changes nothing.
+    // The rebuilding state is held with SQL (a real rebuild of a few rows is over before the send could race it).
+    const dynamic = (
+      await api.http
+        .post('/api/segments')
+        .set('Authorization', auth)
+        .send({ name: 'Dynamic SMS list', type: 'dynamic', filter: { field: 'id', op: 'eq', value: a } })
+    ).body.segment;
+    const built = () =>
+      waitFor(
+        async () => {
+          const s = (await api.http.get(`/api/segments/${dynamic.id}`).set('Authorization', auth)).body.segment;
+          return s.membership.status === 'ready' && s.membership.count === 1 ? true : undefined;
+        },
+        30000,
+        'the dynamic segment to be built',
+      );
+    await built();
+    const d = (await h.create({ content: 'To the dynamic segment', audience: { segmentId: dynamic.id } })).body.broadcast.id;
+    await api.sql(`UPDATE segments SET build_status = 'building' WHERE id = $1`, [dynamic.id]);
+    const refused = h.send(d);
+    const e = expectError(await refused, 409, 'conflict');
+    expect(e.message).toMatch(/being rebuilt/);
+    expect((await refused).headers['retry-after']).toBe('5');
+    expect((await h.get(d)).status).toBe('draft');
+    await api.sql(`UPDATE segments SET build_status = 'ready' WHERE id = $1`, [dynamic.id]);
+    await built();
+    const ok = await h.send(d);
+    expect(ok.status).toBe(202);
+    expect(ok.body.broadcast.recipients).toBe(1);
+
+    // A segment deleted after the broadcast was created: the send is refused, not sent to nobody.
+    const gone = (await api.http.post('/api/segments').set('Authorization', auth).send({ name: 'Gone', type: 'static' })).body.segment;
+    const g = (await h.create({ content: 'To a deleted segment', audience: { segmentId: gone.id } })).body.broadcast.id;
+    expect((await api.http.delete(`/api/segments/${gone.id}`).set('Authorization', auth)).status).toBe(200);
+    expect(expectError(await h.send(g), 409, 'conflict').message).toMatch(/no longer exists/);
+  });
 
   it('a broadcast with nobody to send to completes at once', async () => {
     const c = await h.contact({});

@@ -93,6 +93,16 @@ export class SegmentsService {
     );
   }
 
+  /**
+   * Whether a segment's members can be used as an audience now: `missing`, `building` (a dynamic
+   * segment whose members do not match its current filter yet) or `ready`.
+   */
+  async audienceState(id: number, tx?: Tx): Promise<'missing' | 'building' | 'ready'> {
+    const s = await this.segments.findRecord(id, tx);
+    if (!s) return 'missing';
+    return s.type === 'dynamic' && s.buildStatus !== 'ready' ? 'building' : 'ready';
+  }
+
   async get(id: number, tx?: Tx): Promise<SegmentRecord> {
     const s = await this.segments.findRecord(id, tx);
     if (!s) throw notFound('Segment', id);

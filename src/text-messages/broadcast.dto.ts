@@ -2,7 +2,7 @@ import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Max, MaxLength, Min, ValidateNested } from 'class-validator';
 import { IsIsoDateTime, NoNul } from '../common/validation.js';
 
-/** Exactly one of campaignId (the campaign's members at send time) or contactIds. */
+/** Exactly one of campaignId (the campaign's members at send time), segmentId (the segment's members at send time) or contactIds. */
 export class AudienceDto {
   /** Every member of this campaign when the broadcast is sent. */
   @IsOptional()
@@ -10,6 +10,13 @@ export class AudienceDto {
   @Min(1)
   @Max(2147483647)
   campaignId?: number;
+
+  /** Every member of this segment when the broadcast is sent (a dynamic segment being rebuilt makes the send wait: 409). */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(2147483647)
+  segmentId?: number;
 
   /** These contacts (1 to 10,000 ids; duplicates count once; ids without a contact are skipped as contact_not_found). */
   @IsOptional()
@@ -81,6 +88,7 @@ export class UpdateBroadcastDto {
 
 export class AudienceRecordDto {
   campaignId?: number;
+  segmentId?: number;
   contactIds?: number[];
 }
 

@@ -5,11 +5,8 @@ import { registerConstraints } from '../common/constraints.js';
 export const BROADCAST_STATUSES = ['draft', 'scheduled', 'sending', 'completed', 'canceled'] as const;
 export type BroadcastStatus = (typeof BROADCAST_STATUSES)[number];
 
-/**
- * Who a broadcast goes to. One more source (e.g. `{ segmentId }` once segments exist) is one more
- * case here, in the DTO and in audienceSql (broadcasts.service.ts).
- */
-export type Audience = { campaignId: number } | { contactIds: number[] };
+/** Who a broadcast goes to: a campaign's members, a segment's members, or listed contacts (resolved at send time). */
+export type Audience = { campaignId: number } | { segmentId: number } | { contactIds: number[] };
 
 @Entity('broadcasts')
 export class Broadcast extends AuditedEntity {

@@ -5,7 +5,7 @@ import { JOB_IDS, type JobPayloads } from '../jobs/job-names.js';
 import { SmsSendRate } from '../sms/send-rate.service.js';
 import { idempotencyKey, type SendResult, SmsProvider, SmsProviderError } from '../sms/sms-provider.js';
 import { BroadcastsRepository } from './broadcasts.repository.js';
-import { BroadcastsService } from './broadcasts.service.js';
+import { AUDIENCE_RETRY_SECONDS, AudienceNotReady, BroadcastsService } from './broadcasts.service.js';
 import { type BatchClaimed, TextMessageRepository } from './text-message.repository.js';
 
 /** Messages one lane claims at a time (fewer under SMS_MAX_PER_SECOND: about one second's worth). */
@@ -81,7 +81,12 @@ export class BroadcastsProcessor implements OnModuleInit {
     if (b.status === 'scheduled') {
       const wait = b.scheduledFor ? b.scheduledFor.getTime() - Date.now() : 0;
       if (wait > 1000) throw new DeferJobError('scheduled for later', wait);
-      await this.broadcasts.startScheduled(broadcastId);
+      try {
+        await this.broadcasts.startScheduled(broadcastId);
+      } catch (e) {
+        if (e instanceof AudienceNotReady) throw new DeferJobError('its segment is being rebuilt', AUDIENCE_RETRY_SECONDS * 1000);
+        throw e;
+      }
       return;
     }
     if (b.status !== 'sending') return;

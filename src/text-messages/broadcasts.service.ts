@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
-import { conflict, fieldError, notFound, unavailable } from '../common/errors.js';
+import { AppError, conflict, fieldError, notFound, unavailable } from '../common/errors.js';
 import { type ListSpec, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
@@ -12,6 +12,7 @@ import { JOB_IDS } from '../jobs/job-names.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import { Broadcast, BROADCAST_STATUSES } from './broadcast.entity.js';
 import { CreateBroadcastDto, UpdateBroadcastDto } from './broadcast.dto.js';
+import { SegmentsService } from '../segments/segments.service.js';
 import { audienceSql, BroadcastsRepository } from './broadcasts.repository.js';
 import { MergeFieldError, parseTemplate, templateAliases, templateSql } from './merge-fields.js';
 import { SKIP_REASONS, TextMessageRepository } from './text-message.repository.js';
@@ -35,6 +36,18 @@ const MESSAGE_STATUSES = ['queued', 'sent', 'delivered', 'failed', 'canceled'] a
 
 export type BroadcastRecord = Awaited<ReturnType<BroadcastsService['toRecords']>>[number];
 
+/** How long a send waits for a segment that is being rebuilt (Retry-After, and the scheduled start's retry). */
+export const AUDIENCE_RETRY_SECONDS = 5;
+
+/** A send refused while the audience's dynamic segment is rebuilt for a changed filter (409, Retry-After); a scheduled start waits and retries. */
+export class AudienceNotReady extends AppError {
+  constructor(segmentId: number) {
+    super('conflict', `Segment ${segmentId} is being rebuilt for its current filter; send when its membership is ready`, undefined, {
+      'Retry-After': String(AUDIENCE_RETRY_SECONDS),
+    });
+  }
+}
+
 /**
  * Broadcasts: one content with merge fields to an audience. `send` resolves the audience at that
  * moment and creates one queued text message per recipient in one statement; the `sms.broadcast`
@@ -55,6 +68,7 @@ export class BroadcastsService {
     private readonly jobs: JobQueue,
     private readonly events: EventsService,
     private readonly fieldValues: ContactFieldValuesService,
+    private readonly segments: SegmentsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -186,6 +200,11 @@ export class BroadcastsService {
   /** Resolves the audience and creates the messages (one statement); `sending`, or `completed` at once when nobody is left. */
   private async start(b: Broadcast, tx: Tx, who: Principal | null): Promise<BroadcastRecord> {
     const before = await this.record(b, tx);
+    if ('segmentId' in b.audience) {
+      const state = await this.segments.audienceState(b.audience.segmentId, tx);
+      if (state === 'missing') throw conflict(`Broadcast ${b.id}'s audience, segment ${b.audience.segmentId}, no longer exists; change the audience`);
+      if (state === 'building') throw new AudienceNotReady(b.audience.segmentId);
+    }
     const params: unknown[] = [];
     const audience = audienceSql(b.audience, params);
     const content = templateSql(parseTemplate(b.content), 'c', params);
@@ -301,8 +320,11 @@ export class BroadcastsService {
     }
     if (dto.audience !== undefined) {
       const a = dto.audience;
-      const given = [a.campaignId !== undefined && a.campaignId !== null, a.contactIds !== undefined && a.contactIds !== null].filter(Boolean).length;
-      if (given !== 1) throw fieldError('audience', 'must have exactly one of campaignId or contactIds');
+      const given = [a.campaignId, a.segmentId, a.contactIds].filter((v) => v !== undefined && v !== null).length;
+      if (given !== 1) throw fieldError('audience', 'must have exactly one of campaignId, segmentId or contactIds');
+      if (a.segmentId !== undefined && a.segmentId !== null && (await this.segments.audienceState(a.segmentId)) === 'missing') {
+        throw fieldError('audience.segmentId', `segment ${a.segmentId} does not exist`);
+      }
       if (a.campaignId !== undefined && a.campaignId !== null && !(await this.broadcasts.campaignExists(a.campaignId))) {
         throw fieldError('audience.campaignId', `campaign ${a.campaignId} does not exist`);
       }
@@ -314,8 +336,13 @@ export class BroadcastsService {
     if (dto.audience === null) throw fieldError('audience', 'must not be null');
     if (dto.content !== undefined) b.content = dto.content;
     if (dto.audience !== undefined) {
+      const a = dto.audience;
       b.audience =
-        dto.audience.campaignId !== undefined ? { campaignId: dto.audience.campaignId } : { contactIds: [...new Set(dto.audience.contactIds ?? [])] };
+        a.campaignId !== undefined
+          ? { campaignId: a.campaignId }
+          : a.segmentId !== undefined
+            ? { segmentId: a.segmentId }
+            : { contactIds: [...new Set(a.contactIds ?? [])] };
     }
     if (dto.name !== undefined || replace) b.name = dto.name?.trim() ? dto.name.trim() : null;
     if (dto.scheduledFor !== undefined || replace) b.scheduledFor = dto.scheduledFor ? parseIsoWithOffset(dto.scheduledFor) : null;

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { SegmentsModule } from '../segments/segments.module.js';
 import { SmsModule } from '../sms/sms.module.js';
 import { TextMessage } from './text-message.entity.js';
 import { TextMessageRepository } from './text-message.repository.js';
@@ -19,7 +20,7 @@ import { BroadcastsRepository } from './broadcasts.repository.js';
 import { BroadcastsService } from './broadcasts.service.js';
 
 @Module({
-  imports: [EventsModule, ContactsModule, TypeOrmModule.forFeature([TextMessage, Broadcast]), FieldsModule, SmsModule, NotificationsModule],
+  imports: [EventsModule, ContactsModule, SegmentsModule, TypeOrmModule.forFeature([TextMessage, Broadcast]), FieldsModule, SmsModule, NotificationsModule],
   // BroadcastsController first: /api/text-messages/broadcasts must not reach the message routes' :id.
   controllers: [BroadcastsController, TextMessagesController],
   providers: [
