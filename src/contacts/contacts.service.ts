@@ -22,7 +22,15 @@ import { EventsService } from '../events/events.service.js';
 import { ContactFieldValuesService } from '../fields/contact-field-values.service.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
 import { CreateContactDto, SetDoNotContactDto, UpdateContactDto } from './contact.dto.js';
-import { CONTACT_LIST_SPEC, type ContactListScope, type ContactRow, ContactsRepository, type ContactValues, type DncAuthor } from './contacts.repository.js';
+import {
+  CONTACT_LIST_SPEC,
+  type ContactExportRow,
+  type ContactListScope,
+  type ContactRow,
+  ContactsRepository,
+  type ContactValues,
+  type DncAuthor,
+} from './contacts.repository.js';
 
 export { CONTACT_LIST_SPEC, type ContactListScope };
 
@@ -123,6 +131,16 @@ export class ContactsService {
       filterable[`fields.${rule.alias}`] = customFilterField(rule.alias, rule.type, rule.options);
     }
     return { filterable, properties };
+  }
+
+  /**
+   * One page of a contacts export: the contacts after `afterId` (id order) matching `filter` (the
+   * list's filter language, custom fields included; a bad filter is the list's 400).
+   */
+  async exportPage(filter: unknown, afterId: number, limit: number): Promise<ContactExportRow[]> {
+    const query = filter === undefined || filter === null ? {} : { filter };
+    const q = parseListQuery(query, CONTACT_LIST_SPEC, await this.listExtras(query));
+    return this.contacts.exportPage(q.filter, afterId, limit);
   }
 
   /** A company's contacts (GET /api/companies/{id}/contacts): exactly the contacts list's parameters and envelope. */
@@ -298,9 +316,9 @@ export class ContactsService {
    * single-record route. Records are named by `id`, `email` (the default for upsert) or the alias of a
    * unique-identifier custom field; the keys of the whole batch are resolved by one SELECT, then each
    * item runs in its own savepoint. An upsert whose create loses a race for the email (another request
-   * inserted it meanwhile) updates that contact instead.
+   * inserted it meanwhile) updates that contact instead. With `outer`, inside that transaction (imports).
    */
-  async batch(dto: BatchWriteDto, who: Principal): Promise<BatchAnswer> {
+  async batch(dto: BatchWriteDto, who: Principal, outer?: Tx): Promise<BatchAnswer> {
     assertBatchSize(dto.items);
     assertBatchPermission(dto, who, 'contacts:delete');
     const by = dto.idProperty ?? (dto.mode === 'upsert' ? 'email' : 'id');
@@ -331,7 +349,7 @@ export class ContactsService {
       const current = new Map(rows.map((r) => [lockBy === 'email' ? r.email.toLowerCase() : String(r.id).padStart(10, '0'), r]));
       for (const [key, r] of current) holders.set(key, r.id);
       if (dto.mode !== 'delete') await this.writeSimpleItems(dto.mode, by, live, plans, items, current, who, tx);
-    });
+    }, outer);
   }
 
   /**

@@ -21,6 +21,7 @@ import { SmsOptOut1763700001300 } from './1763700001300-sms-opt-out.js';
 import { Broadcasts1763700001310 } from './1763700001310-broadcasts.js';
 import { WebhookDrain1763700001400 } from './1763700001400-webhook-drain.js';
 import { CompanyFilterIndexes1763700001500 } from './1763700001500-company-filter-indexes.js';
+import { ImportsExports1763700001700 } from './1763700001700-imports-exports.js';
 
 export const MIGRATIONS = [
   Platform1763700000000,
@@ -42,4 +43,5 @@ export const MIGRATIONS = [
   Broadcasts1763700001310,
   WebhookDrain1763700001400,
   CompanyFilterIndexes1763700001500,
+  ImportsExports1763700001700,
 ];
