@@ -103,7 +103,7 @@ function buildOpenApi(app: NestExpressApplication, config: AppConfig): OpenAPIOb
         type: 'apiKey',
         in: 'query',
         name: 'signature',
-        description: 'A signed, expiring link the service handed out (with `expires`), e.g. an export\'s `download.url`',
+        description: "A signed, expiring link the service handed out (with `expires`), e.g. an export's `download.url`",
       },
       'signedLink',
     );

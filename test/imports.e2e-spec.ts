@@ -5,6 +5,8 @@
  * separate processes, a worker killed with SIGKILL mid-import resuming without duplicates.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { expectError, startApp, type TestApp } from './support/app.js';
 import { adminToken, tokenFor } from './support/fixtures.js';
 
@@ -62,7 +64,13 @@ describe('import and export jobs', () => {
       ['Tags', 'multiselect'],
     ] as const) {
       const body: Record<string, unknown> = { label, type };
-      if (type === 'multiselect') body.properties = { list: [{ label: 'A', value: 'a' }, { label: 'B', value: 'b' }] };
+      if (type === 'multiselect')
+        body.properties = {
+          list: [
+            { label: 'A', value: 'a' },
+            { label: 'B', value: 'b' },
+          ],
+        };
       const f = await app.http.post('/api/fields/contact/new').set('Authorization', auth).send(body);
       expect(f.status).toBe(201);
     }
@@ -117,24 +125,52 @@ describe('import and export jobs', () => {
     const done = await app.sql<{ n: string }>(`SELECT count(*) AS n FROM events WHERE type = 'import.completed' AND (data->>'id')::int = $1`, [imp.id]);
     expect(Number(done[0].n)).toBe(1);
     const notes = await app.http.get('/api/notifications').set('Authorization', auth);
-    expect(notes.body.notifications.some((n: { type: string; details: { importId?: number } }) => n.type === 'import_completed' && n.details.importId === imp.id)).toBe(true);
+    expect(
+      notes.body.notifications.some((n: { type: string; details: { importId?: number } }) => n.type === 'import_completed' && n.details.importId === imp.id),
+    ).toBe(true);
   });
 
   it('detects ; and tab delimiters; upsert updates existing contacts by email; emptyValues clear sets null', async () => {
-    const first = await upload(app, auth, csvOf([['name', 'email', 'title'], ['Dee', 'dee@imp2.test', 'CEO'], ['Eve', 'eve@imp2.test', 'CTO']], ';'), {
-      object: 'contacts',
-      mode: 'create',
-    });
+    const first = await upload(
+      app,
+      auth,
+      csvOf(
+        [
+          ['name', 'email', 'title'],
+          ['Dee', 'dee@imp2.test', 'CEO'],
+          ['Eve', 'eve@imp2.test', 'CTO'],
+        ],
+        ';',
+      ),
+      {
+        object: 'contacts',
+        mode: 'create',
+      },
+    );
     expect(first.status).toBe(202);
     expect((await finished(app, auth, first.body.import.id)).counts).toMatchObject({ created: 2, failed: 0 });
-    const second = await upload(app, auth, csvOf([['name', 'email', 'title'], ['Dee Two', 'dee@imp2.test', ''], ['Fay', 'fay@imp2.test', 'CFO']], '\t'), {
-      object: 'contacts',
-      mode: 'upsert',
-      emptyValues: 'clear',
-    });
+    const second = await upload(
+      app,
+      auth,
+      csvOf(
+        [
+          ['name', 'email', 'title'],
+          ['Dee Two', 'dee@imp2.test', ''],
+          ['Fay', 'fay@imp2.test', 'CFO'],
+        ],
+        '\t',
+      ),
+      {
+        object: 'contacts',
+        mode: 'upsert',
+        emptyValues: 'clear',
+      },
+    );
     const imp = await finished(app, auth, second.body.import.id);
     expect(imp.counts).toMatchObject({ created: 1, updated: 1, failed: 0 });
-    const rows = await app.sql<{ email: string; name: string; title: string | null }>(`SELECT email, name, title FROM contacts WHERE email LIKE '%@imp2.test' ORDER BY email`);
+    const rows = await app.sql<{ email: string; name: string; title: string | null }>(
+      `SELECT email, name, title FROM contacts WHERE email LIKE '%@imp2.test' ORDER BY email`,
+    );
     expect(rows).toEqual([
       { email: 'dee@imp2.test', name: 'Dee Two', title: null },
       { email: 'eve@imp2.test', name: 'Eve', title: 'CTO' },
@@ -145,11 +181,21 @@ describe('import and export jobs', () => {
   it('a dry run checks every row and counts the outcome, and writes nothing', async () => {
     const footprint = `SELECT (SELECT count(*) FROM contacts) + (SELECT count(*) FROM events WHERE type <> 'import.completed') AS n`;
     const before = await app.sql<{ n: string }>(footprint);
-    const r = await upload(app, auth, csvOf([['name', 'email'], ['Gus', 'gus@imp3.test'], ['No mail', ''], ['Dee Three', 'dee@imp2.test']]), {
-      object: 'contacts',
-      mode: 'upsert',
-      dryRun: 'true',
-    });
+    const r = await upload(
+      app,
+      auth,
+      csvOf([
+        ['name', 'email'],
+        ['Gus', 'gus@imp3.test'],
+        ['No mail', ''],
+        ['Dee Three', 'dee@imp2.test'],
+      ]),
+      {
+        object: 'contacts',
+        mode: 'upsert',
+        dryRun: 'true',
+      },
+    );
     expect(r.status).toBe(202);
     const imp = await finished(app, auth, r.body.import.id);
     expect(imp.status).toBe('completed');
@@ -165,38 +211,96 @@ describe('import and export jobs', () => {
   });
 
   it('JSON rows, Idempotency-Key (a replay answers the same import, another body is 422), and 400s for what cannot work', async () => {
-    const body = { object: 'contacts', mode: 'create', rows: [{ name: 'Hal', email: 'hal@imp4.test' }, { name: 'Ida', email: 'ida@imp4.test', fields: { score: 5 } }] };
+    const body = {
+      object: 'contacts',
+      mode: 'create',
+      rows: [
+        { name: 'Hal', email: 'hal@imp4.test' },
+        { name: 'Ida', email: 'ida@imp4.test', fields: { score: 5 } },
+      ],
+    };
     const first = await app.http.post('/api/imports').set('Authorization', auth).set('Idempotency-Key', 'imp-json-1').send(body);
     expect(first.status).toBe(202);
     const replay = await app.http.post('/api/imports').set('Authorization', auth).set('Idempotency-Key', 'imp-json-1').send(body);
     expect(replay.status).toBe(202);
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(replay.body.import.id).toBe(first.body.import.id);
-    expectError(await app.http.post('/api/imports').set('Authorization', auth).set('Idempotency-Key', 'imp-json-1').send({ ...body, rows: [] }), 422, 'idempotency_key_mismatch');
+    expectError(
+      await app.http
+        .post('/api/imports')
+        .set('Authorization', auth)
+        .set('Idempotency-Key', 'imp-json-1')
+        .send({ ...body, rows: [] }),
+      422,
+      'idempotency_key_mismatch',
+    );
     const imp = await finished(app, auth, first.body.import.id);
     expect(imp.counts).toMatchObject({ total: 2, created: 2, failed: 0 });
     expect((await app.sql(`SELECT 1 FROM contacts WHERE email LIKE '%@imp4.test'`)).length).toBe(2);
 
-    expectError(await app.http.post('/api/imports').set('Authorization', auth).send({ ...body, object: 'users' }), 400, 'validation_failed');
-    expectError(await app.http.post('/api/imports').set('Authorization', auth).send({ ...body, rows: ['x'] }), 400, 'validation_failed');
-    expectError(await app.http.post('/api/imports').set('Authorization', auth).send({ ...body, idProperty: 'phone' }), 400, 'validation_failed');
-    expectError(await app.http.post('/api/imports').set('Authorization', auth).send({ ...body, segmentId: 1 }), 400, 'validation_failed');
-    expectError(await app.http.post('/api/imports').set('Authorization', auth).send({ ...body, campaignId: 999999 }), 400, 'validation_failed');
+    expectError(
+      await app.http
+        .post('/api/imports')
+        .set('Authorization', auth)
+        .send({ ...body, object: 'users' }),
+      400,
+      'validation_failed',
+    );
+    expectError(
+      await app.http
+        .post('/api/imports')
+        .set('Authorization', auth)
+        .send({ ...body, rows: ['x'] }),
+      400,
+      'validation_failed',
+    );
+    expectError(
+      await app.http
+        .post('/api/imports')
+        .set('Authorization', auth)
+        .send({ ...body, idProperty: 'phone' }),
+      400,
+      'validation_failed',
+    );
+    expectError(
+      await app.http
+        .post('/api/imports')
+        .set('Authorization', auth)
+        .send({ ...body, segmentId: 1 }),
+      400,
+      'validation_failed',
+    );
+    expectError(
+      await app.http
+        .post('/api/imports')
+        .set('Authorization', auth)
+        .send({ ...body, campaignId: 999999 }),
+      400,
+      'validation_failed',
+    );
     expectError(await upload(app, auth, 'name,email\n', { object: 'contacts' }), 400, 'validation_failed');
     expectError(await app.http.post('/api/imports').set('Authorization', auth).field('object', 'contacts').field('mode', 'create'), 400, 'validation_failed');
     expectError(await app.http.get('/api/imports/999999').set('Authorization', auth), 404, 'not_found');
     expectError(await app.http.get(`/api/imports/${imp.id}/errors?limit=0`).set('Authorization', auth), 400, 'validation_failed');
     expectError(await app.http.get(`/api/imports/${imp.id}/errors?format=xml`).set('Authorization', auth), 400, 'validation_failed');
     // Nothing of a refused upload stays in storage.
-    const { readdirSync } = await import('node:fs');
-    const { join } = await import('node:path');
     const left = readdirSync(join(app.env.STORAGE_DIR, 'imports'));
-    const open = await app.sql<{ n: string }>(`SELECT count(*) AS n FROM imports WHERE storage_key IS NOT NULL AND status IN ('queued', 'validating', 'running')`);
+    const open = await app.sql<{ n: string }>(
+      `SELECT count(*) AS n FROM imports WHERE storage_key IS NOT NULL AND status IN ('queued', 'validating', 'running')`,
+    );
     expect(left.filter((f) => !f.endsWith('.part')).length).toBeLessThanOrEqual(Number(open[0].n));
   });
 
   it('a file whose mapping does not fit its header fails with the reason; a file that is not CSV fails', async () => {
-    const r = await upload(app, auth, csvOf([['name', 'email'], ['Jo', 'jo@imp5.test']]), { object: 'contacts', mode: 'create', mapping: JSON.stringify({ Mail: 'email' }) });
+    const r = await upload(
+      app,
+      auth,
+      csvOf([
+        ['name', 'email'],
+        ['Jo', 'jo@imp5.test'],
+      ]),
+      { object: 'contacts', mode: 'create', mapping: JSON.stringify({ Mail: 'email' }) },
+    );
     const imp = await finished(app, auth, r.body.import.id);
     expect(imp.status).toBe('failed');
     expect(imp.error).toContain('mapping.Mail');
@@ -214,7 +318,14 @@ describe('import and export jobs', () => {
     expectError(await app.http.post('/api/imports').set('Authorization', contactsOnly).send(rows), 403, 'forbidden');
     const both = await tokenFor(app, 'imports:write,contacts:write');
     expect((await app.http.post('/api/imports').set('Authorization', both).send(rows)).status).toBe(202);
-    expectError(await app.http.post('/api/imports').set('Authorization', both).send({ ...rows, object: 'deals' }), 403, 'forbidden');
+    expectError(
+      await app.http
+        .post('/api/imports')
+        .set('Authorization', both)
+        .send({ ...rows, object: 'deals' }),
+      403,
+      'forbidden',
+    );
     const exportsOnly = await tokenFor(app, 'exports:write');
     expectError(await app.http.post('/api/exports').set('Authorization', exportsOnly).send({ object: 'contacts', format: 'csv' }), 403, 'forbidden');
     expectError(await app.http.get('/api/imports/1').set('Authorization', exportsOnly), 403, 'forbidden');
@@ -248,10 +359,7 @@ describe('import and export jobs', () => {
   });
 
   it('exports contacts (CSV with custom field columns, filtered; JSON Lines) through a signed, expiring link', async () => {
-    const r = await app.http
-      .post('/api/exports')
-      .set('Authorization', auth)
-      .send({ object: 'contacts', format: 'csv', filter: 'email[endsWith]:@imp1.test' });
+    const r = await app.http.post('/api/exports').set('Authorization', auth).send({ object: 'contacts', format: 'csv', filter: 'email[endsWith]:@imp1.test' });
     expect(r.status).toBe(202);
     const exp = await until('the export', async () => {
       const g = await app.http.get(`/api/exports/${r.body.export.id}`).set('Authorization', auth);
@@ -268,25 +376,46 @@ describe('import and export jobs', () => {
     expect(lines.find((l) => l.includes('ann@imp1.test'))).toMatch(/,12,true,a\|b$/);
     // A changed signature, a link of another export and an expired link are refused; no token is needed or taken.
     expectError(await app.http.get(`${url.pathname}?expires=${url.searchParams.get('expires')}&signature=${'0'.repeat(64)}`), 401, 'unauthorized');
-    expectError(await app.http.get(`${url.pathname}?expires=${Number(url.searchParams.get('expires')) + 1}&signature=${url.searchParams.get('signature')}`), 401, 'unauthorized');
-    expectError(await app.http.get(`${url.pathname}`).set('Authorization', auth), 401, 'unauthorized');
+    expectError(
+      await app.http.get(`${url.pathname}?expires=${Number(url.searchParams.get('expires')) + 1}&signature=${url.searchParams.get('signature')}`),
+      401,
+      'unauthorized',
+    );
+    expectError(await app.http.get(url.pathname).set('Authorization', auth), 401, 'unauthorized');
     expectError(await app.http.get(`/api/exports/${exp.id + 1}/download${url.search}`), 401, 'unauthorized');
-    expectError(await app.http.post('/api/exports').set('Authorization', auth).send({ object: 'contacts', format: 'csv', filter: 'nope eq 1' }), 400, 'validation_failed');
+    expectError(
+      await app.http.post('/api/exports').set('Authorization', auth).send({ object: 'contacts', format: 'csv', filter: 'nope eq 1' }),
+      400,
+      'validation_failed',
+    );
     expectError(await app.http.post('/api/exports').set('Authorization', auth).send({ object: 'contacts', format: 'xml' }), 400, 'validation_failed');
-    expectError(await app.http.post('/api/exports').set('Authorization', auth).send({ object: 'contacts', format: 'csv', fields: ['secret'] }), 400, 'validation_failed');
+    expectError(
+      await app.http
+        .post('/api/exports')
+        .set('Authorization', auth)
+        .send({ object: 'contacts', format: 'csv', fields: ['secret'] }),
+      400,
+      'validation_failed',
+    );
 
-    const j = await app.http.post('/api/exports').set('Authorization', auth).send({ object: 'contacts', format: 'jsonl', fields: ['email', 'fields.score'], filter: { field: 'email', op: 'endsWith', value: '@imp1.test' } });
+    const j = await app.http
+      .post('/api/exports')
+      .set('Authorization', auth)
+      .send({ object: 'contacts', format: 'jsonl', fields: ['email', 'fields.score'], filter: { field: 'email', op: 'endsWith', value: '@imp1.test' } });
     expect(j.status).toBe(202);
     const jexp = await until('the jsonl export', async () => {
       const g = await app.http.get(`/api/exports/${j.body.export.id}`).set('Authorization', auth);
       return g.body.export.status === 'completed' ? g.body.export : null;
     });
     const ju = new URL(jexp.download.url as string);
-    const jfile = await app.http.get(`${ju.pathname}${ju.search}`).buffer(true).parse((res, cb) => {
-      let data = '';
-      res.on('data', (c: Buffer) => (data += c.toString()));
-      res.on('end', () => cb(null, data));
-    });
+    const jfile = await app.http
+      .get(`${ju.pathname}${ju.search}`)
+      .buffer(true)
+      .parse((res, cb) => {
+        let data = '';
+        res.on('data', (c: Buffer) => (data += c.toString()));
+        res.on('end', () => cb(null, data));
+      });
     expect(jfile.headers['content-type']).toMatch(/^application\/x-ndjson/);
     const records = (jfile.body as string)
       .split('\n')
@@ -317,7 +446,13 @@ describe('import and export jobs', () => {
         ['Tags', 'multiselect'],
       ] as const) {
         const body: Record<string, unknown> = { label, type };
-        if (type === 'multiselect') body.properties = { list: [{ label: 'A', value: 'a' }, { label: 'B', value: 'b' }] };
+        if (type === 'multiselect')
+          body.properties = {
+            list: [
+              { label: 'A', value: 'a' },
+              { label: 'B', value: 'b' },
+            ],
+          };
         expect((await empty.http.post('/api/fields/contact/new').set('Authorization', auth2).send(body)).status).toBe(201);
       }
       const imp = await upload(empty, auth2, file.text, { object: 'contacts', mode: 'upsert' });
@@ -371,7 +506,9 @@ describe('import worker killed mid-import', () => {
     const imp = await finished(api, auth, id);
     expect(imp.status).toBe('completed');
     expect(imp.counts).toMatchObject({ total: n, processed: n, created: n, failed: 0 });
-    const stored = await api.sql<{ n: string; distinct: string }>(`SELECT count(*) AS n, count(DISTINCT lower(email)) AS distinct FROM contacts WHERE email LIKE '%@kill.test'`);
+    const stored = await api.sql<{ n: string; distinct: string }>(
+      `SELECT count(*) AS n, count(DISTINCT lower(email)) AS distinct FROM contacts WHERE email LIKE '%@kill.test'`,
+    );
     expect(Number(stored[0].n)).toBe(n);
     expect(Number(stored[0].distinct)).toBe(n);
     // One contact.created event per row: the killed chunk's writes were rolled back with its checkpoint.

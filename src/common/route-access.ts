@@ -90,19 +90,16 @@ export const SignedBySmsGateway = () => SetMetadata(CREDENTIAL_KEY, 'sms-signatu
 /** The route is reached through a signed, expiring link the service handed out (an export's download); no token. */
 export const SignedLink = () => SetMetadata(CREDENTIAL_KEY, 'signed-link');
 
-/** Label shown as the permission of a route reached through a signed link. */
-export const SIGNED_LINK_PERMISSION = 'signed-link';
-
 /** A signed-in account console page: the session cookie, never a token. */
 export const SignedInSession = () => applyDecorators(SetMetadata(PUBLIC_KEY, true), SetMetadata(CREDENTIAL_KEY, 'session'));
 
-/** Label shown as the permission of a route that needs no token permission but a signature. */
+/** Label shown as the permission of a route that needs no token permission but a signature (sms-signature, signed-link). */
 export const SIGNATURE_PERMISSION = 'signature';
 
 /** What a route needs, read from its metadata (handler first, then controller). */
 export interface RouteAccess {
   credential: Credential;
-  /** A permission, `authenticated`, `public`, or `signature` (sms-signature routes). */
+  /** A permission, `authenticated`, `public`, or `signature` (sms-signature and signed-link routes). */
   permission: string | null;
 }
 
@@ -116,7 +113,7 @@ export function routeAccessOf(handler: object, controller: object): RouteAccess 
   if (credential === 'none') return { credential, permission: 'public' };
   if (credential === 'sms-signature') return { credential, permission: SIGNATURE_PERMISSION };
   if (credential === 'session') return { credential, permission: 'session' };
-  if (credential === 'signed-link') return { credential, permission: SIGNED_LINK_PERMISSION };
+  if (credential === 'signed-link') return { credential, permission: SIGNATURE_PERMISSION };
   return { credential, permission: reflector.getAllAndOverride<string | undefined>(PERMISSION_KEY, targets) ?? null };
 }
 

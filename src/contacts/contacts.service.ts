@@ -337,19 +337,24 @@ export class ContactsService {
         return { error };
       }
     });
-    return this.batches.execute(plans, dto.atomic === true, async (tx, live) => {
-      const keys = [...new Set(live.flatMap((i) => (plans[i].key ? [plans[i].key.value] : [])))];
-      const lockBy = dto.mode === 'create' || by === 'email' ? 'email' : by === 'id' ? 'id' : null;
-      if (lockBy === null) {
-        for (const r of await this.fieldValues.holdersOf(by, keys, tx)) holders.set(r.key, r.id);
-        return;
-      }
-      // The named contacts, locked in id order: one statement for the whole batch.
-      const rows = lockBy === 'email' ? await this.contacts.lockByEmails(keys, tx) : await this.contacts.lockByIds(keys.map(Number), tx);
-      const current = new Map(rows.map((r) => [lockBy === 'email' ? r.email.toLowerCase() : String(r.id).padStart(10, '0'), r]));
-      for (const [key, r] of current) holders.set(key, r.id);
-      if (dto.mode !== 'delete') await this.writeSimpleItems(dto.mode, by, live, plans, items, current, who, tx);
-    }, outer);
+    return this.batches.execute(
+      plans,
+      dto.atomic === true,
+      async (tx, live) => {
+        const keys = [...new Set(live.flatMap((i) => (plans[i].key ? [plans[i].key.value] : [])))];
+        const lockBy = dto.mode === 'create' || by === 'email' ? 'email' : by === 'id' ? 'id' : null;
+        if (lockBy === null) {
+          for (const r of await this.fieldValues.holdersOf(by, keys, tx)) holders.set(r.key, r.id);
+          return;
+        }
+        // The named contacts, locked in id order: one statement for the whole batch.
+        const rows = lockBy === 'email' ? await this.contacts.lockByEmails(keys, tx) : await this.contacts.lockByIds(keys.map(Number), tx);
+        const current = new Map(rows.map((r) => [lockBy === 'email' ? r.email.toLowerCase() : String(r.id).padStart(10, '0'), r]));
+        for (const [key, r] of current) holders.set(key, r.id);
+        if (dto.mode !== 'delete') await this.writeSimpleItems(dto.mode, by, live, plans, items, current, who, tx);
+      },
+      outer,
+    );
   }
 
   /**

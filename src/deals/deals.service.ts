@@ -127,11 +127,11 @@ export class DealsService {
     return this.batches.runById(
       dto,
       {
-      createDto: CreateDealDto,
-      updateDto: UpdateDealDto,
-      create: (body, tx) => this.create(body as CreateDealDto, who, tx),
-      patch: (id, body, tx) => this.patch(id, body, who, tx),
-      remove: (id, tx) => this.remove(id, tx),
+        createDto: CreateDealDto,
+        updateDto: UpdateDealDto,
+        create: (body, tx) => this.create(body as CreateDealDto, who, tx),
+        patch: (id, body, tx) => this.patch(id, body, who, tx),
+        remove: (id, tx) => this.remove(id, tx),
       },
       outer,
     );

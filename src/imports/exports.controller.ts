@@ -50,7 +50,11 @@ export class ExportsController {
   })
   @ApiQuery({ name: 'expires', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } })
   @ApiProduces('text/csv', 'application/x-ndjson')
-  @ApiResponse({ status: 200, description: 'The file', content: { 'text/csv': { schema: { type: 'string' } }, 'application/x-ndjson': { schema: { type: 'string' } } } })
+  @ApiResponse({
+    status: 200,
+    description: 'The file',
+    content: { 'text/csv': { schema: { type: 'string' } }, 'application/x-ndjson': { schema: { type: 'string' } } },
+  })
   @ApiErrors({ status: 401, description: 'The link is not valid or has expired' })
   async download(@Param('id', IdPipe) id: number, @Res() res: Response) {
     await this.exports.download(id, res);

@@ -111,7 +111,12 @@ export class ExportsService implements OnModuleInit {
     // The filter is checked by the list it belongs to (the same 400s as its `filter` parameter).
     await this.page(dto.object, dto.filter, null, true);
     const row = await this.repository.insertExport(
-      { object: dto.object, format: dto.format, options: { filter: dto.filter ?? null, fields: dto.fields ?? null }, linkSecret: randomBytes(32).toString('hex') },
+      {
+        object: dto.object,
+        format: dto.format,
+        options: { filter: dto.filter ?? null, fields: dto.fields ?? null },
+        linkSecret: randomBytes(32).toString('hex'),
+      },
       who,
     );
     await this.jobs.enqueue('exports.run', { exportId: row.id }, { jobId: JOB_IDS.exportRun(row.id) });
@@ -194,7 +199,14 @@ export class ExportsService implements OnModuleInit {
       if (!done) await this.files.delete(key);
       else if (done.previous && done.previous !== key) await this.files.delete(done.previous);
       const ms = Date.now() - started;
-      this.logger.log({ msg: 'export done', exportId, rows: counter.rows, bytes: size, ms, rowsPerSecond: Math.round((counter.rows * 1000) / Math.max(1, ms)) });
+      this.logger.log({
+        msg: 'export done',
+        exportId,
+        rows: counter.rows,
+        bytes: size,
+        ms,
+        rowsPerSecond: Math.round((counter.rows * 1000) / Math.max(1, ms)),
+      });
     } catch (e) {
       if ((e instanceof AppError && e.status < 500) || final) {
         await this.repository.failExport(exportId, e instanceof Error ? e.message : String(e));
@@ -225,7 +237,12 @@ export class ExportsService implements OnModuleInit {
    * One page of the walk: contacts by their own keyset statement (id after the cursor), the other
    * objects through their list with a cursor. `probe`: one record, to check the filter.
    */
-  private async page(object: ImportObject, filter: unknown, cursor: string | number | null, probe: boolean): Promise<{ records: AnyRecord[]; next: string | number | null }> {
+  private async page(
+    object: ImportObject,
+    filter: unknown,
+    cursor: string | number | null,
+    probe: boolean,
+  ): Promise<{ records: AnyRecord[]; next: string | number | null }> {
     if (object === 'contacts') {
       const limit = probe ? 1 : CONTACT_PAGE;
       const rows = await this.contacts.exportPage(filter, typeof cursor === 'number' ? cursor : 0, limit);

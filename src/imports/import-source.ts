@@ -18,7 +18,9 @@ export interface ImportSource {
 async function firstLine(files: JobFiles, key: string): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of files.open(key, SNIFF_BYTES - 1)) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString('utf8').replace(/^\uFEFF/, '');
+  const text = Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/^\uFEFF/, '');
   const end = text.search(/\r?\n/);
   return end === -1 ? text : text.slice(0, end);
 }
@@ -47,9 +49,7 @@ export async function openSource(files: JobFiles, key: string, format: 'csv' | '
   }
   const delimiter = detectDelimiter(await firstLine(files, key));
   const input = files.open(key);
-  const parser = input.pipe(
-    parse({ bom: true, delimiter, relax_column_count: true, skip_empty_lines: true, max_record_size: MAX_RECORD_BYTES, trim: false }),
-  );
+  const parser = input.pipe(parse({ bom: true, delimiter, relax_column_count: true, skip_empty_lines: true, max_record_size: MAX_RECORD_BYTES, trim: false }));
   input.on('error', (e) => parser.destroy(e));
   const iterator = parser[Symbol.asyncIterator]() as AsyncIterator<string[]>;
   const first = await iterator.next().catch((e: unknown) => {

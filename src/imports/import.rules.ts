@@ -125,7 +125,10 @@ export function planColumns(
     else {
       const t = resolve(mapped);
       if (t === undefined) {
-        problems.push({ field: `mapping.${column}`, message: `"${mapped}" is not a writable property of ${object}, id, a published custom field (fields.<alias>) or ignore` });
+        problems.push({
+          field: `mapping.${column}`,
+          message: `"${mapped}" is not a writable property of ${object}, id, a published custom field (fields.<alias>) or ignore`,
+        });
         target = null;
       } else target = t;
     }
@@ -137,8 +140,10 @@ export function planColumns(
     }
     return { index, column, target };
   });
-  if (problems.length) throw new AppError('validation_failed', `The mapping does not fit the file: ${problems.map((p) => `${p.field}: ${p.message}`).join('; ')}`, problems);
-  if (!plans.some((p) => p.target)) throw new AppError('validation_failed', 'No column of the file maps to a property', [{ field: 'mapping', message: 'maps no column' }]);
+  if (problems.length)
+    throw new AppError('validation_failed', `The mapping does not fit the file: ${problems.map((p) => `${p.field}: ${p.message}`).join('; ')}`, problems);
+  if (!plans.some((p) => p.target))
+    throw new AppError('validation_failed', 'No column of the file maps to a property', [{ field: 'mapping', message: 'maps no column' }]);
   return plans;
 }
 
@@ -226,7 +231,8 @@ export function csvCell(record: Record<string, unknown>, column: string): string
   if (v instanceof Date) return v.toISOString();
   if (typeof v === 'object') return JSON.stringify(v);
   if (typeof v === 'string') return v;
-  return String(v as number | boolean);
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
+  return '';
 }
 
 /** The delimiter of a CSV file from its header line: whichever of `,` `;` and tab occurs most outside quotes (`,` on a tie). */

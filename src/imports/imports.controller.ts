@@ -114,4 +114,3 @@ export class ImportsController {
     return { import: await this.imports.cancel(id) };
   }
 }
-

@@ -250,7 +250,10 @@ export class ImportsRepository {
   }
 
   async failExport(id: number, error: string): Promise<void> {
-    await this.db().query(`UPDATE exports SET status = 'failed', error = $2, finished_at = now() WHERE id = $1 AND status IN ('queued', 'running')`, [id, error]);
+    await this.db().query(`UPDATE exports SET status = 'failed', error = $2, finished_at = now() WHERE id = $1 AND status IN ('queued', 'running')`, [
+      id,
+      error,
+    ]);
   }
 
   async openExportIds(): Promise<number[]> {

@@ -362,7 +362,7 @@ export class ImportsService {
           const details = r.error.details?.length ? r.error.details : [undefined];
           for (const d of details) {
             const field = typeof d?.field === 'string' ? d.field : undefined;
-            let message = d ? `${field ? `${field}: ` : ''}${String(d.message)}` : r.error.message;
+            let message = d ? `${field ? `${field}: ` : ''}${d.message}` : r.error.message;
             if (typeof d?.index === 'number' && r.error.code === 'conflict' && live[d.index] !== undefined) {
               message = `names the same ${field ?? 'record'} as row ${live[d.index].row}; a file may name a record once per chunk`;
             }
