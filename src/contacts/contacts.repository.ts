@@ -64,8 +64,9 @@ export interface ContactExportRow {
   title: string | null;
   ownerId: number | null;
   fields: Record<string, unknown> | null;
-  createdAt: Date;
-  modifiedAt: Date | null;
+  /** ISO 8601 (UTC, milliseconds). */
+  createdAt: string;
+  modifiedAt: string | null;
 }
 
 /** Narrows the contacts list (alias `c`), e.g. to a campaign's members. */
@@ -445,8 +446,9 @@ export class ContactsRepository {
       .addSelect('c.title', 'title')
       .addSelect('c.owner_id', 'ownerId')
       .addSelect('c.fields', 'fields')
-      .addSelect('c.created_at', 'createdAt')
-      .addSelect('c.modified_at', 'modifiedAt')
+      // ISO 8601 text made by PostgreSQL (as iso() writes it): no Date per row on the hot path.
+      .addSelect(`to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`, 'createdAt')
+      .addSelect(`to_char(c.modified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`, 'modifiedAt')
       .where('c.id > :__after', { __after: afterId });
     if (filter) qb.andWhere(filter.sql, filter.params);
     return qb.orderBy('c.id', 'ASC').limit(limit).getRawMany<ContactExportRow>();

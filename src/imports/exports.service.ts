@@ -16,7 +16,7 @@ import { ContactFieldValuesService } from '../fields/contact-field-values.servic
 import { JOB_IDS } from '../jobs/job-names.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import type { CreateExportDto } from './import.dto.js';
-import { csvCell, exportColumns, FIELD_OBJECT, type ImportObject } from './import.rules.js';
+import { csvCell, csvLine, exportColumns, FIELD_OBJECT, type ImportObject } from './import.rules.js';
 import { type ExportRow, ImportsRepository } from './imports.repository.js';
 import { JobFiles } from './job-files.js';
 
@@ -67,7 +67,7 @@ const BASE_COLUMNS: Record<ImportObject, readonly string[]> = {
 };
 
 /** Contacts read per statement of the keyset walk. */
-const CONTACT_PAGE = 5000;
+const CONTACT_PAGE = 2000;
 /** Other objects walk their list with a cursor, at its largest page. */
 const LIST_PAGE = '200';
 
@@ -226,7 +226,7 @@ export class ExportsService implements OnModuleInit {
       const { records, next } = await this.page(row.object, row.options.filter, cursor, false);
       if (records.length) {
         counter.rows += records.length;
-        yield csv ? stringify(records.map((r) => columns.map((c) => csvCell(r, c)))) : records.map((r) => `${JSON.stringify(pick(r, columns))}\n`).join('');
+        yield csv ? records.map((r) => csvLine(columns.map((c) => csvCell(r, c)))).join('') : records.map((r) => `${JSON.stringify(pick(r, columns))}\n`).join('');
       }
       if (next === null) return;
       cursor = next;
@@ -246,7 +246,7 @@ export class ExportsService implements OnModuleInit {
     if (object === 'contacts') {
       const limit = probe ? 1 : CONTACT_PAGE;
       const rows = await this.contacts.exportPage(filter, typeof cursor === 'number' ? cursor : 0, limit);
-      const records = rows.map((r) => ({ ...r, fields: r.fields ?? {}, createdAt: iso(r.createdAt), modifiedAt: iso(r.modifiedAt) }));
+      const records = rows as unknown as AnyRecord[];
       return { records, next: rows.length === limit ? rows[rows.length - 1].id : null };
     }
     const query: Record<string, unknown> = { after: typeof cursor === 'string' ? cursor : '', limit: probe ? '1' : LIST_PAGE, count: 'false', orderBy: 'id' };
