@@ -488,7 +488,7 @@ describe('import worker killed mid-import', () => {
   });
 
   it('SIGKILL of the worker mid-import: a new worker resumes from the checkpoint; every row is written once', async () => {
-    const n = 30000;
+    const n = 12000;
     const rows = [['name', 'email']];
     for (let i = 0; i < n; i++) rows.push([`K${i}`, `k${i}@kill.test`]);
     const r = await upload(api, auth, csvOf(rows), { object: 'contacts', mode: 'create' });
@@ -496,14 +496,16 @@ describe('import worker killed mid-import', () => {
     const id = r.body.import.id as number;
     const midway = await until('the import to be midway', async () => {
       const imp = (await api.http.get(`/api/imports/${id}`).set('Authorization', auth)).body.import as ImportRecord;
-      return imp.counts.processed >= 2000 ? imp : null;
+      return imp.counts.processed >= 1000 ? imp : null;
     });
     expect(midway.status).toBe('running');
     await worker!.kill('SIGKILL');
     const atKill = (await api.http.get(`/api/imports/${id}`).set('Authorization', auth)).body.import as ImportRecord;
     expect(atKill.counts.processed).toBeLessThan(n);
     worker = await startApp({ role: 'worker', shareWith: api, env });
-    const imp = await finished(api, auth, id);
+    const imp = await finished(api, auth, id).catch((e: unknown) => {
+      throw new Error(`${String(e)}\nworker: ${worker?.logs.join('').slice(-3000)}\napi: ${api.logs.join('').slice(-2000)}`);
+    });
     expect(imp.status).toBe('completed');
     expect(imp.counts).toMatchObject({ total: n, processed: n, created: n, failed: 0 });
     const stored = await api.sql<{ n: string; distinct: string }>(

@@ -226,7 +226,9 @@ export class ExportsService implements OnModuleInit {
       const { records, next } = await this.page(row.object, row.options.filter, cursor, false);
       if (records.length) {
         counter.rows += records.length;
-        yield csv ? records.map((r) => csvLine(columns.map((c) => csvCell(r, c)))).join('') : records.map((r) => `${JSON.stringify(pick(r, columns))}\n`).join('');
+        yield csv
+          ? records.map((r) => csvLine(columns.map((c) => csvCell(r, c)))).join('')
+          : records.map((r) => `${JSON.stringify(pick(r, columns))}\n`).join('');
       }
       if (next === null) return;
       cursor = next;

@@ -71,7 +71,7 @@ export class ImportsController {
   @ApiOperation({
     summary: "An import's row errors: row number, column, code and message",
     description:
-      'In row order, `limit` (1..1000, default 100) at a time; pass `next` as `after` for the next page. `format=csv` answers every error as a CSV file (row, column, code, message).',
+      'In the order they were recorded (row order within each chunk; chunks may be written in parallel), `limit` (1..1000, default 100) at a time; pass `next` as `after` for the next page. `format=csv` answers every error as a CSV file (row, column, code, message).',
   })
   @ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000 } })
   @ApiQuery({ name: 'after', required: false, schema: { type: 'string', pattern: '^[0-9]+$' } })

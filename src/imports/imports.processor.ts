@@ -83,25 +83,50 @@ export class ImportsProcessor implements OnModuleInit, BeforeApplicationShutdown
     return total;
   }
 
-  /** Writes the rows after the checkpoint; false when the run stopped before the end (canceled, taken over, shutting down). */
+  /**
+   * Writes the chunks not committed yet, up to IMPORT_PARALLEL_CHUNKS at once (each its own
+   * transaction); false when the run stopped before the end (canceled, shutting down).
+   */
   private async write(imp: ImportRow): Promise<boolean> {
     const source = await openSource(this.files, this.keyOf(imp), imp.sourceFormat, imp.options.columns);
     const plans = await this.imports.planFor(imp, source.header);
-    const size = this.imports.chunkRows;
-    let offset = imp.processedRows;
+    const done = await this.imports.committedChunks(imp.id);
+    const size = imp.options.chunkRows;
+    const inflight = new Set<Promise<void>>();
+    let failure: { error: unknown } | null = null;
+    let stopped = false;
+    const submit = async (chunk: number, rows: ChunkRow[]) => {
+      const p: Promise<void> = this.imports
+        .writeChunk(imp, chunk, rows, plans)
+        .then(
+          (outcome) => {
+            if (outcome === 'stopped') stopped = true;
+          },
+          (error: unknown) => {
+            failure ??= { error };
+          },
+        )
+        .finally(() => inflight.delete(p));
+      inflight.add(p);
+      if (inflight.size >= this.imports.parallelChunks) await Promise.race(inflight);
+    };
     let row = 0;
-    let chunk: ChunkRow[] = [];
+    let rows: ChunkRow[] = [];
     for await (const cells of source.rows) {
+      const chunk = Math.floor(row / size);
       row++;
-      if (row <= offset) continue;
-      chunk.push({ row, record: this.imports.recordOf(cells, plans, imp) });
-      if (chunk.length < size) continue;
-      if (this.stopping || !(await this.imports.writeChunk(imp, offset, chunk, plans))) return false;
-      offset += chunk.length;
-      chunk = [];
+      if (done.has(chunk)) continue;
+      rows.push({ row, record: this.imports.recordOf(cells, plans, imp) });
+      if (rows.length < size && row % size !== 0) continue;
+      if (failure || stopped || this.stopping) break;
+      await submit(chunk, rows);
+      rows = [];
     }
-    if (chunk.length && (this.stopping || !(await this.imports.writeChunk(imp, offset, chunk, plans)))) return false;
-    return true;
+    if (rows.length && !failure && !stopped && !this.stopping) await submit(Math.floor((row - 1) / size), rows);
+    await Promise.all(inflight);
+    const failed = failure as { error: unknown } | null;
+    if (failed) throw failed.error;
+    return !stopped && !this.stopping;
   }
 
   private keyOf(imp: ImportRow): string {

@@ -12,6 +12,8 @@ export interface ImportOptions {
   dryRun: boolean;
   /** JSON rows: the keys of the rows, in first-seen order (the "header"). */
   columns: string[] | null;
+  /** Rows per chunk, fixed when the import is created (chunk n holds rows n*chunkRows+1 ...). */
+  chunkRows: number;
 }
 
 /** Who created an import: the batch writes run as this principal. */
@@ -159,14 +161,38 @@ export class ImportsRepository {
     return rows[0] ?? null;
   }
 
-  /** Moves the checkpoint past a chunk and adds its counts (in the chunk's transaction). */
-  async commitChunk(id: number, c: ChunkCounts, tx: Tx): Promise<void> {
-    await tx.query(
+  /**
+   * Claims a chunk for the transaction writing it: false when it is committed already (a second
+   * writer of the same chunk waits here for the first, and skips it once that one commits).
+   */
+  async claimChunk(importId: number, chunk: number, tx: Tx): Promise<boolean> {
+    const rows = await tx.query<unknown[]>(`INSERT INTO import_chunks (import_id, chunk) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING chunk`, [
+      importId,
+      chunk,
+    ]);
+    return rows.length > 0;
+  }
+
+  /** The chunks whose writes are committed (a resumed run skips them). */
+  async committedChunks(importId: number): Promise<Set<number>> {
+    const rows = await this.db().query<{ chunk: number }[]>(`SELECT chunk FROM import_chunks WHERE import_id = $1`, [importId]);
+    return new Set(rows.map((r) => r.chunk));
+  }
+
+  /**
+   * Adds a chunk's counts, the last statement of its transaction, only while the import is running:
+   * false when it was canceled meanwhile (the UPDATE waits for the cancel and sees its status), so
+   * the chunk is rolled back.
+   */
+  async commitChunk(id: number, c: ChunkCounts, tx: Tx): Promise<boolean> {
+    const rows = await returning<{ id: number }>(
+      tx,
       `UPDATE imports SET processed_rows = processed_rows + $2, created_count = created_count + $3, updated_count = updated_count + $4,
               skipped_count = skipped_count + $5, failed_count = failed_count + $6, modified_at = now()
-        WHERE id = $1`,
+        WHERE id = $1 AND status = 'running' RETURNING id`,
       [id, c.rows, c.created, c.updated, c.skipped, c.failed],
     );
+    return rows.length > 0;
   }
 
   /** One statement for a chunk's row errors. */
@@ -190,7 +216,7 @@ export class ImportsRepository {
     return rows[0] ?? null;
   }
 
-  /** An import's errors after the error `afterId`, in row order. */
+  /** An import's errors after the error `afterId`, in the order they were recorded. */
   async errors(importId: number, afterId: number, limit: number): Promise<ImportErrorRow[]> {
     return this.db().query<ImportErrorRow[]>(
       `SELECT id::text AS id, row_number AS row, column_name AS column, code, message FROM import_errors

@@ -40,6 +40,13 @@ const WRITE_PERMISSION: Record<ImportObject, string> = { contacts: 'contacts:wri
 /** Errors a page of GET /api/imports/{id}/errors holds at most. */
 const ERRORS_MAX_LIMIT = 1000;
 
+/** Rolls a chunk back: the import stopped running while it was written. */
+class ChunkAbandoned extends Error {
+  constructor() {
+    super('the import is no longer running');
+  }
+}
+
 /** Thrown inside a dry run's savepoint to roll its writes back while keeping the answer. */
 class DryRunRollback extends Error {
   constructor(readonly answer: BatchAnswer) {
@@ -221,6 +228,7 @@ export class ImportsService {
       campaignId: dto.campaignId ?? null,
       dryRun: dto.dryRun === true,
       columns: null,
+      chunkRows: this.config.importChunkRows,
     };
   }
 
@@ -325,56 +333,69 @@ export class ImportsService {
   }
 
   /**
-   * Writes one chunk and moves the checkpoint past it, in one transaction. `offset` is the
-   * checkpoint the chunk starts at: when the import's checkpoint is elsewhere (another worker took
-   * over) or the import is no longer running (canceled), nothing is written and the answer is false.
+   * Writes one chunk (`chunk`: its number in the file) in one transaction with its checkpoint row
+   * (import_chunks) and its counts. Answers `written`; `skipped` when that chunk is committed
+   * already (another runner wrote it); `stopped` when the import is not running (canceled before or
+   * while the chunk was written: then nothing of it is kept).
    */
-  async writeChunk(imp: ImportRow, offset: number, rows: ChunkRow[], plans: ColumnPlan[]): Promise<boolean> {
+  async writeChunk(imp: ImportRow, chunk: number, rows: ChunkRow[], plans: ColumnPlan[]): Promise<'written' | 'skipped' | 'stopped'> {
     const who = principalOf(imp.principal);
-    return this.transactions.run(async (tx) => {
-      const current = await this.repository.lockImport(imp.id, tx);
-      if (current?.status !== 'running' || current.processedRows !== offset) return false;
-      const live = rows.filter((r) => r.record !== null);
-      const counts: ChunkCounts = { rows: rows.length, created: 0, updated: 0, skipped: rows.length - live.length, failed: 0 };
-      const errors: { row: number; column: string | null; code: string; message: string }[] = [];
-      if (live.length) {
-        const dto: BatchWriteDto = { mode: imp.options.mode, idProperty: imp.options.idProperty, items: live.map((r) => r.record) };
-        const answer = imp.options.dryRun
-          ? await this.transactions
-              .run(async (sp) => {
-                throw new DryRunRollback(await this.batch(imp.object, dto, who, sp));
-              }, tx)
-              .catch((e: unknown) => {
-                if (e instanceof DryRunRollback) return e.answer;
-                throw e;
-              })
-          : await this.batch(imp.object, dto, who, tx);
-        counts.created = answer.summary.created;
-        counts.updated = answer.summary.updated;
-        counts.failed = answer.summary.failed;
-        const ids: number[] = [];
-        for (const r of answer.results) {
-          const rowNumber = live[r.index].row;
-          if (!r.error) {
-            if (r.id !== undefined) ids.push(r.id);
-            continue;
-          }
-          const details = r.error.details?.length ? r.error.details : [undefined];
-          for (const d of details) {
-            const field = typeof d?.field === 'string' ? d.field : undefined;
-            let message = d ? `${field ? `${field}: ` : ''}${d.message}` : r.error.message;
-            if (typeof d?.index === 'number' && r.error.code === 'conflict' && live[d.index] !== undefined) {
-              message = `names the same ${field ?? 'record'} as row ${live[d.index].row}; a file may name a record once per chunk`;
+    return this.transactions
+      .run(async (tx) => {
+        const current = await this.repository.findImport(imp.id, tx);
+        if (current?.status !== 'running') return 'stopped' as const;
+        if (!(await this.repository.claimChunk(imp.id, chunk, tx))) return 'skipped' as const;
+        const live = rows.filter((r) => r.record !== null);
+        const counts: ChunkCounts = { rows: rows.length, created: 0, updated: 0, skipped: rows.length - live.length, failed: 0 };
+        const errors: { row: number; column: string | null; code: string; message: string }[] = [];
+        if (live.length) {
+          const dto: BatchWriteDto = { mode: imp.options.mode, idProperty: imp.options.idProperty, items: live.map((r) => r.record) };
+          const answer = imp.options.dryRun
+            ? await this.transactions
+                .run(async (sp) => {
+                  throw new DryRunRollback(await this.batch(imp.object, dto, who, sp));
+                }, tx)
+                .catch((e: unknown) => {
+                  if (e instanceof DryRunRollback) return e.answer;
+                  throw e;
+                })
+            : await this.batch(imp.object, dto, who, tx);
+          counts.created = answer.summary.created;
+          counts.updated = answer.summary.updated;
+          counts.failed = answer.summary.failed;
+          const ids: number[] = [];
+          for (const r of answer.results) {
+            const rowNumber = live[r.index].row;
+            if (!r.error) {
+              if (r.id !== undefined) ids.push(r.id);
+              continue;
             }
-            errors.push({ row: rowNumber, column: columnOf(field, plans), code: r.error.code, message });
+            const details = r.error.details?.length ? r.error.details : [undefined];
+            for (const d of details) {
+              const field = typeof d?.field === 'string' ? d.field : undefined;
+              let message = d ? `${field ? `${field}: ` : ''}${d.message}` : r.error.message;
+              if (typeof d?.index === 'number' && r.error.code === 'conflict' && live[d.index] !== undefined) {
+                message = `names the same ${field ?? 'record'} as row ${live[d.index].row}; a file may name a record once per chunk`;
+              }
+              errors.push({ row: rowNumber, column: columnOf(field, plans), code: r.error.code, message });
+            }
           }
+          if (imp.options.campaignId !== null && !imp.options.dryRun) await this.campaigns.addContacts(imp.options.campaignId, ids, tx);
         }
-        if (imp.options.campaignId !== null && !imp.options.dryRun) await this.campaigns.addContacts(imp.options.campaignId, ids, tx);
-      }
-      await this.repository.insertErrors(imp.id, errors, tx);
-      await this.repository.commitChunk(imp.id, counts, tx);
-      return true;
-    });
+        await this.repository.insertErrors(imp.id, errors, tx);
+        // Last: waits for a cancel in progress, and rolls the chunk back when the import is no longer running.
+        if (!(await this.repository.commitChunk(imp.id, counts, tx))) throw new ChunkAbandoned();
+        return 'written' as const;
+      })
+      .catch((e: unknown) => {
+        if (e instanceof ChunkAbandoned) return 'stopped' as const;
+        throw e;
+      });
+  }
+
+  /** The chunks of an import already committed. */
+  committedChunks(id: number): Promise<Set<number>> {
+    return this.repository.committedChunks(id);
   }
 
   private batch(object: ImportObject, dto: BatchWriteDto, who: Principal, tx: Tx): Promise<BatchAnswer> {
@@ -425,8 +446,9 @@ export class ImportsService {
     return this.repository.findImport(id);
   }
 
-  get chunkRows(): number {
-    return this.config.importChunkRows;
+  /** Chunks one import writes at once (IMPORT_PARALLEL_CHUNKS). */
+  get parallelChunks(): number {
+    return this.config.importParallelChunks;
   }
 }
 

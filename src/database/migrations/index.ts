@@ -22,6 +22,7 @@ import { Broadcasts1763700001310 } from './1763700001310-broadcasts.js';
 import { WebhookDrain1763700001400 } from './1763700001400-webhook-drain.js';
 import { CompanyFilterIndexes1763700001500 } from './1763700001500-company-filter-indexes.js';
 import { ImportsExports1763700001700 } from './1763700001700-imports-exports.js';
+import { ImportChunks1763700001710 } from './1763700001710-import-chunks.js';
 
 export const MIGRATIONS = [
   Platform1763700000000,
@@ -44,4 +45,5 @@ export const MIGRATIONS = [
   WebhookDrain1763700001400,
   CompanyFilterIndexes1763700001500,
   ImportsExports1763700001700,
+  ImportChunks1763700001710,
 ];
