@@ -108,7 +108,11 @@ async function main() {
     APP_ROLE: 'all',
   };
   if (process.env.BENCH_REDIS_URL) Object.assign(env, { REDIS_URL: process.env.BENCH_REDIS_URL, REDIS_PREFIX: `bench${randomBytes(3).toString('hex')}` });
-  const api = spawn(process.execPath, [...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : []), 'dist/main.js'], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'] });
+  const api = spawn(process.execPath, [...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : []), 'dist/main.js'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   const base = `http://127.0.0.1:${port}`;
   const call = async (method, path, body) => {
     const res = await fetch(`${base}${path}`, {
