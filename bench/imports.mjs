@@ -7,11 +7,14 @@
  * emails are new and unique to the run (`imp-<tag>-<n>@imports-bench.test`), and every contact,
  * event and job row the run wrote is deleted at the end, so the database is left as it was.
  * Export: every contact to CSV, timed from the request to `completed`, then downloaded and counted.
- * The API process (APP_ROLE=all, in-process jobs unless BENCH_REDIS_URL is set) has its resident
- * set sampled every 200 ms; its peak (VmHWM) is printed.
+ * As deployed (the Dockerfile's NODE_OPTIONS): an API process (APP_ROLE=api) takes the upload and a
+ * worker (APP_ROLE=worker) runs the jobs, on Redis (BENCH_REDIS_URL, default the machine's, under a
+ * fresh key prefix removed at the end); BENCH_IN_PROCESS=1 runs one process without Redis instead.
+ * Each process's resident set is sampled every 200 ms; the peaks are printed.
  *
  * `node bench/imports.mjs` after `npm run build`. Environment: BENCH_DATABASE_ADMIN_URL,
- * BENCH_DATABASE, BENCH_IMPORT_ROWS, BENCH_REDIS_URL, BENCH_SKIP_EXPORT=1, BENCH_SKIP_IMPORT=1.
+ * BENCH_DATABASE, BENCH_IMPORT_ROWS, BENCH_REDIS_URL, BENCH_IN_PROCESS=1, BENCH_SKIP_EXPORT=1,
+ * BENCH_SKIP_IMPORT=1.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -20,6 +23,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -27,6 +31,10 @@ const ADMIN_URL = process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgres://postgres@1
 const DB_NAME = process.env.BENCH_DATABASE ?? 'sf_bench';
 const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 1_000_000);
 const DOMAIN = 'imports-bench.test';
+const IN_PROCESS = process.env.BENCH_IN_PROCESS === '1';
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** Kept equal to NODE_OPTIONS in the Dockerfile: the benchmark runs the app as it is deployed. */
+const DEPLOYED_NODE_OPTIONS = (/^ENV NODE_OPTIONS="([^"]*)"/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8')) ?? [])[1] ?? '';
 const log = (m) => process.stderr.write(`[bench:imports] ${m}\n`);
 const dbUrl = (() => {
   const u = new URL(ADMIN_URL);
@@ -94,9 +102,11 @@ async function main() {
     .pop();
   const dataDir = mkdtempSync(join(tmpdir(), 'sf-bench-imports-'));
   const port = await freePort();
+  const prefix = `bench${randomBytes(3).toString('hex')}`;
   const env = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
+    NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS ?? DEPLOYED_NODE_OPTIONS,
     DATABASE_URL: dbUrl,
     PORT: String(port),
     HOST: '127.0.0.1',
@@ -105,14 +115,19 @@ async function main() {
     RATE_LIMIT_ENTERPRISE: '1000000000',
     DATA_DIR: dataDir,
     STORAGE_DIR: join(dataDir, 'storage'),
-    APP_ROLE: 'all',
+    APP_ROLE: IN_PROCESS ? 'all' : 'api',
+    ...(IN_PROCESS ? {} : { REDIS_URL, REDIS_PREFIX: prefix }),
   };
-  if (process.env.BENCH_REDIS_URL) Object.assign(env, { REDIS_URL: process.env.BENCH_REDIS_URL, REDIS_PREFIX: `bench${randomBytes(3).toString('hex')}` });
-  const api = spawn(process.execPath, [...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : []), 'dist/main.js'], {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  const prof = (name) =>
+    process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF, '--cpu-prof-name', `${name}.cpuprofile`] : [];
+  const api = spawn(process.execPath, [...prof('api'), 'dist/main.js'], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'] });
+  const worker = IN_PROCESS
+    ? null
+    : spawn(process.execPath, [...prof('worker'), 'dist/main.js'], {
+        cwd: ROOT,
+        env: { ...env, APP_ROLE: 'worker', PORT: String(await freePort()), HEARTBEAT_FILE: join(dataDir, 'worker.beat') },
+        stdio: ['ignore', 'inherit', 'inherit'],
+      });
   const base = `http://127.0.0.1:${port}`;
   const call = async (method, path, body) => {
     const res = await fetch(`${base}${path}`, {
@@ -136,9 +151,14 @@ async function main() {
   const createdFields = [];
   await sleep(2000);
   const idle = memoryOf(api.pid).rss;
-  log(`API resident set when idle: ${Math.round(idle)} MB`);
+  log(`API resident set when idle: ${Math.round(idle)} MB${IN_PROCESS ? ' (one process, in-process jobs)' : ', worker a separate process'}`);
   let samples = [];
-  const sampler = setInterval(() => samples.push(memoryOf(api.pid).rss), 200);
+  let workerSamples = [];
+  const sampler = setInterval(() => {
+    samples.push(memoryOf(api.pid).rss);
+    if (worker) workerSamples.push(memoryOf(worker.pid).rss);
+  }, 200);
+  const peaks = () => ({ apiPeakRssMb: Math.round(Math.max(...samples)), ...(worker ? { workerPeakRssMb: Math.round(Math.max(...workerSamples)) } : {}) });
   const results = { apiIdleRssMb: Math.round(idle) };
   try {
     if (process.env.BENCH_SKIP_IMPORT !== '1') {
@@ -174,6 +194,7 @@ async function main() {
       form.set('mapping', JSON.stringify(mapping));
       form.set('file', await openAsBlob(csvPath, { type: 'text/csv' }), 'import.csv');
       samples = [];
+      workerSamples = [];
       t = performance.now();
       const started = await call('POST', '/api/imports', form);
       if (started.status !== 202) throw new Error(`import: ${started.status} ${JSON.stringify(started.body)}`);
@@ -192,12 +213,13 @@ async function main() {
         uploadMs: Math.round(uploadMs),
         rowsPerSecond: Math.round((ROWS * 1000) / ms),
         counts: imp.counts,
-        peakRssMb: Math.round(Math.max(...samples)),
+        ...peaks(),
       };
       log(`import: ${JSON.stringify(results.import)}`);
     }
     if (process.env.BENCH_SKIP_EXPORT !== '1') {
       samples = [];
+      workerSamples = [];
       const t = performance.now();
       const started = await call('POST', '/api/exports', { object: 'contacts', format: 'csv' });
       if (started.status !== 202) throw new Error(`export: ${started.status} ${JSON.stringify(started.body)}`);
@@ -219,15 +241,29 @@ async function main() {
         rowsPerSecond: Math.round((exp.rows * 1000) / ms),
         bytes: exp.size,
         downloadedLines: lines,
-        peakRssMb: Math.round(Math.max(...samples)),
+        ...peaks(),
       };
       log(`export: ${JSON.stringify(results.export)}`);
     }
     results.apiPeakRssMb = Math.round(memoryOf(api.pid).peak);
+    if (worker) results.workerPeakRssMb = Math.round(memoryOf(worker.pid).peak);
   } finally {
     clearInterval(sampler);
-    api.kill('SIGTERM');
-    await new Promise((r) => api.once('exit', r));
+    for (const p of [api, worker]) {
+      if (!p) continue;
+      p.kill('SIGTERM');
+      await new Promise((r) => p.once('exit', r));
+    }
+    if (!IN_PROCESS) {
+      const redis = new Redis(REDIS_URL);
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+        if (keys.length) await redis.del(...keys);
+        cursor = next;
+      } while (cursor !== '0');
+      redis.disconnect();
+    }
     // Leave the database as it was: the run's contacts, their events, the job rows, created fields.
     const t = performance.now();
     const del = await db.query(`DELETE FROM contacts WHERE email LIKE $1`, [`imp-${tag}-%@${DOMAIN}`]);

@@ -34,7 +34,6 @@ export class ImportsProcessor implements OnModuleInit, BeforeApplicationShutdown
   onModuleInit(): void {
     this.jobs.handle('imports.run', (p, ctx) => this.run(p.importId, ctx));
     this.jobs.handle('exports.run', (p, ctx) => this.exports.run(p.exportId, ctx.attempt >= ctx.maxAttempts));
-    this.jobs.handle('imports.recover', () => this.recover());
     this.jobs.onWorkerStart('imports: queue unfinished imports and exports', () => this.recover());
   }
 

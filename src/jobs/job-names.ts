@@ -53,8 +53,6 @@ export interface JobPayloads {
   'imports.run': { importId: number };
   /** Streams an export's records into storage. */
   'exports.run': { exportId: number };
-  /** Queues again the imports and exports left unfinished (worker start). */
-  'imports.recover': Record<string, never>;
 }
 export type JobName = keyof JobPayloads;
 
@@ -72,7 +70,6 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   'idempotency.prune': QUEUES.maintenance,
   'imports.run': QUEUES.imports,
   'exports.run': QUEUES.imports,
-  'imports.recover': QUEUES.maintenance,
 };
 
 export interface JobPolicy {
@@ -102,7 +99,6 @@ export const JOB_POLICY: Record<JobName, JobPolicy> = {
   // A failed run resumes from the checkpoint; after the last attempt the import is marked failed.
   'imports.run': { attempts: 5, backoffMs: 2_000 },
   'exports.run': { attempts: 3, backoffMs: 2_000 },
-  'imports.recover': { attempts: 2, backoffMs: 5_000 },
 };
 
 /** Retention of finished jobs in Redis: bounded by count and age so the queue never grows without end. */
