@@ -1,12 +1,15 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AppError } from '../common/errors.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+
+/** A `.part` file older than this is left over from a stopped process (swept at start). */
+const STALE_PART_MS = 24 * 3600 * 1000;
 
 const KEY_PATTERN = /^(imports|exports)\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -40,8 +43,17 @@ export class JobFiles implements OnModuleInit {
   }
 
   async onModuleInit(): Promise<void> {
-    await mkdir(join(this.root, 'imports'), { recursive: true });
-    await mkdir(join(this.root, 'exports'), { recursive: true });
+    for (const kind of ['imports', 'exports']) {
+      const dir = join(this.root, kind);
+      await mkdir(dir, { recursive: true });
+      // Partial files left by a process that stopped mid-write (an export's worker killed, an upload cut off).
+      const now = Date.now();
+      for (const name of await readdir(dir)) {
+        if (!name.endsWith('.part')) continue;
+        const s = await stat(join(dir, name)).catch(() => null);
+        if (s && now - s.mtimeMs > STALE_PART_MS) await unlink(join(dir, name)).catch(() => undefined);
+      }
+    }
   }
 
   private pathOf(key: string): string {
