@@ -427,6 +427,67 @@ describe('import and export jobs', () => {
     ]);
   });
 
+  it('deals and companies: import through their own batch paths (create, update by id), export with a filter', async () => {
+    const [ann] = await app.sql<{ id: number }>(`SELECT id FROM contacts WHERE email = 'ann@imp1.test'`);
+    const csv = csvOf([
+      ['title', 'value', 'contact_id', 'status'],
+      ['Deal A', '100.5', String(ann.id), 'open'],
+      ['Deal B', 'lots', String(ann.id), 'open'],
+      ['Deal C', '7', '999999', 'open'],
+    ]);
+    const deals = await finished(app, auth, (await upload(app, auth, csv, { object: 'deals', mode: 'create' })).body.import.id);
+    expect(deals.counts).toMatchObject({ total: 3, created: 1, failed: 2 });
+    const dealErrors = (await app.http.get(`/api/imports/${deals.id}/errors`).set('Authorization', auth)).body.errors as {
+      row: number;
+      column: string | null;
+    }[];
+    expect(dealErrors.map((e) => [e.row, e.column])).toEqual([
+      [2, 'value'],
+      [3, 'contact_id'],
+    ]);
+    const created = await finished(
+      app,
+      auth,
+      (
+        await app.http
+          .post('/api/imports')
+          .set('Authorization', auth)
+          .send({ object: 'companies', mode: 'create', rows: [{ name: 'Acme Imports', city: 'Oslo' }, { name: 'Beta Imports' }] })
+      ).body.import.id,
+    );
+    expect(created.counts).toMatchObject({ created: 2, failed: 0 });
+    const [acme] = await app.sql<{ id: number }>(`SELECT id FROM companies WHERE name = 'Acme Imports'`);
+    const updated = await finished(
+      app,
+      auth,
+      (
+        await upload(
+          app,
+          auth,
+          csvOf([
+            ['id', 'city'],
+            [String(acme.id), 'Bergen'],
+            ['999999', 'Nowhere'],
+          ]),
+          { object: 'companies', mode: 'update' },
+        )
+      ).body.import.id,
+    );
+    expect(updated.counts).toMatchObject({ updated: 1, failed: 1 });
+    expect((await app.sql<{ city: string }>(`SELECT city FROM companies WHERE id = $1`, [acme.id]))[0].city).toBe('Bergen');
+    const exp = await app.http
+      .post('/api/exports')
+      .set('Authorization', auth)
+      .send({ object: 'companies', format: 'csv', fields: ['name', 'city'], filter: 'name[endsWith]:Imports' });
+    expect(exp.status).toBe(202);
+    const done = await until('the companies export', async () => {
+      const g = await app.http.get(`/api/exports/${exp.body.export.id}`).set('Authorization', auth);
+      return g.body.export.status === 'completed' ? g.body.export : null;
+    });
+    const url = new URL(done.download.url as string);
+    expect((await app.http.get(`${url.pathname}${url.search}`)).text).toBe('name,city\nAcme Imports,Bergen\nBeta Imports,\n');
+  });
+
   it('export round trip: export every contact, import the file into an empty database, the same contacts', async () => {
     const r = await app.http.post('/api/exports').set('Authorization', auth).send({ object: 'contacts', format: 'csv' });
     const exp = await until('the export', async () => {
