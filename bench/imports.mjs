@@ -14,7 +14,7 @@
  *
  * `node bench/imports.mjs` after `npm run build`. Environment: BENCH_DATABASE_ADMIN_URL,
  * BENCH_DATABASE, BENCH_IMPORT_ROWS, BENCH_REDIS_URL, BENCH_IN_PROCESS=1, BENCH_SKIP_EXPORT=1,
- * BENCH_SKIP_IMPORT=1.
+ * BENCH_SKIP_IMPORT=1; IMPORT_* settings (IMPORT_PARALLEL_CHUNKS, IMPORT_CHUNK_ROWS) are passed to the app.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -117,6 +117,7 @@ async function main() {
     STORAGE_DIR: join(dataDir, 'storage'),
     APP_ROLE: IN_PROCESS ? 'all' : 'api',
     ...(IN_PROCESS ? {} : { REDIS_URL, REDIS_PREFIX: prefix }),
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('IMPORT_'))),
   };
   const prof = (name) =>
     process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF, '--cpu-prof-name', `${name}.cpuprofile`] : [];
