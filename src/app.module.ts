@@ -37,6 +37,7 @@ import { EventsModule } from './events/events.module.js';
 import { WebhooksModule } from './events/webhooks.module.js';
 import { AccountModule } from './account/account.module.js';
 import { SegmentsModule } from './segments/segments.module.js';
+import { ImportsModule } from './imports/imports.module.js';
 
 /** Feature modules: one per resource. */
 export const FEATURE_MODULES: Type[] = [
@@ -55,6 +56,7 @@ export const FEATURE_MODULES: Type[] = [
   ReportsModule,
   TextMessagesModule,
   SegmentsModule,
+  ImportsModule,
   EventsModule,
   WebhooksModule,
   AccountModule,

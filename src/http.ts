@@ -10,7 +10,7 @@ import { staticSecurityHeaders } from './common/security-headers.js';
 import { API_VERSION } from './system/system.controller.js';
 
 /** The batch routes' paths: /api/<resource>/batch and /api/campaigns/<id>/contacts/batch. */
-const BATCH_PATH = /^\/api\/(?:[a-z-]+|campaigns\/[^/]+\/contacts)\/batch\/?$/;
+const BATCH_PATH = /^\/api\/(?:(?:[a-z-]+|campaigns\/[^/]+\/contacts)\/batch|imports)\/?$/;
 
 /** Express-level settings of the API process: parsers and limits, security headers, CORS, the OpenAPI document. */
 export function configureHttp(app: NestExpressApplication, config: AppConfig): void {
@@ -97,6 +97,15 @@ function buildOpenApi(app: NestExpressApplication, config: AppConfig): OpenAPIOb
     .addApiKey(
       { type: 'apiKey', in: 'header', name: 'X-Signature', description: 'sha256=<hex HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>' },
       'smsSignature',
+    )
+    .addApiKey(
+      {
+        type: 'apiKey',
+        in: 'query',
+        name: 'signature',
+        description: "A signed, expiring link the service handed out (with `expires`), e.g. an export's `download.url`",
+      },
+      'signedLink',
     );
   const document = SwaggerModule.createDocument(app, builder.build());
   // Who may call each operation, its error answers, path ids, list parameters and body rules, from the same route table as GET /api/endpoints.

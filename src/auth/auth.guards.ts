@@ -4,6 +4,7 @@ import { parseBasicAuthorization, parseBearerAuthorization } from '../common/bas
 import { AppError } from '../common/errors.js';
 import type { AppRequest } from '../common/request.js';
 import { AUTHENTICATED, type Permission, routeAccess } from '../common/route-access.js';
+import { SignedLinks } from '../common/signed-links.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { verifySignature, SIGNATURE_HEADER } from '../sms/signature.js';
 import { hasPermission } from './permissions.js';
@@ -30,6 +31,7 @@ export class AuthenticationGuard implements CanActivate {
   constructor(
     private readonly tokens: TokensService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly links: SignedLinks,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -40,6 +42,15 @@ export class AuthenticationGuard implements CanActivate {
     if (credential === 'sms-signature') {
       if (verifySignature(this.config.smsWebhookSecret, req.rawBody, req.headers[SIGNATURE_HEADER])) req.credential = 'sms-signature';
       else req.authError = 'The delivery report is not signed with the webhook secret (X-Signature: sha256=<hex HMAC-SHA256 of the body>)';
+      return true;
+    }
+    if (credential === 'signed-link') {
+      const query = req.query as Record<string, unknown>;
+      const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
+      const route = (req as { route?: { path?: unknown } }).route;
+      const link = { params: req.params as Record<string, string>, expires: text(query.expires), signature: text(query.signature) };
+      if (typeof route?.path === 'string' && (await this.links.verify(route.path, link))) req.credential = 'signed-link';
+      else req.authError = 'The link is not valid or has expired; ask for a new one';
       return true;
     }
     if (req.query && ('access_token' in req.query || 'token' in req.query || 'api_key' in req.query)) {
@@ -90,6 +101,10 @@ export class PermissionGuard implements CanActivate {
     if (credential === 'sms-signature') {
       if (req.credential === 'sms-signature') return true;
       throw new AppError('unauthorized', req.authError ?? 'The delivery report is not signed with the webhook secret');
+    }
+    if (credential === 'signed-link') {
+      if (req.credential === 'signed-link') return true;
+      throw new AppError('unauthorized', req.authError ?? 'The link is not valid or has expired');
     }
     if (credential === 'metrics-token' && req.credential === 'metrics-token') return true;
     if (!req.principal) {

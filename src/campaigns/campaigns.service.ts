@@ -210,6 +210,17 @@ export class CampaignsService {
     return { added: r.added, alreadyMember: r.addFound - r.added, removed: r.removed, notMember: r.removeFound - r.removed, notFound: r.notFound };
   }
 
+  /**
+   * Adds contacts to a campaign inside the caller's transaction (an import's chunk): one set-based
+   * statement with a campaign.contact_added event per new membership. 404 when the campaign is gone.
+   */
+  async addContacts(campaignId: number, contactIds: number[], tx: Tx): Promise<number> {
+    if (!contactIds.length) return 0;
+    const done = await this.members.batch(campaignId, contactIds, [], tx);
+    if (!done.campaign) throw notFound('Campaign', campaignId);
+    return done.added;
+  }
+
   /** The campaign's member contacts, with exactly the contacts list's parameters and envelope. */
   async listContacts(campaignId: number, query: Record<string, unknown>) {
     if (!(await this.campaigns.exists(campaignId))) throw notFound('Campaign', campaignId);

@@ -111,7 +111,7 @@ export class BatchRunner {
   }
 
   /** A batch of a resource named by id only (deals, activities): create, update, upsert (PUT-like) and delete. */
-  async runById(dto: BatchWriteDto, ops: IdBatchOps): Promise<BatchAnswer> {
+  async runById(dto: BatchWriteDto, ops: IdBatchOps, outer?: Tx): Promise<BatchAnswer> {
     assertBatchSize(dto.items);
     if (dto.idProperty !== undefined && dto.idProperty !== 'id') {
       throw new AppError('validation_failed', 'idProperty: this resource names its records by id only', [{ field: 'idProperty', message: 'must be id' }]);
@@ -148,7 +148,7 @@ export class BatchRunner {
         return { error };
       }
     });
-    return this.execute(plans, dto.atomic === true);
+    return this.execute(plans, dto.atomic === true, undefined, outer);
   }
 
   /**
@@ -158,8 +158,9 @@ export class BatchRunner {
    * (refused and duplicate items left out): e.g. one SELECT resolving every item's key, or a
    * set-based write of the simple items that marks them `done`. A 5xx of any item (the database went away) fails the whole batch: nothing is
    * written. With `atomic`, any failed item rolls everything back: 422 `batch_failed` with the results.
+   * With `outer`, the batch runs inside that transaction (an import commits a chunk with its checkpoint).
    */
-  async execute(plans: BatchPlan[], atomic: boolean, before?: (tx: Tx, live: number[]) => Promise<void>): Promise<BatchAnswer> {
+  async execute(plans: BatchPlan[], atomic: boolean, before?: (tx: Tx, live: number[]) => Promise<void>, outer?: Tx): Promise<BatchAnswer> {
     return this.transactions.run(async (tx) => {
       const lookup = (sql: string, params: string[]) => tx.query<{ id: number }[]>(sql, params);
       const fail = async (index: number, e: unknown): Promise<BatchItemResult> => {
@@ -229,7 +230,7 @@ export class BatchRunner {
         );
       }
       return { results: final, summary };
-    });
+    }, outer);
   }
 }
 

@@ -1,7 +1,6 @@
 import { type CanActivate, type ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import type { Response } from 'express';
-import { AppError } from './errors.js';
-import { fingerprintOf, IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS, parseIdempotencyKey, RECORDED_HEADERS, scopeOf } from './idempotency.js';
+import { fingerprintOf, IDEMPOTENT_METHODS, parseIdempotencyKey, RECORDED_HEADERS, scopeOf } from './idempotency.js';
 import type { IdempotencyScope } from './idempotency.repository.js';
 import { IdempotencyService } from './idempotency.service.js';
 import type { AppRequest } from './request.js';
@@ -32,11 +31,6 @@ export class IdempotencyGuard implements CanActivate {
     const { credential } = routeAccess(context);
     if (!req.principal || credential === 'none' || credential === 'session' || credential === 'sms-signature') return true;
     const key = parseIdempotencyKey(header);
-    if (req.is('multipart/form-data')) {
-      // The upload is streamed to storage after this point, so its bytes cannot be compared with a retry's.
-      const message = 'is not accepted on multipart/form-data uploads (their bytes are streamed, not fingerprinted); send the request without it';
-      throw new AppError('validation_failed', `${IDEMPOTENCY_HEADER}: ${message}`, [{ field: IDEMPOTENCY_HEADER, message }]);
-    }
     const scope: IdempotencyScope = { userId: req.principal.userId, scope: scopeOf(req.method, req.path), key, method: req.method, path: req.path };
     const fingerprint = fingerprintOf(req);
     const res = context.switchToHttp().getResponse<Response>();

@@ -58,12 +58,16 @@ export const scopeOf = (method: string, path: string): string => sha256(`${metho
 
 /**
  * What makes a retry "the same request": the media type, the query string and the canonical body.
- * Multipart bodies are not fingerprinted (they are refused with a key: see the guard).
+ * A multipart upload (an import's CSV, an asset's file) is streamed to storage after the key is
+ * claimed, so its bytes cannot be compared: it is matched by its size (Content-Length), and a retry of
+ * the same upload replays while an upload of another size is a mismatch.
  */
 export function fingerprintOf(req: Pick<Request, 'headers' | 'query' | 'body'>): string {
   const mediaType = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
   const body: unknown = req.body;
-  return sha256(`${mediaType}\n${canonicalJson(req.query ?? {})}\n${body === undefined ? '' : canonicalJson(body)}`);
+  const content =
+    mediaType === 'multipart/form-data' ? `multipart ${req.headers['content-length'] ?? 'chunked'}` : body === undefined ? '' : canonicalJson(body);
+  return sha256(`${mediaType}\n${canonicalJson(req.query ?? {})}\n${content}`);
 }
 
 /** Whether an answer is kept for replays: 2xx and 4xx, except 429 (and never 5xx), which a retry runs again. */

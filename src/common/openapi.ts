@@ -345,6 +345,7 @@ const SECURITY_BY_CREDENTIAL: Record<Credential, Record<string, string[]>[]> = {
   'metrics-token': [{ bearer: [] }],
   'sms-signature': [{ smsSignature: [] }],
   session: [],
+  'signed-link': [{ signedLink: [] }],
 };
 
 const IDEMPOTENCY_PARAMETER = {

@@ -22,6 +22,6 @@ export interface AppRequest extends Request {
   /** Why authentication failed, when a credential was presented but refused. */
   authError?: string;
   /** Which credential the guard chain verified: a token (then `principal` is set) or a machine credential. */
-  credential?: 'token' | 'metrics-token' | 'sms-signature';
+  credential?: 'token' | 'metrics-token' | 'sms-signature' | 'signed-link';
   startedAt?: bigint;
 }

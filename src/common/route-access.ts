@@ -32,9 +32,18 @@ export type Action = (typeof ACTIONS)[number];
 
 /**
  * Every permission a token can hold: `<resource>:<action>` for each pair, `events:read` (the event
- * feed is read-only), plus `*` (everything).
+ * feed is read-only), the import and export jobs' `imports:read|write` and `exports:read|write`
+ * (which also need the imported object's write or the exported object's read permission), plus `*` (everything).
  */
-export const PERMISSIONS = ['*', ...RESOURCES.flatMap((r) => ACTIONS.map((a) => `${r}:${a}` as const)), 'events:read'] as const;
+export const PERMISSIONS = [
+  '*',
+  ...RESOURCES.flatMap((r) => ACTIONS.map((a) => `${r}:${a}` as const)),
+  'events:read',
+  'imports:read',
+  'imports:write',
+  'exports:read',
+  'exports:write',
+] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
 export const PERMISSION_KEY = 'sf:permission';
@@ -54,9 +63,11 @@ export const FALLBACK_ROUTE_KEY = 'sf:fallback-route';
  * - `metrics-token`: `Authorization: Bearer <METRICS_TOKEN>`, or a token as for `token`;
  * - `sms-signature`: `X-Signature: sha256=<HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>`;
  * - `session`: the account console's session cookie (checked by account/console.guard.ts; no token is
- *   accepted there, and the cookie is never accepted by a token route).
+ *   accepted there, and the cookie is never accepted by a token route);
+ * - `signed-link`: a link the service handed out, signed and expiring (`?expires=<unix seconds>&signature=<hex>`,
+ *   e.g. an export's download), checked by the verifier its feature registers with SignedLinks.
  */
-export const CREDENTIALS = ['none', 'token', 'token-or-basic', 'metrics-token', 'sms-signature', 'session'] as const;
+export const CREDENTIALS = ['none', 'token', 'token-or-basic', 'metrics-token', 'sms-signature', 'session', 'signed-link'] as const;
 export type Credential = (typeof CREDENTIALS)[number];
 
 /** The permission a route needs from a token. Every route carries this, @Authenticated(), @Public() or a credential of its own. */
@@ -77,16 +88,19 @@ export const AcceptsMetricsToken = () => SetMetadata(CREDENTIAL_KEY, 'metrics-to
 /** The route is called by the SMS gateway, which signs the raw body with SMS_WEBHOOK_SECRET; no token. */
 export const SignedBySmsGateway = () => SetMetadata(CREDENTIAL_KEY, 'sms-signature');
 
+/** The route is reached through a signed, expiring link the service handed out (an export's download); no token. */
+export const SignedLink = () => SetMetadata(CREDENTIAL_KEY, 'signed-link');
+
 /** A signed-in account console page: the session cookie, never a token. */
 export const SignedInSession = () => applyDecorators(SetMetadata(PUBLIC_KEY, true), SetMetadata(CREDENTIAL_KEY, 'session'));
 
-/** Label shown as the permission of a route that needs no token permission but a signature. */
+/** Label shown as the permission of a route that needs no token permission but a signature (sms-signature, signed-link). */
 export const SIGNATURE_PERMISSION = 'signature';
 
 /** What a route needs, read from its metadata (handler first, then controller). */
 export interface RouteAccess {
   credential: Credential;
-  /** A permission, `authenticated`, `public`, or `signature` (sms-signature routes). */
+  /** A permission, `authenticated`, `public`, or `signature` (sms-signature and signed-link routes). */
   permission: string | null;
 }
 
@@ -100,6 +114,7 @@ export function routeAccessOf(handler: object, controller: object): RouteAccess 
   if (credential === 'none') return { credential, permission: 'public' };
   if (credential === 'sms-signature') return { credential, permission: SIGNATURE_PERMISSION };
   if (credential === 'session') return { credential, permission: 'session' };
+  if (credential === 'signed-link') return { credential, permission: SIGNATURE_PERMISSION };
   return { credential, permission: reflector.getAllAndOverride<string | undefined>(PERMISSION_KEY, targets) ?? null };
 }
 

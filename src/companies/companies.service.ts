@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
+import { assertBatchPermission, type BatchAnswer, BatchRunner } from '../common/batch.js';
+import type { BatchWriteDto } from '../common/batch.dto.js';
 import { iso } from '../common/dates.js';
 import { fieldError, notFound, rejectNulls } from '../common/errors.js';
 import type { FilterField } from '../common/filter.js';
@@ -82,6 +84,7 @@ export class CompaniesService {
     private readonly contacts: ContactsService,
     private readonly deals: DealsService,
     private readonly jobs: JobQueue,
+    private readonly batches: BatchRunner,
   ) {}
 
   async list(query: Record<string, unknown>) {
@@ -119,7 +122,7 @@ export class CompaniesService {
     return toCompanyRecord(c, c.ownerId !== null ? (owners.get(c.ownerId) ?? null) : null);
   }
 
-  async create(dto: CreateCompanyDto, who: Principal): Promise<CompanyRecord> {
+  async create(dto: CreateCompanyDto, who: Principal, outer?: Tx): Promise<CompanyRecord> {
     const c = this.companies.create();
     this.assign(c, dto, true);
     const custom = await this.fieldValues.apply({}, dto.fields, 'create', 'company');
@@ -130,21 +133,40 @@ export class CompaniesService {
       const record = await this.get(await this.companies.save(c, tx), tx);
       await this.events.record(tx, 'company.created', record);
       return record;
-    });
+    }, outer);
   }
 
   /**
    * PATCH: the row is locked while it is read and written, so parallel edits of different
    * properties all land. The custom-field rules are read before the lock is taken.
    */
-  async patch(id: number, dto: UpdateCompanyDto, who: Principal): Promise<CompanyRecord> {
+  async patch(id: number, dto: UpdateCompanyDto, who: Principal, outer?: Tx): Promise<CompanyRecord> {
     rejectNulls(dto, ['name']);
     const applyFields = await this.fieldValues.prepare(dto.fields, 'patch', 'company');
     return this.transactions.run(async (tx) => {
       const c = await this.companies.findForUpdate(id, tx);
       if (!c) throw notFound('Company', id);
       return this.write(c, dto, false, applyFields, who, tx);
-    });
+    }, outer);
+  }
+
+  /**
+   * Creates, updates or upserts up to 500 companies named by id, each exactly as its single-record
+   * route (the import jobs' write path; with `outer`, inside that transaction). No HTTP route yet.
+   */
+  batch(dto: BatchWriteDto, who: Principal, outer?: Tx): Promise<BatchAnswer> {
+    assertBatchPermission(dto, who, 'companies:delete');
+    return this.batches.runById(
+      dto,
+      {
+        createDto: CreateCompanyDto,
+        updateDto: UpdateCompanyDto,
+        create: (body, tx) => this.create(body as CreateCompanyDto, who, tx),
+        patch: (id, body, tx) => this.patch(id, body, who, tx),
+        remove: (id) => this.remove(id, who),
+      },
+      outer,
+    );
   }
 
   /** PUT: full replace when the id exists (omitted optional properties reset), else a new company with a new id. */

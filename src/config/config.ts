@@ -33,6 +33,14 @@ export interface AppConfig {
   /** Largest JSON body of a batch route (`POST /api/<resource>/batch`, BATCH_BODY_LIMIT_BYTES): 500 items need more than one record. */
   batchBodyLimitBytes: number;
   assetMaxBytes: number;
+  /** Largest CSV upload of POST /api/imports (IMPORT_MAX_BYTES, default 200 MiB). */
+  importMaxBytes: number;
+  /** Rows an import writes and checkpoints per transaction (IMPORT_CHUNK_ROWS, 1..500). */
+  importChunkRows: number;
+  /** Chunks one import writes at once, each in its own transaction (IMPORT_PARALLEL_CHUNKS, 1..8). */
+  importParallelChunks: number;
+  /** How long an export's download link stays valid (EXPORT_LINK_TTL_SECONDS). */
+  exportLinkTtlSeconds: number;
   storageDir: string;
   accessTokenTtlSeconds: number;
   /** Requests per minute and client address to the OAuth2 token and revocation endpoints. */
@@ -242,6 +250,10 @@ export function loadConfig(env: Env = process.env): AppConfig {
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),
     batchBodyLimitBytes: int(env, 'BATCH_BODY_LIMIT_BYTES', 8 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     assetMaxBytes: int(env, 'ASSET_MAX_BYTES', 25 * 1024 * 1024, 1, 10 * 1024 * 1024 * 1024),
+    importMaxBytes: int(env, 'IMPORT_MAX_BYTES', 200 * 1024 * 1024, 1, 100 * 1024 * 1024 * 1024),
+    importChunkRows: int(env, 'IMPORT_CHUNK_ROWS', 500, 1, 500),
+    importParallelChunks: int(env, 'IMPORT_PARALLEL_CHUNKS', 2, 1, 8),
+    exportLinkTtlSeconds: int(env, 'EXPORT_LINK_TTL_SECONDS', 3600, 10, 7 * 86400),
     storageDir: resolve(str(env, 'STORAGE_DIR', './data/storage')),
     accessTokenTtlSeconds: int(env, 'OAUTH_ACCESS_TOKEN_TTL_SECONDS', 3600, 1, 86400 * 30),
     oauthRateLimitPerMinute: int(env, 'OAUTH_RATE_LIMIT_PER_MINUTE', 20, 1, 100000),

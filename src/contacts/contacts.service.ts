@@ -22,7 +22,15 @@ import { EventsService } from '../events/events.service.js';
 import { ContactFieldValuesService } from '../fields/contact-field-values.service.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
 import { CreateContactDto, SetDoNotContactDto, UpdateContactDto } from './contact.dto.js';
-import { CONTACT_LIST_SPEC, type ContactListScope, type ContactRow, ContactsRepository, type ContactValues, type DncAuthor } from './contacts.repository.js';
+import {
+  CONTACT_LIST_SPEC,
+  type ContactExportRow,
+  type ContactListScope,
+  type ContactRow,
+  ContactsRepository,
+  type ContactValues,
+  type DncAuthor,
+} from './contacts.repository.js';
 
 export { CONTACT_LIST_SPEC, type ContactListScope };
 
@@ -151,6 +159,16 @@ export class ContactsService {
       throw fieldError('filter', 'must be a filter: the JSON form (an object) or the query-string form (a string)');
     }
     return compileFilter(filter, await this.filterRegistry(exclude), now);
+  }
+
+  /**
+   * One page of a contacts export: the contacts after `afterId` (id order) matching `filter` (the
+   * list's filter language, custom fields included; a bad filter is the list's 400).
+   */
+  async exportPage(filter: unknown, afterId: number, limit: number): Promise<ContactExportRow[]> {
+    const query = filter === undefined || filter === null ? {} : { filter };
+    const q = parseListQuery(query, CONTACT_LIST_SPEC, await this.listExtras(query));
+    return this.contacts.exportPage(q.filter, afterId, limit);
   }
 
   /** A company's contacts (GET /api/companies/{id}/contacts): exactly the contacts list's parameters and envelope. */
@@ -326,9 +344,9 @@ export class ContactsService {
    * single-record route. Records are named by `id`, `email` (the default for upsert) or the alias of a
    * unique-identifier custom field; the keys of the whole batch are resolved by one SELECT, then each
    * item runs in its own savepoint. An upsert whose create loses a race for the email (another request
-   * inserted it meanwhile) updates that contact instead.
+   * inserted it meanwhile) updates that contact instead. With `outer`, inside that transaction (imports).
    */
-  async batch(dto: BatchWriteDto, who: Principal): Promise<BatchAnswer> {
+  async batch(dto: BatchWriteDto, who: Principal, outer?: Tx): Promise<BatchAnswer> {
     assertBatchSize(dto.items);
     assertBatchPermission(dto, who, 'contacts:delete');
     const by = dto.idProperty ?? (dto.mode === 'upsert' ? 'email' : 'id');
@@ -347,19 +365,24 @@ export class ContactsService {
         return { error };
       }
     });
-    return this.batches.execute(plans, dto.atomic === true, async (tx, live) => {
-      const keys = [...new Set(live.flatMap((i) => (plans[i].key ? [plans[i].key.value] : [])))];
-      const lockBy = dto.mode === 'create' || by === 'email' ? 'email' : by === 'id' ? 'id' : null;
-      if (lockBy === null) {
-        for (const r of await this.fieldValues.holdersOf(by, keys, tx)) holders.set(r.key, r.id);
-        return;
-      }
-      // The named contacts, locked in id order: one statement for the whole batch.
-      const rows = lockBy === 'email' ? await this.contacts.lockByEmails(keys, tx) : await this.contacts.lockByIds(keys.map(Number), tx);
-      const current = new Map(rows.map((r) => [lockBy === 'email' ? r.email.toLowerCase() : String(r.id).padStart(10, '0'), r]));
-      for (const [key, r] of current) holders.set(key, r.id);
-      if (dto.mode !== 'delete') await this.writeSimpleItems(dto.mode, by, live, plans, items, current, who, tx);
-    });
+    return this.batches.execute(
+      plans,
+      dto.atomic === true,
+      async (tx, live) => {
+        const keys = [...new Set(live.flatMap((i) => (plans[i].key ? [plans[i].key.value] : [])))];
+        const lockBy = dto.mode === 'create' || by === 'email' ? 'email' : by === 'id' ? 'id' : null;
+        if (lockBy === null) {
+          for (const r of await this.fieldValues.holdersOf(by, keys, tx)) holders.set(r.key, r.id);
+          return;
+        }
+        // The named contacts, locked in id order: one statement for the whole batch.
+        const rows = lockBy === 'email' ? await this.contacts.lockByEmails(keys, tx) : await this.contacts.lockByIds(keys.map(Number), tx);
+        const current = new Map(rows.map((r) => [lockBy === 'email' ? r.email.toLowerCase() : String(r.id).padStart(10, '0'), r]));
+        for (const [key, r] of current) holders.set(key, r.id);
+        if (dto.mode !== 'delete') await this.writeSimpleItems(dto.mode, by, live, plans, items, current, who, tx);
+      },
+      outer,
+    );
   }
 
   /**

@@ -122,15 +122,19 @@ export class DealsService {
   }
 
   /** `POST /api/deals/batch`: up to 500 creates, updates, upserts (PUT-like) or deletes by id, each as its single-record route. */
-  batch(dto: BatchWriteDto, who: Principal): Promise<BatchAnswer> {
+  batch(dto: BatchWriteDto, who: Principal, outer?: Tx): Promise<BatchAnswer> {
     assertBatchPermission(dto, who, 'deals:delete');
-    return this.batches.runById(dto, {
-      createDto: CreateDealDto,
-      updateDto: UpdateDealDto,
-      create: (body, tx) => this.create(body as CreateDealDto, who, tx),
-      patch: (id, body, tx) => this.patch(id, body, who, tx),
-      remove: (id, tx) => this.remove(id, tx),
-    });
+    return this.batches.runById(
+      dto,
+      {
+        createDto: CreateDealDto,
+        updateDto: UpdateDealDto,
+        create: (body, tx) => this.create(body as CreateDealDto, who, tx),
+        patch: (id, body, tx) => this.patch(id, body, who, tx),
+        remove: (id, tx) => this.remove(id, tx),
+      },
+      outer,
+    );
   }
 
   /**

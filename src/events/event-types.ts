@@ -47,6 +47,8 @@ export const EVENT_CATALOGUE = {
   'broadcast.completed': "None of a broadcast's messages is queued any more. data: the broadcast with its counts; previous: { status }.",
   'broadcast.canceled': 'A broadcast was canceled; its unclaimed queued messages ended canceled. data: the broadcast; previous: { status }.',
   'report.completed': 'A report run finished and its result was stored (manual or scheduled). data: the report, with result: { id, generatedAt, trigger }.',
+  'import.completed':
+    'An import job ended (completed, failed or canceled). data: the import (id, object, status, counts, timings), as GET /api/imports/{id} answers.',
   'asset.created': 'An asset was created. data: the asset.',
   'asset.updated': "An asset changed (properties or its file). data: the asset; previous: the changed properties' old values.",
   'asset.deleted': 'An asset was deleted. data: the asset as it was.',

@@ -18,7 +18,7 @@ import {
 /** Queue states reported as depths. */
 const DEPTH_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 /** Jobs each worker runs at once, per queue. */
-const CONCURRENCY: Record<QueueName, number> = { maintenance: 1, reports: 2, sms: 5, webhooks: 32 };
+const CONCURRENCY: Record<QueueName, number> = { maintenance: 1, reports: 2, sms: 5, webhooks: 32, imports: 2 };
 /** How long an enqueue may take before the queue counts as unavailable. */
 const ENQUEUE_TIMEOUT_MS = 5_000;
 /** How long a queue operation waits for a Redis connection that is (re)opening. */

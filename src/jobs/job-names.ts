@@ -8,6 +8,7 @@ export const QUEUES = {
   reports: 'reports',
   sms: 'sms',
   webhooks: 'webhooks',
+  imports: 'imports',
 } as const;
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
@@ -45,6 +46,13 @@ export interface JobPayloads {
   'companies.backfill': { runId: number };
   /** Deletes Idempotency-Key records past their retention (hourly). */
   'idempotency.prune': Record<string, never>;
+  /**
+   * Runs an import from its checkpoint: chunk by chunk, each chunk's writes committed with the
+   * checkpoint (so a run killed mid-import resumes after the last committed chunk).
+   */
+  'imports.run': { importId: number };
+  /** Streams an export's records into storage. */
+  'exports.run': { exportId: number };
 }
 export type JobName = keyof JobPayloads;
 
@@ -60,6 +68,8 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   'events.prune': QUEUES.maintenance,
   'companies.backfill': QUEUES.maintenance,
   'idempotency.prune': QUEUES.maintenance,
+  'imports.run': QUEUES.imports,
+  'exports.run': QUEUES.imports,
 };
 
 export interface JobPolicy {
@@ -86,6 +96,9 @@ export const JOB_POLICY: Record<JobName, JobPolicy> = {
   // One transaction; a run that failed for good is marked failed (GET /api/companies/backfill/{id}).
   'companies.backfill': { attempts: 3, backoffMs: 10_000 },
   'idempotency.prune': { attempts: 2, backoffMs: 60_000 },
+  // A failed run resumes from the checkpoint; after the last attempt the import is marked failed.
+  'imports.run': { attempts: 5, backoffMs: 2_000 },
+  'exports.run': { attempts: 3, backoffMs: 2_000 },
 };
 
 /** Retention of finished jobs in Redis: bounded by count and age so the queue never grows without end. */
@@ -112,4 +125,7 @@ export const JOB_IDS = {
   /** One job per backfill run. */
   companiesBackfill: (runId: number) => `companies-backfill:${runId}`,
   idempotencyPruneSchedule: 'idempotency-prune',
+  /** One job per import (re-queued by the recovery while it is unfinished). */
+  importRun: (importId: number) => `import:${importId}`,
+  exportRun: (exportId: number) => `export:${exportId}`,
 };

@@ -22,6 +22,8 @@ import { Broadcasts1763700001310 } from './1763700001310-broadcasts.js';
 import { WebhookDrain1763700001400 } from './1763700001400-webhook-drain.js';
 import { CompanyFilterIndexes1763700001500 } from './1763700001500-company-filter-indexes.js';
 import { Segments1763700001600 } from './1763700001600-segments.js';
+import { ImportsExports1763700001700 } from './1763700001700-imports-exports.js';
+import { ImportChunks1763700001710 } from './1763700001710-import-chunks.js';
 import { BroadcastCounts1763700001800 } from './1763700001800-broadcast-counts.js';
 
 export const MIGRATIONS = [
@@ -45,5 +47,7 @@ export const MIGRATIONS = [
   WebhookDrain1763700001400,
   CompanyFilterIndexes1763700001500,
   Segments1763700001600,
+  ImportsExports1763700001700,
+  ImportChunks1763700001710,
   BroadcastCounts1763700001800,
 ];

@@ -1,0 +1,38 @@
+import type { Request } from 'express';
+import type { StorageEngine } from 'multer';
+import { pipeline } from 'node:stream';
+import { type JobFiles, SizeLimit } from './job-files.js';
+
+/** What an import upload left in storage, on `req.file`. */
+export interface StoredImportFile {
+  storageKey: string;
+  size: number;
+  originalname: string;
+}
+
+/**
+ * multer storage engine for import uploads: streams the `file` part through a size limit
+ * (IMPORT_MAX_BYTES, 413 beyond) into the job files, never buffering it. On failure nothing is kept.
+ */
+export class ImportUploadEngine implements StorageEngine {
+  constructor(
+    private readonly files: JobFiles,
+    private readonly maxBytes: number,
+  ) {}
+
+  _handleFile(_req: Request, file: Express.Multer.File, cb: (error?: unknown, info?: Partial<StoredImportFile>) => void): void {
+    const limit = new SizeLimit(this.maxBytes);
+    const source = pipeline(file.stream, limit, () => undefined);
+    this.files.write('imports', source).then(
+      ({ key, size }) => cb(null, { storageKey: key, size }),
+      (e: unknown) => cb(e),
+    );
+  }
+
+  _removeFile(_req: Request, file: Express.Multer.File, cb: (error: Error | null) => void): void {
+    this.files.delete((file as Partial<StoredImportFile>).storageKey ?? null).then(
+      () => cb(null),
+      (e: unknown) => cb(e instanceof Error ? e : new Error(String(e))),
+    );
+  }
+}

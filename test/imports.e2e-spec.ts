@@ -1,0 +1,592 @@
+/**
+ * Import and export jobs (issue 15 parts 3 and 4) over HTTP: a CSV with bad rows (errors listed,
+ * good rows in), delimiters and BOM, dry runs, cancel, permissions, Idempotency-Key, the export
+ * round trip into an empty database, signed download links; and, with the API and the worker as
+ * separate processes, a worker killed with SIGKILL mid-import resuming without duplicates.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { expectError, startApp, type TestApp } from './support/app.js';
+import { adminToken, tokenFor } from './support/fixtures.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface ImportRecord {
+  id: number;
+  status: string;
+  counts: { total: number | null; processed: number; created: number; updated: number; skipped: number; failed: number };
+  progress: number;
+  error: string | null;
+  durationMs: number | null;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 90000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+function csvOf(rows: string[][], delimiter = ','): string {
+  const cell = (v: string) => (/[",;\t\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);
+  return rows.map((r) => r.map(cell).join(delimiter)).join('\n') + '\n';
+}
+
+function upload(app: TestApp, auth: string, csv: string | Buffer, fields: Record<string, string>) {
+  const req = app.http.post('/api/imports').set('Authorization', auth);
+  for (const [k, v] of Object.entries(fields)) void req.field(k, v);
+  return req.attach('file', Buffer.isBuffer(csv) ? csv : Buffer.from(csv), { filename: 'people.csv', contentType: 'text/csv' });
+}
+
+async function finished(app: TestApp, auth: string, id: number): Promise<ImportRecord> {
+  return until(`import ${id} to end`, async () => {
+    const r = await app.http.get(`/api/imports/${id}`).set('Authorization', auth);
+    expect(r.status).toBe(200);
+    const imp = r.body.import as ImportRecord;
+    return ['completed', 'failed', 'canceled'].includes(imp.status) ? imp : null;
+  });
+}
+
+describe('import and export jobs', () => {
+  let app: TestApp;
+  let auth: string;
+
+  beforeAll(async () => {
+    app = await startApp({ noRedis: true, env: { RATE_LIMIT_ENTERPRISE: '1000000' } });
+    auth = await adminToken(app);
+    for (const [label, type] of [
+      ['Score', 'number'],
+      ['Vip', 'boolean'],
+      ['Tags', 'multiselect'],
+    ] as const) {
+      const body: Record<string, unknown> = { label, type };
+      if (type === 'multiselect')
+        body.properties = {
+          list: [
+            { label: 'A', value: 'a' },
+            { label: 'B', value: 'b' },
+          ],
+        };
+      const f = await app.http.post('/api/fields/contact/new').set('Authorization', auth).send(body);
+      expect(f.status).toBe(201);
+    }
+  }, 120000);
+  afterAll(async () => app?.stop());
+
+  it('imports a CSV with bad rows: the good rows are in, every bad row is listed with its column, as JSON and as CSV', async () => {
+    const csv = csvOf([
+      ['Full name', 'E-mail', 'score', 'vip', 'tags', 'Note'],
+      ['Ann', 'ann@imp1.test', '12', 'yes', 'a|b', 'x'],
+      ['No email', '', '3', '', '', ''],
+      ['Bad score', 'bad@imp1.test', 'twelve', '', '', ''],
+      ['', '', '', '', '', 'only an ignored column'],
+      ['Ann again', 'ANN@imp1.test', '13', '', '', ''],
+      ['Bob', 'bob@imp1.test', '', 'no', 'c', ''],
+      ['Cy', 'cy@imp1.test', '', '', '', ''],
+    ]);
+    const r = await upload(app, auth, `\uFEFF${csv}`, {
+      object: 'contacts',
+      mode: 'upsert',
+      mapping: JSON.stringify({ 'Full name': 'name', 'E-mail': 'email', score: 'fields.score', vip: 'fields.vip', tags: 'fields.tags', Note: 'ignore' }),
+    });
+    expect(r.status).toBe(202);
+    expect(r.body.import).toMatchObject({ id: expect.any(Number), status: 'queued' });
+    const imp = await finished(app, auth, r.body.import.id);
+    expect(imp.status).toBe('completed');
+    expect(imp.progress).toBe(1);
+    // Row 4 is empty once ignored columns are left out (skipped); row 5 names ann's email again (same chunk: 409).
+    expect(imp.counts).toEqual({ total: 7, processed: 7, created: 2, updated: 0, skipped: 1, failed: 4 });
+    const ann = await app.sql<{ name: string; fields: Record<string, unknown> }>(`SELECT name, fields FROM contacts WHERE email = 'ann@imp1.test'`);
+    expect(ann).toEqual([{ name: 'Ann', fields: { score: 12, vip: true, tags: ['a', 'b'] } }]);
+    expect((await app.sql(`SELECT 1 FROM contacts WHERE email IN ('bad@imp1.test')`)).length).toBe(0);
+    const errors = await app.http.get(`/api/imports/${imp.id}/errors`).set('Authorization', auth);
+    expect(errors.status).toBe(200);
+    const byRow = new Map<number, { column: string | null; code: string; message: string }[]>();
+    for (const e of errors.body.errors) byRow.set(e.row, [...(byRow.get(e.row) ?? []), e]);
+    expect([...byRow.keys()].sort()).toEqual([2, 3, 5, 6]);
+    expect(byRow.get(2)?.[0]).toMatchObject({ column: 'E-mail', code: 'validation_failed' });
+    expect(byRow.get(3)?.[0]).toMatchObject({ column: 'score', code: 'validation_failed' });
+    expect(byRow.get(5)?.[0]).toMatchObject({ column: 'E-mail', code: 'conflict' });
+    expect(byRow.get(5)?.[0].message).toContain('row 1');
+    expect(byRow.get(6)?.[0]).toMatchObject({ column: 'tags', code: 'validation_failed' });
+    const asCsv = await app.http.get(`/api/imports/${imp.id}/errors?format=csv`).set('Authorization', auth);
+    expect(asCsv.status).toBe(200);
+    expect(asCsv.headers['content-type']).toMatch(/^text\/csv/);
+    const lines = asCsv.text.trim().split('\n');
+    expect(lines[0]).toBe('row,column,code,message');
+    expect(lines).toHaveLength(1 + errors.body.total);
+    // The import wrote each contact with its event, as the single-record route does.
+    const events = await app.sql<{ n: string }>(`SELECT count(*) AS n FROM events WHERE type = 'contact.created' AND data->>'email' LIKE '%@imp1.test'`);
+    expect(Number(events[0].n)).toBe(2);
+    const done = await app.sql<{ n: string }>(`SELECT count(*) AS n FROM events WHERE type = 'import.completed' AND (data->>'id')::int = $1`, [imp.id]);
+    expect(Number(done[0].n)).toBe(1);
+    const notes = await app.http.get('/api/notifications').set('Authorization', auth);
+    expect(
+      notes.body.notifications.some((n: { type: string; details: { importId?: number } }) => n.type === 'import_completed' && n.details.importId === imp.id),
+    ).toBe(true);
+  });
+
+  it('detects ; and tab delimiters; upsert updates existing contacts by email; emptyValues clear sets null', async () => {
+    const first = await upload(
+      app,
+      auth,
+      csvOf(
+        [
+          ['name', 'email', 'title'],
+          ['Dee', 'dee@imp2.test', 'CEO'],
+          ['Eve', 'eve@imp2.test', 'CTO'],
+        ],
+        ';',
+      ),
+      {
+        object: 'contacts',
+        mode: 'create',
+      },
+    );
+    expect(first.status).toBe(202);
+    expect((await finished(app, auth, first.body.import.id)).counts).toMatchObject({ created: 2, failed: 0 });
+    const second = await upload(
+      app,
+      auth,
+      csvOf(
+        [
+          ['name', 'email', 'title'],
+          ['Dee Two', 'dee@imp2.test', ''],
+          ['Fay', 'fay@imp2.test', 'CFO'],
+        ],
+        '\t',
+      ),
+      {
+        object: 'contacts',
+        mode: 'upsert',
+        emptyValues: 'clear',
+      },
+    );
+    const imp = await finished(app, auth, second.body.import.id);
+    expect(imp.counts).toMatchObject({ created: 1, updated: 1, failed: 0 });
+    const rows = await app.sql<{ email: string; name: string; title: string | null }>(
+      `SELECT email, name, title FROM contacts WHERE email LIKE '%@imp2.test' ORDER BY email`,
+    );
+    expect(rows).toEqual([
+      { email: 'dee@imp2.test', name: 'Dee Two', title: null },
+      { email: 'eve@imp2.test', name: 'Eve', title: 'CTO' },
+      { email: 'fay@imp2.test', name: 'Fay', title: 'CFO' },
+    ]);
+  });
+
+  it('a dry run checks every row and counts the outcome, and writes nothing', async () => {
+    const footprint = `SELECT (SELECT count(*) FROM contacts) + (SELECT count(*) FROM events WHERE type <> 'import.completed') AS n`;
+    const before = await app.sql<{ n: string }>(footprint);
+    const r = await upload(
+      app,
+      auth,
+      csvOf([
+        ['name', 'email'],
+        ['Gus', 'gus@imp3.test'],
+        ['No mail', ''],
+        ['Dee Three', 'dee@imp2.test'],
+      ]),
+      {
+        object: 'contacts',
+        mode: 'upsert',
+        dryRun: 'true',
+      },
+    );
+    expect(r.status).toBe(202);
+    const imp = await finished(app, auth, r.body.import.id);
+    expect(imp.status).toBe('completed');
+    expect(imp.counts).toMatchObject({ total: 3, created: 1, updated: 1, failed: 1 });
+    const errors = await app.http.get(`/api/imports/${imp.id}/errors`).set('Authorization', auth);
+    expect(errors.body.errors).toHaveLength(1);
+    expect(errors.body.errors[0]).toMatchObject({ row: 2, column: 'email' });
+    expect((await app.sql(`SELECT 1 FROM contacts WHERE email = 'gus@imp3.test'`)).length).toBe(0);
+    expect((await app.sql<{ name: string }>(`SELECT name FROM contacts WHERE email = 'dee@imp2.test'`))[0].name).toBe('Dee Two');
+    // Nothing but the import's own completion event was written.
+    const after = await app.sql<{ n: string }>(footprint);
+    expect(after[0].n).toBe(before[0].n);
+  });
+
+  it('JSON rows, Idempotency-Key (a replay answers the same import, another body is 422), and 400s for what cannot work', async () => {
+    const body = {
+      object: 'contacts',
+      mode: 'create',
+      rows: [
+        { name: 'Hal', email: 'hal@imp4.test' },
+        { name: 'Ida', email: 'ida@imp4.test', fields: { score: 5 } },
+      ],
+    };
+    const first = await app.http.post('/api/imports').set('Authorization', auth).set('Idempotency-Key', 'imp-json-1').send(body);
+    expect(first.status).toBe(202);
+    const replay = await app.http.post('/api/imports').set('Authorization', auth).set('Idempotency-Key', 'imp-json-1').send(body);
+    expect(replay.status).toBe(202);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body.import.id).toBe(first.body.import.id);
+    expectError(
+      await app.http
+        .post('/api/imports')
+        .set('Authorization', auth)
+        .set('Idempotency-Key', 'imp-json-1')
+        .send({ ...body, rows: [] }),
+      422,
+      'idempotency_key_mismatch',
+    );
+    // A CSV upload takes the key too, matched by its size: a retry of the same upload answers the same import.
+    const csv = 'name,email\nJo,jo@imp4.test\n';
+    const fields = { object: 'contacts', mode: 'create', mapping: JSON.stringify({ name: 'name', email: 'email' }) };
+    const uploaded = await upload(app, auth, csv, fields).set('Idempotency-Key', 'imp-csv-1');
+    expect(uploaded.status).toBe(202);
+    const uploadedAgain = await upload(app, auth, csv, fields).set('Idempotency-Key', 'imp-csv-1');
+    expect(uploadedAgain.headers['idempotent-replayed']).toBe('true');
+    expect(uploadedAgain.body.import.id).toBe(uploaded.body.import.id);
+    expectError(await upload(app, auth, `${csv}Kim,kim@imp4.test\n`, fields).set('Idempotency-Key', 'imp-csv-1'), 422, 'idempotency_key_mismatch');
+    await finished(app, auth, uploaded.body.import.id);
+
+    const imp = await finished(app, auth, first.body.import.id);
+    expect(imp.counts).toMatchObject({ total: 2, created: 2, failed: 0 });
+    expect((await app.sql(`SELECT 1 FROM contacts WHERE email LIKE '%@imp4.test'`)).length).toBe(3);
+
+    expectError(
+      await app.http
+        .post('/api/imports')
+        .set('Authorization', auth)
+        .send({ ...body, object: 'users' }),
+      400,
+      'validation_failed',
+    );
+    expectError(
+      await app.http
+        .post('/api/imports')
+        .set('Authorization', auth)
+        .send({ ...body, rows: ['x'] }),
+      400,
+      'validation_failed',
+    );
+    expectError(
+      await app.http
+        .post('/api/imports')
+        .set('Authorization', auth)
+        .send({ ...body, idProperty: 'phone' }),
+      400,
+      'validation_failed',
+    );
+    expectError(
+      await app.http
+        .post('/api/imports')
+        .set('Authorization', auth)
+        .send({ ...body, segmentId: 1 }),
+      400,
+      'validation_failed',
+    );
+    expectError(
+      await app.http
+        .post('/api/imports')
+        .set('Authorization', auth)
+        .send({ ...body, campaignId: 999999 }),
+      400,
+      'validation_failed',
+    );
+    expectError(await upload(app, auth, 'name,email\n', { object: 'contacts' }), 400, 'validation_failed');
+    expectError(await app.http.post('/api/imports').set('Authorization', auth).field('object', 'contacts').field('mode', 'create'), 400, 'validation_failed');
+    expectError(await app.http.get('/api/imports/999999').set('Authorization', auth), 404, 'not_found');
+    expectError(await app.http.get(`/api/imports/${imp.id}/errors?limit=0`).set('Authorization', auth), 400, 'validation_failed');
+    expectError(await app.http.get(`/api/imports/${imp.id}/errors?format=xml`).set('Authorization', auth), 400, 'validation_failed');
+    // Nothing of a refused upload stays in storage.
+    const left = readdirSync(join(app.env.STORAGE_DIR, 'imports'));
+    const open = await app.sql<{ n: string }>(
+      `SELECT count(*) AS n FROM imports WHERE storage_key IS NOT NULL AND status IN ('queued', 'validating', 'running')`,
+    );
+    expect(left.filter((f) => !f.endsWith('.part')).length).toBeLessThanOrEqual(Number(open[0].n));
+  });
+
+  it('a file whose mapping does not fit its header fails with the reason; a file that is not CSV fails', async () => {
+    const r = await upload(
+      app,
+      auth,
+      csvOf([
+        ['name', 'email'],
+        ['Jo', 'jo@imp5.test'],
+      ]),
+      { object: 'contacts', mode: 'create', mapping: JSON.stringify({ Mail: 'email' }) },
+    );
+    const imp = await finished(app, auth, r.body.import.id);
+    expect(imp.status).toBe('failed');
+    expect(imp.error).toContain('mapping.Mail');
+    const bad = await upload(app, auth, 'name,email\n"Jo,jo@imp5.test\n', { object: 'contacts', mode: 'create' });
+    const failed = await finished(app, auth, bad.body.import.id);
+    expect(failed.status).toBe('failed');
+    expect(failed.error).toMatch(/not valid CSV/);
+  });
+
+  it("permissions: imports:write plus the object's write permission; exports:write plus its read permission", async () => {
+    const importsOnly = await tokenFor(app, 'imports:write,imports:read');
+    const rows = { object: 'contacts', mode: 'create', rows: [{ name: 'Kim', email: 'kim@imp6.test' }] };
+    expectError(await app.http.post('/api/imports').set('Authorization', importsOnly).send(rows), 403, 'forbidden');
+    const contactsOnly = await tokenFor(app, 'contacts:write');
+    expectError(await app.http.post('/api/imports').set('Authorization', contactsOnly).send(rows), 403, 'forbidden');
+    const both = await tokenFor(app, 'imports:write,contacts:write');
+    expect((await app.http.post('/api/imports').set('Authorization', both).send(rows)).status).toBe(202);
+    expectError(
+      await app.http
+        .post('/api/imports')
+        .set('Authorization', both)
+        .send({ ...rows, object: 'deals' }),
+      403,
+      'forbidden',
+    );
+    const exportsOnly = await tokenFor(app, 'exports:write');
+    expectError(await app.http.post('/api/exports').set('Authorization', exportsOnly).send({ object: 'contacts', format: 'csv' }), 403, 'forbidden');
+    expectError(await app.http.get('/api/imports/1').set('Authorization', exportsOnly), 403, 'forbidden');
+  });
+
+  it('cancel: an open import stops, what was committed stays, a second cancel is a 409; parallel cancels: one wins', async () => {
+    const rows = [['name', 'email']];
+    for (let i = 0; i < 20000; i++) rows.push([`P${i}`, `p${i}@imp7.test`]);
+    const r = await upload(app, auth, csvOf(rows), { object: 'contacts', mode: 'create' });
+    const id = r.body.import.id as number;
+    await until('the import to be running', async () => {
+      const imp = (await app.http.get(`/api/imports/${id}`).set('Authorization', auth)).body.import as ImportRecord;
+      return imp.status === 'running' || imp.status === 'completed' ? imp : null;
+    });
+    const answers = await Promise.all([0, 1, 2].map(() => app.http.post(`/api/imports/${id}/cancel`).set('Authorization', auth)));
+    const statuses = answers.map((a) => a.status).sort();
+    const completedFirst = answers.every((a) => a.status === 409);
+    if (!completedFirst) {
+      expect(statuses).toEqual([200, 409, 409]);
+      const imp = await finished(app, auth, id);
+      expect(imp.status).toBe('canceled');
+      await sleep(1500);
+      const after = (await app.http.get(`/api/imports/${id}`).set('Authorization', auth)).body.import as ImportRecord;
+      const stored = await app.sql<{ n: string }>(`SELECT count(*) AS n FROM contacts WHERE email LIKE '%@imp7.test'`);
+      // The rows committed before the cancel are in; the worker wrote nothing after it.
+      expect(Number(stored[0].n)).toBe(after.counts.created);
+      expect(after.counts.processed).toBeLessThan(20000);
+    }
+    expectError(await app.http.post(`/api/imports/${id}/cancel`).set('Authorization', auth), 409, 'conflict');
+    expectError(await app.http.post('/api/imports/999999/cancel').set('Authorization', auth), 404, 'not_found');
+  });
+
+  it('exports contacts (CSV with custom field columns, filtered; JSON Lines) through a signed, expiring link', async () => {
+    const r = await app.http.post('/api/exports').set('Authorization', auth).send({ object: 'contacts', format: 'csv', filter: 'email[endsWith]:@imp1.test' });
+    expect(r.status).toBe(202);
+    const exp = await until('the export', async () => {
+      const g = await app.http.get(`/api/exports/${r.body.export.id}`).set('Authorization', auth);
+      return g.body.export.status === 'completed' ? g.body.export : null;
+    });
+    expect(exp.rows).toBe(2);
+    const url = new URL(exp.download.url as string);
+    const file = await app.http.get(`${url.pathname}${url.search}`);
+    expect(file.status).toBe(200);
+    expect(file.headers['content-type']).toMatch(/^text\/csv/);
+    const lines = file.text.trim().split('\n');
+    expect(lines[0]).toBe('id,name,email,phone,company,companyId,title,ownerId,createdAt,modifiedAt,fields.score,fields.vip,fields.tags');
+    expect(lines).toHaveLength(3);
+    expect(lines.find((l) => l.includes('ann@imp1.test'))).toMatch(/,12,true,a\|b$/);
+    // A changed signature, a link of another export and an expired link are refused; no token is needed or taken.
+    expectError(await app.http.get(`${url.pathname}?expires=${url.searchParams.get('expires')}&signature=${'0'.repeat(64)}`), 401, 'unauthorized');
+    expectError(
+      await app.http.get(`${url.pathname}?expires=${Number(url.searchParams.get('expires')) + 1}&signature=${url.searchParams.get('signature')}`),
+      401,
+      'unauthorized',
+    );
+    expectError(await app.http.get(url.pathname).set('Authorization', auth), 401, 'unauthorized');
+    expectError(await app.http.get(`/api/exports/${exp.id + 1}/download${url.search}`), 401, 'unauthorized');
+    expectError(
+      await app.http.post('/api/exports').set('Authorization', auth).send({ object: 'contacts', format: 'csv', filter: 'nope eq 1' }),
+      400,
+      'validation_failed',
+    );
+    expectError(await app.http.post('/api/exports').set('Authorization', auth).send({ object: 'contacts', format: 'xml' }), 400, 'validation_failed');
+    expectError(
+      await app.http
+        .post('/api/exports')
+        .set('Authorization', auth)
+        .send({ object: 'contacts', format: 'csv', fields: ['secret'] }),
+      400,
+      'validation_failed',
+    );
+
+    const j = await app.http
+      .post('/api/exports')
+      .set('Authorization', auth)
+      .send({ object: 'contacts', format: 'jsonl', fields: ['email', 'fields.score'], filter: { field: 'email', op: 'endsWith', value: '@imp1.test' } });
+    expect(j.status).toBe(202);
+    const jexp = await until('the jsonl export', async () => {
+      const g = await app.http.get(`/api/exports/${j.body.export.id}`).set('Authorization', auth);
+      return g.body.export.status === 'completed' ? g.body.export : null;
+    });
+    const ju = new URL(jexp.download.url as string);
+    const jfile = await app.http
+      .get(`${ju.pathname}${ju.search}`)
+      .buffer(true)
+      .parse((res, cb) => {
+        let data = '';
+        res.on('data', (c: Buffer) => (data += c.toString()));
+        res.on('end', () => cb(null, data));
+      });
+    expect(jfile.headers['content-type']).toMatch(/^application\/x-ndjson/);
+    const records = (jfile.body as string)
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(records).toEqual([
+      { email: 'ann@imp1.test', fields: { score: 12 } },
+      { email: 'cy@imp1.test', fields: { score: null } },
+    ]);
+  });
+
+  it('deals and companies: import through their own batch paths (create, update by id), export with a filter', async () => {
+    const [ann] = await app.sql<{ id: number }>(`SELECT id FROM contacts WHERE email = 'ann@imp1.test'`);
+    const csv = csvOf([
+      ['title', 'value', 'contact_id', 'status'],
+      ['Deal A', '100.5', String(ann.id), 'open'],
+      ['Deal B', 'lots', String(ann.id), 'open'],
+      ['Deal C', '7', '999999', 'open'],
+    ]);
+    const deals = await finished(app, auth, (await upload(app, auth, csv, { object: 'deals', mode: 'create' })).body.import.id);
+    expect(deals.counts).toMatchObject({ total: 3, created: 1, failed: 2 });
+    const dealErrors = (await app.http.get(`/api/imports/${deals.id}/errors`).set('Authorization', auth)).body.errors as {
+      row: number;
+      column: string | null;
+    }[];
+    expect(dealErrors.map((e) => [e.row, e.column])).toEqual([
+      [2, 'value'],
+      [3, 'contact_id'],
+    ]);
+    const created = await finished(
+      app,
+      auth,
+      (
+        await app.http
+          .post('/api/imports')
+          .set('Authorization', auth)
+          .send({ object: 'companies', mode: 'create', rows: [{ name: 'Acme Imports', city: 'Oslo' }, { name: 'Beta Imports' }] })
+      ).body.import.id,
+    );
+    expect(created.counts).toMatchObject({ created: 2, failed: 0 });
+    const [acme] = await app.sql<{ id: number }>(`SELECT id FROM companies WHERE name = 'Acme Imports'`);
+    const updated = await finished(
+      app,
+      auth,
+      (
+        await upload(
+          app,
+          auth,
+          csvOf([
+            ['id', 'city'],
+            [String(acme.id), 'Bergen'],
+            ['999999', 'Nowhere'],
+          ]),
+          { object: 'companies', mode: 'update' },
+        )
+      ).body.import.id,
+    );
+    expect(updated.counts).toMatchObject({ updated: 1, failed: 1 });
+    expect((await app.sql<{ city: string }>(`SELECT city FROM companies WHERE id = $1`, [acme.id]))[0].city).toBe('Bergen');
+    const exp = await app.http
+      .post('/api/exports')
+      .set('Authorization', auth)
+      .send({ object: 'companies', format: 'csv', fields: ['name', 'city'], filter: 'name[endsWith]:Imports' });
+    expect(exp.status).toBe(202);
+    const done = await until('the companies export', async () => {
+      const g = await app.http.get(`/api/exports/${exp.body.export.id}`).set('Authorization', auth);
+      return g.body.export.status === 'completed' ? g.body.export : null;
+    });
+    const url = new URL(done.download.url as string);
+    expect((await app.http.get(`${url.pathname}${url.search}`)).text).toBe('name,city\nAcme Imports,Bergen\nBeta Imports,\n');
+  });
+
+  it('export round trip: export every contact, import the file into an empty database, the same contacts', async () => {
+    const r = await app.http.post('/api/exports').set('Authorization', auth).send({ object: 'contacts', format: 'csv' });
+    const exp = await until('the export', async () => {
+      const g = await app.http.get(`/api/exports/${r.body.export.id}`).set('Authorization', auth);
+      return g.body.export.status === 'completed' ? g.body.export : null;
+    });
+    const url = new URL(exp.download.url as string);
+    const file = await app.http.get(`${url.pathname}${url.search}`);
+    expect(file.status).toBe(200);
+
+    const empty = await startApp({ noRedis: true });
+    try {
+      const auth2 = await adminToken(empty);
+      for (const [label, type] of [
+        ['Score', 'number'],
+        ['Vip', 'boolean'],
+        ['Tags', 'multiselect'],
+      ] as const) {
+        const body: Record<string, unknown> = { label, type };
+        if (type === 'multiselect')
+          body.properties = {
+            list: [
+              { label: 'A', value: 'a' },
+              { label: 'B', value: 'b' },
+            ],
+          };
+        expect((await empty.http.post('/api/fields/contact/new').set('Authorization', auth2).send(body)).status).toBe(201);
+      }
+      const imp = await upload(empty, auth2, file.text, { object: 'contacts', mode: 'upsert' });
+      expect(imp.status).toBe(202);
+      const done = await finished(empty, auth2, imp.body.import.id);
+      expect(done.status).toBe('completed');
+      expect(done.counts.failed).toBe(0);
+      const cols = `name, email, phone, company, title, fields`;
+      const a = await app.sql(`SELECT ${cols} FROM contacts ORDER BY lower(email)`);
+      const b = await empty.sql(`SELECT ${cols} FROM contacts ORDER BY lower(email)`);
+      expect(b).toEqual(a);
+      expect(b.length).toBe(exp.rows);
+    } finally {
+      await empty.stop();
+    }
+  }, 180000);
+});
+
+describe('import worker killed mid-import', () => {
+  let api: TestApp;
+  let worker: TestApp | null = null;
+  let auth: string;
+  const env = { JOB_LOCK_MS: '2000', RATE_LIMIT_ENTERPRISE: '1000000', IMPORT_CHUNK_ROWS: '200' };
+
+  beforeAll(async () => {
+    api = await startApp({ role: 'api', env });
+    worker = await startApp({ role: 'worker', shareWith: api, env });
+    auth = await adminToken(api);
+  }, 120000);
+  afterAll(async () => {
+    await worker?.stop();
+    await api?.stop();
+  });
+
+  it('SIGKILL of the worker mid-import: a new worker resumes from the checkpoint; every row is written once', async () => {
+    const n = 12000;
+    const rows = [['name', 'email']];
+    for (let i = 0; i < n; i++) rows.push([`K${i}`, `k${i}@kill.test`]);
+    const r = await upload(api, auth, csvOf(rows), { object: 'contacts', mode: 'create' });
+    expect(r.status).toBe(202);
+    const id = r.body.import.id as number;
+    const midway = await until('the import to be midway', async () => {
+      const imp = (await api.http.get(`/api/imports/${id}`).set('Authorization', auth)).body.import as ImportRecord;
+      return imp.counts.processed >= 1000 ? imp : null;
+    });
+    expect(midway.status).toBe('running');
+    await worker!.kill('SIGKILL');
+    const atKill = (await api.http.get(`/api/imports/${id}`).set('Authorization', auth)).body.import as ImportRecord;
+    expect(atKill.counts.processed).toBeLessThan(n);
+    worker = await startApp({ role: 'worker', shareWith: api, env });
+    const imp = await finished(api, auth, id).catch((e: unknown) => {
+      throw new Error(`${String(e)}\nworker: ${worker?.logs.join('').slice(-3000)}\napi: ${api.logs.join('').slice(-2000)}`);
+    });
+    expect(imp.status).toBe('completed');
+    expect(imp.counts).toMatchObject({ total: n, processed: n, created: n, failed: 0 });
+    const stored = await api.sql<{ n: string; distinct: string }>(
+      `SELECT count(*) AS n, count(DISTINCT lower(email)) AS distinct FROM contacts WHERE email LIKE '%@kill.test'`,
+    );
+    expect(Number(stored[0].n)).toBe(n);
+    expect(Number(stored[0].distinct)).toBe(n);
+    // One contact.created event per row: the killed chunk's writes were rolled back with its checkpoint.
+    const events = await api.sql<{ n: string }>(`SELECT count(*) AS n FROM events WHERE type = 'contact.created' AND data->>'email' LIKE '%@kill.test'`);
+    expect(Number(events[0].n)).toBe(n);
+  }, 180000);
+});
