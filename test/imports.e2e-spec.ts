@@ -234,6 +234,51 @@ describe('import and export jobs', () => {
       422,
       'idempotency_key_mismatch',
     );
+    // segmentId: every imported contact joins the static segment; a dynamic or unknown segment is a 400.
+    const seg = (await app.http.post('/api/segments').set('Authorization', auth).send({ name: 'Imported', type: 'static' })).body.segment;
+    const dyn = (
+      await app.http
+        .post('/api/segments')
+        .set('Authorization', auth)
+        .send({ name: 'Dyn', type: 'dynamic', filter: { field: 'email', op: 'endsWith', value: '@imp4.test' } })
+    ).body.segment;
+    const intoSegment = await app.http
+      .post('/api/imports')
+      .set('Authorization', auth)
+      .send({
+        object: 'contacts',
+        mode: 'upsert',
+        segmentId: seg.id,
+        rows: [
+          { name: 'Seg One', email: 'seg1@imp4s.test' },
+          { name: 'Seg Two', email: 'seg2@imp4s.test' },
+        ],
+      });
+    expect(intoSegment.status).toBe(202);
+    expect(intoSegment.body.import.segmentId).toBe(seg.id);
+    const segImport = await finished(app, auth, intoSegment.body.import.id);
+    expect({ status: segImport.status, error: (segImport as { error?: unknown }).error ?? null, ...segImport.counts }).toMatchObject({
+      status: 'completed',
+      created: 2,
+      failed: 0,
+    });
+    const members = await app.http.get(`/api/segments/${seg.id}/contacts`).set('Authorization', auth);
+    expect(members.body.contacts.map((c: { email: string }) => c.email).sort()).toEqual(['seg1@imp4s.test', 'seg2@imp4s.test']);
+    const badSegment = async (segmentId: number, pattern: RegExp) => {
+      const e = expectError(
+        await app.http
+          .post('/api/imports')
+          .set('Authorization', auth)
+          .send({ ...body, segmentId }),
+        400,
+        'validation_failed',
+      );
+      expect(e.details?.[0]).toMatchObject({ field: 'segmentId' });
+      expect(e.details?.[0]?.message).toMatch(pattern);
+    };
+    await badSegment(dyn.id, /static/);
+    await badSegment(999999, /does not exist/);
+
     // A CSV upload takes the key too, matched by its size: a retry of the same upload answers the same import.
     const csv = 'name,email\nJo,jo@imp4.test\n';
     const fields = { object: 'contacts', mode: 'create', mapping: JSON.stringify({ name: 'name', email: 'email' }) };
@@ -246,7 +291,7 @@ describe('import and export jobs', () => {
     await finished(app, auth, uploaded.body.import.id);
 
     const imp = await finished(app, auth, first.body.import.id);
-    expect(imp.counts).toMatchObject({ total: 2, created: 2, failed: 0 });
+    expect({ ...imp.counts, status: imp.status, error: imp.error }).toMatchObject({ total: 2, created: 2, failed: 0, status: 'completed' });
     expect((await app.sql(`SELECT 1 FROM contacts WHERE email LIKE '%@imp4.test'`)).length).toBe(3);
 
     expectError(
@@ -270,14 +315,6 @@ describe('import and export jobs', () => {
         .post('/api/imports')
         .set('Authorization', auth)
         .send({ ...body, idProperty: 'phone' }),
-      400,
-      'validation_failed',
-    );
-    expectError(
-      await app.http
-        .post('/api/imports')
-        .set('Authorization', auth)
-        .send({ ...body, segmentId: 1 }),
       400,
       'validation_failed',
     );
@@ -363,7 +400,8 @@ describe('import and export jobs', () => {
       const stored = await app.sql<{ n: string }>(`SELECT count(*) AS n FROM contacts WHERE email LIKE '%@imp7.test'`);
       // The rows committed before the cancel are in; the worker wrote nothing after it.
       expect(Number(stored[0].n)).toBe(after.counts.created);
-      expect(after.counts.processed).toBeLessThan(20000);
+      // Usually mid-file; a cancel that lands between the last chunk's commit and the finish still cancels (nothing is left to stop).
+      expect(after.counts.processed).toBeLessThanOrEqual(20000);
     }
     expectError(await app.http.post(`/api/imports/${id}/cancel`).set('Authorization', auth), 409, 'conflict');
     expectError(await app.http.post('/api/imports/999999/cancel').set('Authorization', auth), 404, 'not_found');

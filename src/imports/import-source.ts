@@ -33,8 +33,11 @@ async function firstLine(files: JobFiles, key: string): Promise<string> {
 export async function openSource(files: JobFiles, key: string, format: 'csv' | 'jsonl', columns: string[] | null): Promise<ImportSource> {
   if (format === 'jsonl') {
     const header = columns ?? [];
-    const lines = createInterface({ input: files.open(key), crlfDelay: Infinity });
+    // The file is opened when the rows are first read, not before: readline starts reading at once, and
+    // lines it emits before the loop below attaches its iterator are lost (a small file then reads as
+    // empty, or the loop waits for a 'close' that was already emitted).
     async function* rows(): AsyncGenerator<unknown[]> {
+      const lines = createInterface({ input: files.open(key), crlfDelay: Infinity });
       try {
         for await (const line of lines) {
           if (line === '') continue;

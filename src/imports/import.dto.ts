@@ -48,9 +48,11 @@ export class ImportOptionsDto {
   @Max(2147483647)
   campaignId?: number;
 
-  /** Not supported yet: segments are not stored (only previewed); a 400 when given. */
+  /** Contacts only: every imported contact (created or updated) joins this static segment (a dynamic segment's members follow its filter: 400). */
   @IsOptional()
   @IsInt()
+  @Min(1)
+  @Max(2147483647)
   segmentId?: number;
 
   /** true: every row is checked and written exactly as a real run would, then rolled back: the counts and errors are real, nothing is stored. */
@@ -86,6 +88,8 @@ export class ImportUploadFormDto {
   emptyValues?: string;
   @ApiProperty({ required: false, type: 'integer' })
   campaignId?: string;
+  @ApiProperty({ required: false, type: 'integer' })
+  segmentId?: string;
   @ApiProperty({ required: false, enum: ['true', 'false'] })
   dryRun?: string;
 }
@@ -113,6 +117,7 @@ export class ImportRecordDto {
   emptyValues: string;
   dryRun: boolean;
   campaignId: number | null;
+  segmentId: number | null;
   /** `csv` (an upload) or `json` (rows in the body). */
   source: string;
   fileName: string | null;

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { MulterModule } from '@nestjs/platform-express';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { SegmentsModule } from '../segments/segments.module.js';
 import { CampaignsModule } from '../campaigns/campaigns.module.js';
 import { CompaniesModule } from '../companies/companies.module.js';
 import { ContactsModule } from '../contacts/contacts.module.js';
@@ -30,6 +31,7 @@ export class JobFilesModule {}
     CompaniesModule,
     DealsModule,
     CampaignsModule,
+    SegmentsModule,
     FieldsModule,
     JobFilesModule,
     // Multipart parsing for POST /api/imports: one CSV in `file`, streamed to disk.

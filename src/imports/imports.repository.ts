@@ -9,6 +9,8 @@ export interface ImportOptions {
   idProperty: string;
   emptyValues: 'ignore' | 'clear';
   campaignId: number | null;
+  /** Contacts only: the static segment every imported contact joins (absent in imports made before segments existed). */
+  segmentId?: number | null;
   dryRun: boolean;
   /** JSON rows: the keys of the rows, in first-seen order (the "header"). */
   columns: string[] | null;

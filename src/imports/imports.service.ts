@@ -10,6 +10,7 @@ import type { Principal } from '../common/request.js';
 import { AppValidationPipe } from '../common/validation.js';
 import { APP_CONFIG, type AppConfig, type Plan } from '../config/config.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { SegmentsService } from '../segments/segments.service.js';
 import { CampaignsService } from '../campaigns/campaigns.service.js';
 import { CompaniesService } from '../companies/companies.service.js';
 import { ContactsService } from '../contacts/contacts.service.js';
@@ -70,6 +71,7 @@ export function toImportRecord(r: ImportRow, now = Date.now()) {
     emptyValues: r.options.emptyValues,
     dryRun: r.options.dryRun,
     campaignId: r.options.campaignId,
+    segmentId: r.options.segmentId ?? null,
     source: r.sourceFormat === 'csv' ? 'csv' : 'json',
     fileName: r.fileName,
     fileSize: Number(r.fileSize),
@@ -122,6 +124,7 @@ export class ImportsService {
     private readonly companies: CompaniesService,
     private readonly deals: DealsService,
     private readonly campaigns: CampaignsService,
+    private readonly segments: SegmentsService,
     private readonly fieldValues: ContactFieldValuesService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
@@ -201,7 +204,14 @@ export class ImportsService {
     if (!who.permissions.has('*') && !who.permissions.has(needed)) {
       throw new AppError('forbidden', `The token lacks the permission "${needed}" (importing ${dto.object})`);
     }
-    if (dto.segmentId !== undefined) throw fieldError('segmentId', 'is not supported yet: segments are not stored (only previewed)');
+    if (dto.segmentId !== undefined) {
+      if (dto.object !== 'contacts') throw fieldError('segmentId', 'applies to contact imports only');
+      const segment = await this.segments.get(dto.segmentId).catch((e: unknown) => {
+        if (e instanceof AppError && e.code === 'not_found') throw fieldError('segmentId', `segment ${dto.segmentId} does not exist`);
+        throw e;
+      });
+      if (segment.type !== 'static') throw fieldError('segmentId', "must be a static segment (a dynamic segment's members follow its filter)");
+    }
     if (dto.campaignId !== undefined) {
       if (dto.object !== 'contacts') throw fieldError('campaignId', 'applies to contact imports only');
       await this.campaigns.get(dto.campaignId).catch((e: unknown) => {
@@ -226,6 +236,7 @@ export class ImportsService {
       idProperty,
       emptyValues: dto.emptyValues ?? 'ignore',
       campaignId: dto.campaignId ?? null,
+      segmentId: dto.segmentId ?? null,
       dryRun: dto.dryRun === true,
       columns: null,
       chunkRows: this.config.importChunkRows,
@@ -381,6 +392,8 @@ export class ImportsService {
             }
           }
           if (imp.options.campaignId !== null && !imp.options.dryRun) await this.campaigns.addContacts(imp.options.campaignId, ids, tx);
+          const segmentId = imp.options.segmentId ?? null;
+          if (segmentId !== null && !imp.options.dryRun) await this.segments.addContacts(segmentId, ids, tx);
         }
         await this.repository.insertErrors(imp.id, errors, tx);
         // Last: waits for a cancel in progress, and rolls the chunk back when the import is no longer running.

@@ -291,20 +291,7 @@ export class SegmentsService {
         { field: 'remove', message: `must not name a contact that add names (${both.slice(0, 10).join(', ')})` },
       ]);
     }
-    const r = await this.transactions.run(async (tx) => {
-      await this.segments.lockMembership(id, tx);
-      const s = await this.segments.findRecord(id, tx);
-      if (!s) throw notFound('Segment', id);
-      if (s.type !== 'static') {
-        throw conflict(`Segment ${id} is dynamic: its members follow its filter and cannot be added or removed by hand`, [
-          { field: 'type', message: 'must be static' },
-        ]);
-      }
-      const done = await this.segments.batch(id, add, remove, tx);
-      const changed = [...done.added, ...done.removed];
-      if (changed.length) await this.campaigns.mirrorSegment(id, changed, tx);
-      return done;
-    });
+    const r = await this.transactions.run((tx) => this.changeStaticMembers(id, add, remove, tx));
     return {
       added: r.added.length,
       alreadyMember: r.addFound - r.added.length,
@@ -312,6 +299,28 @@ export class SegmentsService {
       notMember: r.removeFound - r.removed.length,
       notFound: r.notFound,
     };
+  }
+
+  /** Adds contacts to a static segment inside `tx` (an import's chunk); 404 without the segment, 409 for a dynamic one. Answers how many joined. */
+  async addContacts(id: number, contactIds: number[], tx: Tx): Promise<number> {
+    if (!contactIds.length) return 0;
+    return (await this.changeStaticMembers(id, contactIds, [], tx)).added.length;
+  }
+
+  /** Adds and removes members of a static segment under its membership lock; the campaigns that mirror it follow in `tx`. */
+  private async changeStaticMembers(id: number, add: number[], remove: number[], tx: Tx) {
+    await this.segments.lockMembership(id, tx);
+    const s = await this.segments.findRecord(id, tx);
+    if (!s) throw notFound('Segment', id);
+    if (s.type !== 'static') {
+      throw conflict(`Segment ${id} is dynamic: its members follow its filter and cannot be added or removed by hand`, [
+        { field: 'type', message: 'must be static' },
+      ]);
+    }
+    const done = await this.segments.batch(id, add, remove, tx);
+    const changed = [...done.added, ...done.removed];
+    if (changed.length) await this.campaigns.mirrorSegment(id, changed, tx);
+    return done;
   }
 
   /** Copies name and description; with `replace` (create, PUT), an omitted description is cleared. */
