@@ -275,6 +275,6 @@ describe('text messages (API and worker in separate processes, HTTP provider aga
     const secret = auth.slice('Bearer '.length);
     const queues = await api.http.get('/api/admin/queues/api/queues').set('Authorization', `Basic ${Buffer.from(`admin:${secret}`).toString('base64')}`);
     expect(queues.status).toBe(200);
-    expect(queues.body.queues.map((q: { name: string }) => q.name).sort()).toEqual(['maintenance', 'reports', 'sms', 'webhooks']);
+    expect(queues.body.queues.map((q: { name: string }) => q.name).sort()).toEqual(['imports', 'maintenance', 'reports', 'sms', 'webhooks']);
   });
 });

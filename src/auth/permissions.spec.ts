@@ -10,7 +10,11 @@ describe('permissions', () => {
     expect(PERMISSIONS).toContain('webhooks:delete');
     expect(PERMISSIONS).toContain('events:read');
     expect(PERMISSIONS).not.toContain('events:write');
-    expect(PERMISSIONS.length).toBe(1 + 15 * 3 + 1);
+    expect(PERMISSIONS).toEqual(expect.arrayContaining(['segments:read', 'segments:write', 'segments:delete']));
+    expect(PERMISSIONS).toEqual(expect.arrayContaining(['imports:read', 'imports:write', 'exports:read', 'exports:write']));
+    expect(PERMISSIONS).not.toContain('imports:delete');
+    // *, read/write/delete of 15 resources, events:read, and read/write of imports and exports.
+    expect(PERMISSIONS.length).toBe(1 + 15 * 3 + 1 + 4);
     expect(isPermission('contacts:fly')).toBe(false);
   });
 
