@@ -390,6 +390,7 @@ describe('import and export jobs', () => {
     });
     const answers = await Promise.all([0, 1, 2].map(() => app.http.post(`/api/imports/${id}/cancel`).set('Authorization', auth)));
     const statuses = answers.map((a) => a.status).sort();
+    if (statuses.some((s) => s >= 500)) throw new Error(`cancel answered ${JSON.stringify(answers.map((a) => a.body))}\n${app.logs.join('').slice(-4000)}`);
     const completedFirst = answers.every((a) => a.status === 409);
     if (!completedFirst) {
       expect(statuses).toEqual([200, 409, 409]);

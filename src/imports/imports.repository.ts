@@ -135,12 +135,6 @@ export class ImportsRepository {
     await this.db().query(`DELETE FROM imports WHERE id = $1`, [id]);
   }
 
-  /** The import locked until `tx` ends (the chunk commit, cancel and finish take this lock). */
-  async lockImport(id: number, tx: Tx): Promise<ImportRow | null> {
-    const rows = await tx.query<ImportRow[]>(`SELECT ${IMPORT_COLUMNS} FROM imports WHERE id = $1 FOR UPDATE`, [id]);
-    return rows[0] ?? null;
-  }
-
   /** A worker takes up an open import: queued becomes validating (a running one stays running). Null when it is finished. */
   async start(id: number): Promise<ImportRow | null> {
     const rows = await returning<ImportRow>(

@@ -304,10 +304,15 @@ export class ImportsService {
   /** Cancels an open import: the worker stops before its next chunk; what was committed stays. 409 when it has already ended. */
   async cancel(id: number): Promise<ImportRecord> {
     const record = await this.transactions.run(async (tx) => {
-      const current = await this.repository.lockImport(id, tx);
-      if (!current) throw notFound('Import', id);
+      // One conditional UPDATE, no SELECT … FOR UPDATE first: the chunks being written hold the import's
+      // row FOR KEY SHARE (their foreign keys) for their whole transaction, which FOR UPDATE waits for
+      // and an UPDATE does not; the chunk's own final UPDATE then finds the import canceled and rolls back.
       const done = await this.repository.finish(id, 'canceled', null, tx);
-      if (!done) throw new AppError('conflict', `Import ${id} has already ended (${current.status})`, [{ field: 'status', message: `is ${current.status}` }]);
+      if (!done) {
+        const current = await this.repository.findImport(id, tx);
+        if (!current) throw notFound('Import', id);
+        throw new AppError('conflict', `Import ${id} has already ended (${current.status})`, [{ field: 'status', message: `is ${current.status}` }]);
+      }
       const r = toImportRecord(done);
       await this.events.record(tx, 'import.completed', r);
       return { r, key: done.storageKey };
