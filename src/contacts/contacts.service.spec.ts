@@ -195,6 +195,35 @@ describe('ContactsService (service layer, real PostgreSQL)', () => {
     expect(scoped.contacts.map((c) => c.id).sort()).toEqual(ids.slice(1, 3).sort());
     expect((await appError(Promise.resolve().then(() => contacts.list({ orderBy: 'password' })))).status).toBe(400);
   });
+
+  it('a counted search pages the same whether it matches a few rows (one scan) or more than 10,000 (count, then page)', async () => {
+    // 10,050 contacts named "Bulkmatch …" (one statement), 3 of them also "Fewmatch".
+    await ctx.query(
+      `INSERT INTO contacts (name, email, company) SELECT 'Bulkmatch ' || lpad(i::text, 5, '0') || CASE WHEN i % 5000 = 7 THEN ' Fewmatch' ELSE '' END,
+              'bulk' || i || '@pages.test', CASE WHEN i % 3 = 0 THEN NULL ELSE 'Co ' || (i % 7) END
+         FROM generate_series(1, 10050) i`,
+    );
+    const expected = async (where: string, order: string, limit: number, offset: number) =>
+      (await ctx.query<{ id: number }>(`SELECT id FROM contacts WHERE ${where} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}`)).map((r) => r.id);
+    for (const [search, where] of [
+      ['fewmatch', `search_text LIKE '%fewmatch%'`],
+      ['bulkmatch', `search_text LIKE '%bulkmatch%'`],
+    ] as const) {
+      const [{ n }] = await ctx.query<{ n: string }>(`SELECT count(*)::text AS n FROM contacts WHERE ${where}`);
+      for (const [query, order, limit, offset] of [
+        [{ search, limit: '4' }, 'id ASC', 4, 0],
+        [{ search, limit: '4', page: '2', orderBy: 'company', orderByDir: 'desc' }, 'company DESC NULLS FIRST, id DESC', 4, 4],
+        [{ search, limit: '30', page: '300', orderBy: 'name' }, 'name ASC, id ASC', 30, 8970],
+        [{ search, limit: '30', page: '999' }, 'id ASC', 30, 29940],
+      ] as const) {
+        const page = await contacts.list(query);
+        expect({ search, query, total: page.total }).toEqual({ search, query, total: Number(n) });
+        expect(page.contacts.map((c) => c.id)).toEqual(await expected(where, order, limit, offset));
+      }
+    }
+    expect(await contacts.list({ search: 'nomatch-anywhere' })).toMatchObject({ total: 0, contacts: [] });
+    await ctx.query(`DELETE FROM contacts WHERE email LIKE 'bulk%@pages.test'`);
+  });
 });
 
 describe('ContactsService with a small connection pool', () => {
