@@ -488,7 +488,7 @@ async function smallResultPage<T extends ObjectLiteral, R>(
   const byId = orderExpr === idColumn;
   const matchesQb = qb.clone().select(idColumn, '__id');
   if (!byId) matchesQb.addSelect(orderExpr, '__k');
-  const [matches, params] = matchesQb
+  const [matches, params]: [string, unknown[]] = matchesQb
     .orderBy()
     .limit(SMALL_RESULT + 1)
     .getQueryAndParameters();
