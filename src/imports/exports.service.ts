@@ -5,12 +5,16 @@ import { pipeline } from 'node:stream/promises';
 import { stringify } from 'csv-stringify/sync';
 import type { Response } from 'express';
 import { iso } from '../common/dates.js';
+import type { ListSpec } from '../common/list.js';
 import { AppError, notFound } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
 import { type SignedLinkParams, SignedLinks } from '../common/signed-links.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { COMPANY_LIST_SPEC } from '../companies/companies.repository.js';
 import { CompaniesService } from '../companies/companies.service.js';
+import { CONTACT_LIST_SPEC } from '../contacts/contacts.repository.js';
 import { ContactsService } from '../contacts/contacts.service.js';
+import { DEAL_LIST_SPEC } from '../deals/deals.repository.js';
 import { DealsService } from '../deals/deals.service.js';
 import { ContactFieldValuesService } from '../fields/contact-field-values.service.js';
 import { JOB_IDS } from '../jobs/job-names.js';
@@ -25,45 +29,17 @@ export const EXPORT_DOWNLOAD_ROUTE = '/api/exports/:id/download';
 
 const READ_PERMISSION: Record<ImportObject, string> = { contacts: 'contacts:read', companies: 'companies:read', deals: 'deals:read' };
 
-/** The properties an export writes per object (custom fields follow as `fields.<alias>`). */
+/**
+ * The properties an export writes per object: the record's properties as its list publishes them,
+ * without the nested objects, the custom values (a column each, `fields.<alias>`, after these) and the
+ * audit users.
+ */
+const NOT_COLUMNS = new Set(['companyRef', 'owner', 'fields', 'doNotContact', 'createdBy', 'createdByUser', 'modifiedBy', 'modifiedByUser']);
+const columnsOf = (spec: ListSpec): readonly string[] => (spec.properties ?? []).filter((p) => !NOT_COLUMNS.has(p));
 const BASE_COLUMNS: Record<ImportObject, readonly string[]> = {
-  contacts: ['id', 'name', 'email', 'phone', 'company', 'companyId', 'title', 'ownerId', 'createdAt', 'modifiedAt'],
-  companies: [
-    'id',
-    'name',
-    'domain',
-    'phone',
-    'website',
-    'industry',
-    'size',
-    'address1',
-    'address2',
-    'city',
-    'state',
-    'zipcode',
-    'country',
-    'description',
-    'ownerId',
-    'createdAt',
-    'modifiedAt',
-  ],
-  deals: [
-    'id',
-    'title',
-    'value',
-    'contact_id',
-    'expected_close_date',
-    'stage',
-    'probability',
-    'status',
-    'product',
-    'quantity',
-    'closed_at',
-    'owner_id',
-    'company_id',
-    'createdAt',
-    'modifiedAt',
-  ],
+  contacts: columnsOf(CONTACT_LIST_SPEC),
+  companies: columnsOf(COMPANY_LIST_SPEC),
+  deals: columnsOf(DEAL_LIST_SPEC),
 };
 
 /** Contacts read per statement of the keyset walk. */
