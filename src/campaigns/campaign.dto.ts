@@ -1,9 +1,10 @@
 import { OmitType, PartialType } from '@nestjs/swagger';
-import { IsArray, IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { IsIsoDateTime, NoNul } from '../common/validation.js';
 import { CAMPAIGN_STATUSES, CREATE_STATUSES } from './campaign.rules.js';
 import type { CampaignStatus } from './campaign.rules.js';
 import { AuditRecordDto } from '../common/audit.dto.js';
+import { MembersBatchDto, MembersBatchResultDto } from '../common/batch.dto.js';
 
 export class CreateCampaignDto {
   /** Campaign name. */
@@ -89,38 +90,10 @@ export class SuccessDto {
   success: boolean;
 }
 
-/** Ids one membership batch takes in `add`, and in `remove`; more is a 413. */
-export const MEMBERSHIP_BATCH_MAX = 10_000;
+export { MEMBERSHIP_BATCH_MAX } from '../common/batch.dto.js';
 
 /** `POST /api/campaigns/{id}/contacts/batch`: contacts to add and to remove, by id. */
-export class CampaignMembersBatchDto {
-  /** Contact ids to add (at most 10,000; 413 beyond). Members already are counted as `alreadyMember`. */
-  @IsOptional()
-  @IsArray()
-  @IsInt({ each: true })
-  @Min(1, { each: true })
-  @Max(2147483647, { each: true })
-  add?: number[];
+export class CampaignMembersBatchDto extends MembersBatchDto {}
 
-  /** Contact ids to remove (at most 10,000; 413 beyond). Contacts that are not members are counted as `notMember`. */
-  @IsOptional()
-  @IsArray()
-  @IsInt({ each: true })
-  @Min(1, { each: true })
-  @Max(2147483647, { each: true })
-  remove?: number[];
-}
-
-/** What a membership batch changed. */
-export class CampaignMembersBatchResultDto {
-  /** Memberships created (each wrote a campaign.contact_added event). */
-  added: number;
-  /** Contacts in `add` that were members already. */
-  alreadyMember: number;
-  /** Memberships removed (each wrote a campaign.contact_removed event). */
-  removed: number;
-  /** Contacts in `remove` that were not members. */
-  notMember: number;
-  /** Ids in `add` or `remove` that name no contact, ascending. */
-  notFound: number[];
-}
+/** What a campaign membership batch changed. */
+export class CampaignMembersBatchResultDto extends MembersBatchResultDto {}

@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsArray, IsBoolean, IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsArray, IsBoolean, IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 
 export const BATCH_MODES = ['create', 'update', 'upsert', 'delete'] as const;
 export type BatchMode = (typeof BATCH_MODES)[number];
@@ -65,4 +65,40 @@ export class BatchSummaryDto {
 export class BatchResultDto {
   results: BatchItemResultDto[];
   summary: BatchSummaryDto;
+}
+
+/** Ids one membership batch (a campaign's or a static segment's contacts) takes in `add`, and in `remove`; more is a 413. */
+export const MEMBERSHIP_BATCH_MAX = 10_000;
+
+/** `POST /api/<campaigns|segments>/{id}/contacts/batch`: contacts to add and to remove, by id. */
+export class MembersBatchDto {
+  /** Contact ids to add (at most 10,000; 413 beyond). Members already are counted as `alreadyMember`. */
+  @IsOptional()
+  @IsArray()
+  @IsInt({ each: true })
+  @Min(1, { each: true })
+  @Max(2147483647, { each: true })
+  add?: number[];
+
+  /** Contact ids to remove (at most 10,000; 413 beyond). Contacts that are not members are counted as `notMember`. */
+  @IsOptional()
+  @IsArray()
+  @IsInt({ each: true })
+  @Min(1, { each: true })
+  @Max(2147483647, { each: true })
+  remove?: number[];
+}
+
+/** What a membership batch changed. */
+export class MembersBatchResultDto {
+  /** Memberships created (each wrote a `<campaign|segment>.contact_added` event where the resource has one). */
+  added: number;
+  /** Contacts in `add` that were members already. */
+  alreadyMember: number;
+  /** Memberships removed. */
+  removed: number;
+  /** Contacts in `remove` that were not members. */
+  notMember: number;
+  /** Ids in `add` or `remove` that name no contact, ascending. */
+  notFound: number[];
 }

@@ -1,6 +1,7 @@
 import { ApiProperty, PartialType } from '@nestjs/swagger';
-import { Allow, IsArray, IsDefined, IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { Allow, IsDefined, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
 import { AuditRecordDto } from '../common/audit.dto.js';
+import { MembersBatchDto, MembersBatchResultDto } from '../common/batch.dto.js';
 import { NoNul } from '../common/validation.js';
 import { ContactRecordDto } from '../contacts/contact.dto.js';
 import { BUILD_STATUSES, SEGMENT_TYPES } from './segment.entity.js';
@@ -101,36 +102,13 @@ export class SegmentCountDto {
 }
 
 /** Ids a static segment's batch takes in `add`, and in `remove`; more is a 413. */
-export const SEGMENT_BATCH_MAX = 10_000;
+export { MEMBERSHIP_BATCH_MAX as SEGMENT_BATCH_MAX } from '../common/batch.dto.js';
 
 /** `POST /api/segments/{id}/contacts/batch`: contacts to add to and remove from a static segment, by id. */
-export class SegmentMembersBatchDto {
-  /** Contact ids to add (at most 10,000; 413 beyond). Members already are counted as `alreadyMember`. */
-  @IsOptional()
-  @IsArray()
-  @IsInt({ each: true })
-  @Min(1, { each: true })
-  @Max(2147483647, { each: true })
-  add?: number[];
+export class SegmentMembersBatchDto extends MembersBatchDto {}
 
-  /** Contact ids to remove (at most 10,000; 413 beyond). Contacts that are not members are counted as `notMember`. */
-  @IsOptional()
-  @IsArray()
-  @IsInt({ each: true })
-  @Min(1, { each: true })
-  @Max(2147483647, { each: true })
-  remove?: number[];
-}
-
-/** What a membership batch changed. */
-export class SegmentMembersBatchResultDto {
-  added: number;
-  alreadyMember: number;
-  removed: number;
-  notMember: number;
-  /** Ids in `add` or `remove` that name no contact, ascending. */
-  notFound: number[];
-}
+/** What a static segment's membership batch changed. */
+export class SegmentMembersBatchResultDto extends MembersBatchResultDto {}
 
 /** A segment a contact belongs to (GET /api/contacts/{id}/segments). */
 export class ContactSegmentDto {
