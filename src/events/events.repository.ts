@@ -110,6 +110,12 @@ export class EventsRepository {
     return rows.map(toEventRecord);
   }
 
+  /** The highest sequence given so far, read in `tx` (every event numbered up to it is visible in its snapshot). */
+  async lastSequenceIn(tx: Tx): Promise<number> {
+    const [r]: { last_sequence: string }[] = await tx.query(`SELECT last_sequence FROM event_feed_state`);
+    return Number(r.last_sequence);
+  }
+
   /** The highest sequence given so far and the highest one removed by retention. */
   async state(): Promise<{ lastSequence: number; prunedThrough: number }> {
     const [r]: { last_sequence: string; pruned_through: string }[] = await this.dataSource.query(`SELECT last_sequence, pruned_through FROM event_feed_state`);
