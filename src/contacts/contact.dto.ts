@@ -96,7 +96,7 @@ const absent = (v: unknown): boolean => v === undefined || v === null;
 export function certainContactBody(body: Record<string, unknown>, create: true): CreateContactDto | null;
 export function certainContactBody(body: Record<string, unknown>, create: false): UpdateContactDto | null;
 export function certainContactBody(body: Record<string, unknown>, create: boolean): CreateContactDto | UpdateContactDto | null {
-  if (Object.getPrototypeOf(body) !== Object.prototype) return null;
+  if (!isPlainObject(body)) return null;
   for (const k of Object.keys(body)) if (!CONTACT_BODY_KEYS.has(k)) return null;
   const { name, email, phone, company, companyId, title, ownerId, fields } = body;
   if (create || name !== undefined) {
@@ -111,12 +111,19 @@ export function certainContactBody(body: Record<string, unknown>, create: boolea
   if (!absent(companyId) && !goodId(companyId)) return null;
   if (!absent(ownerId) && !goodId(ownerId)) return null;
   if (!absent(fields)) {
-    if (typeof fields !== 'object' || Array.isArray(fields) || Object.getPrototypeOf(fields) !== Object.prototype) return null;
-    for (const [k, v] of Object.entries(fields as Record<string, unknown>)) {
+    if (!isPlainObject(fields)) return null;
+    for (const [k, v] of Object.entries(fields)) {
       if (k === '__proto__' || !(scalar(v) || (Array.isArray(v) && v.every(scalar)))) return null;
     }
   }
-  return body as CreateContactDto | UpdateContactDto;
+  return body;
+}
+
+/** An object literal or a parsed JSON object (of any realm), not an array or a class instance. */
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const proto: unknown = Object.getPrototypeOf(v);
+  return proto === null || Object.getPrototypeOf(proto) === null;
 }
 
 function scalar(v: unknown): boolean {
