@@ -145,9 +145,16 @@ export class EventsRepository {
     return Number(r.n);
   }
 
-  /** True when some committed event waits for its number (one cheap index probe, for the idle loop). */
+  /**
+   * True when some committed event waits for its number (one cheap index probe, for the idle loop).
+   * The probe walks events_unsequenced_idx from its newest end: numbered events leave their entries
+   * behind, dead, at the oldest end until a vacuum removes them (a million after an import of a
+   * million contacts, with autovacuum off or behind), while the events waiting are the newest.
+   */
   async hasUnsequenced(): Promise<boolean> {
-    const [r]: { x: boolean }[] = await this.dataSource.query(`SELECT EXISTS (SELECT 1 FROM events WHERE sequence IS NULL) AS x`);
+    const [r]: { x: boolean }[] = await this.dataSource.query(
+      `SELECT EXISTS (SELECT 1 FROM events WHERE sequence IS NULL ORDER BY insert_order DESC LIMIT 1) AS x`,
+    );
     return r.x;
   }
 
