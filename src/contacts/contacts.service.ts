@@ -21,7 +21,7 @@ import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
 import { ContactFieldValuesService } from '../fields/contact-field-values.service.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
-import { CreateContactDto, SetDoNotContactDto, UpdateContactDto } from './contact.dto.js';
+import { certainContactBody, CreateContactDto, SetDoNotContactDto, UpdateContactDto } from './contact.dto.js';
 import {
   CONTACT_LIST_SPEC,
   type ContactExportRow,
@@ -405,6 +405,9 @@ export class ContactsService {
   ): Promise<void> {
     const updates: { index: number; before: ContactRow; values: ContactValues }[] = [];
     const creates: { index: number; values: ContactValues; key: string }[] = [];
+    // The published custom fields read once for the whole batch, not once per item.
+    const applyPatch = mode !== 'create' ? await this.fieldValues.preparer('patch') : null;
+    const applyCreate = mode !== 'update' ? await this.fieldValues.preparer('create') : null;
     for (const index of live) {
       const item = items[index];
       if (!item) continue;
@@ -412,18 +415,19 @@ export class ContactsService {
       const body = by === 'id' ? rest : item;
       const row = plans[index].key ? current.get(plans[index].key.value) : undefined;
       try {
-        if (row && mode !== 'create') {
-          const dto = await this.batches.validate(UpdateContactDto, body);
+        if (row && applyPatch) {
+          // A body that certainly passes the pipe skips it; any other goes through it (its errors are the pipe's).
+          const dto = certainContactBody(body, false) ?? (await this.batches.validate(UpdateContactDto, body));
           const values = this.assign(valuesOf(row), dto, false);
-          const custom = (await this.fieldValues.prepare(dto.fields, 'patch'))(row.fields ?? {});
+          const custom = applyPatch(dto.fields, row.fields ?? {});
           // A unique value, an owner change or a company change takes the item's own run (locks, notification, company name).
           if (custom.unique.length || values.ownerId !== row.ownerId || values.companyId !== row.companyId) continue;
           values.fields = custom.values;
           updates.push({ index, before: row, values });
-        } else if (!row && mode !== 'update') {
-          const dto = await this.batches.validate(CreateContactDto, body);
+        } else if (!row && applyCreate) {
+          const dto = certainContactBody(body, true) ?? (await this.batches.validate(CreateContactDto, body));
           const values = this.assign(emptyValues(), dto, true);
-          const custom = await this.fieldValues.apply({}, dto.fields, 'create');
+          const custom = applyCreate(dto.fields, {});
           if (custom.unique.length || values.ownerId !== null || values.companyId !== null) continue;
           values.fields = custom.values;
           creates.push({ index, values, key: values.email.toLowerCase() });

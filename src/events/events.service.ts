@@ -76,6 +76,11 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     return this.events.after(sequence, limit, undefined, tx);
   }
 
+  /** The highest sequence numbered so far, read in `tx` (as afterIn, without numbering first). */
+  lastSequenceIn(tx: Tx): Promise<number> {
+    return this.events.lastSequenceIn(tx);
+  }
+
   /**
    * GET /api/events: `{ events, next }` after the cursor `after` (the sequence of the last event
    * read; omitted: from the oldest kept), of `types` (comma-separated), at most `limit` (1..500).

@@ -92,10 +92,22 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
     const created = await this.transactions.run(async (tx) => {
       const cursor = await this.webhooks.lockCursor(tx);
       if (cursor === null) return []; // another process is dispatching
-      const events = await this.events.afterIn(tx, cursor, DISPATCH_BATCH);
-      read = events.length;
-      if (!events.length) return [];
+      // The end of the feed first, the webhooks after it (a later snapshot), as the events and then the
+      // webhooks are read below: with no active webhook, no event up to that end would become a delivery,
+      // so the cursor moves there without reading them (an import of a million contacts would otherwise
+      // have each of its events read and parsed here for nothing).
+      const last = await this.events.lastSequenceIn(tx);
       const subs = await this.webhooks.activeSubscriptions(tx);
+      if (!subs.length) {
+        if (last > cursor) await this.webhooks.advanceCursor(last, tx);
+        return [];
+      }
+      // Only events numbered by the time the webhooks were read (up to `last`): one numbered since may
+      // belong to a webhook created meanwhile, which the next pass sees.
+      const fetched = await this.events.afterIn(tx, cursor, DISPATCH_BATCH);
+      read = fetched.length;
+      const events = fetched.filter((e) => e.sequence <= last);
+      if (!events.length) return [];
       const rows: NewDelivery[] = [];
       for (const e of events) {
         let body: string | null = null;

@@ -99,6 +99,25 @@ export class ContactFieldValuesService implements OnModuleInit {
     };
   }
 
+  /**
+   * prepare() for many bodies at once (a batch's set-based path): the published rules are read once,
+   * and the answer applies one body's `input` to its record's current values exactly as prepare's
+   * function does (400 with a `fields.<alias>` detail per problem).
+   */
+  async preparer(
+    mode: ValuesMode,
+    object: FieldObject = 'contact',
+  ): Promise<(input: Record<string, unknown> | null | undefined, current: Record<string, unknown>) => { values: Record<string, unknown>; unique: string[] }> {
+    const rules = await this.publishedRules(undefined, object);
+    const uniqueAliases = new Set(rules.filter((r) => r.isUniqueIdentifier).map((r) => r.alias));
+    return (input, current) => {
+      if (mode === 'patch' && input === undefined) return { values: current, unique: [] };
+      const { values, changed, errors } = applyCustomValues(rules, current, input, mode, object);
+      if (errors.length) throw validationError(`Invalid custom field values: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
+      return { values, unique: uniqueAliases.size ? changed.filter((a) => uniqueAliases.has(a)).sort() : [] };
+    };
+  }
+
   /** Whether `alias` is a published unique-identifier contact field (a batch may name contacts by it). */
   async isUniqueIdentifier(alias: string): Promise<boolean> {
     return (await this.publishedRules()).some((r) => r.alias === alias && r.isUniqueIdentifier);

@@ -407,12 +407,21 @@ export class SegmentsService {
         this.wake();
         return 0;
       }
+      if (!(await this.segments.dynamicSegments(tx)).length) {
+        // No dynamic segment (read after the feed's position, in a later snapshot): no event up to that
+        // position changes a membership, and a dynamic segment created after this read is built from the
+        // contacts as they are by then. The cursor moves there without reading the events (an import of a
+        // million contacts would otherwise have its change events read here for nothing).
+        if (cursor.feedSequence > cursor.lastSequence) await this.segments.advanceCursor(cursor.feedSequence, tx);
+        return 0;
+      }
       const changes = await this.segments.changedContacts(cursor.lastSequence, REFRESH_BATCH, tx);
       if (!changes.events) {
         if (changes.upTo > cursor.lastSequence) await this.segments.advanceCursor(changes.upTo, tx);
         return 0;
       }
       if (changes.ids.length) {
+        // Read again after the changes (a later snapshot): a segment whose build finished meanwhile is re-evaluated too.
         const dynamic = await this.segments.dynamicSegments(tx);
         const mirrored = await this.campaigns.mirroredSegments(
           dynamic.map((d) => d.id),
