@@ -82,6 +82,14 @@ describe('compileFilter', () => {
     expect(c.params).toEqual({ __flt0: '%50\\%\\_off%', __flt1: 1, __flt2: 2.5, __flt3: ['open', 'won'], __flt4: true });
   });
 
+  it('a string field with a textIndex also tests it with a substring match (which the column match implies)', () => {
+    const withIndex: FilterRegistry = { email: { type: 'string', sql: 'c.email', textIndex: 'c.search_text' } };
+    const c = compileFilter('or(email[startsWith]:Ada_,email[endsWith]:"@x.test")', withIndex, NOW).compiled;
+    expect(c.sql).toBe('((c.search_text LIKE :__flt0 AND lower(c.email) LIKE :__flt1) OR (c.search_text LIKE :__flt2 AND lower(c.email) LIKE :__flt3))');
+    expect(c.params).toEqual({ __flt0: '%ada\\_%', __flt1: 'ada\\_%', __flt2: '%@x.test%', __flt3: '%@x.test' });
+    expect(compileFilter('email[eq]:a@x.test', withIndex, NOW).compiled.sql).toBe('(c.email = :__flt0)');
+  });
+
   it('compiles custom values to containment (GIN-served) and membership to EXISTS', () => {
     const c = compile({
       or: [

@@ -72,6 +72,12 @@ export interface FilterField {
   json?: { key: string; valueType: 'string' | 'number' | 'boolean' | 'date' | 'datetime' | 'select' };
   /** membership: EXISTS (SELECT 1 FROM <table> m WHERE m.<recordColumn> = <recordId> AND m.<setColumn> ...). */
   membership?: { table: string; recordColumn: string; recordId: string; setColumn: string };
+  /**
+   * string: a trigram-indexed expression that holds this column's lower-cased text among other text
+   * (contacts' search_text). contains, startsWith and endsWith also test it with a substring match,
+   * which the column's own match implies, so that one index serves them instead of one per column.
+   */
+  textIndex?: string;
   /** Shown in the OpenAPI document. */
   description?: string;
 }
@@ -519,6 +525,8 @@ class Compiler {
       case 'startsWith':
       case 'endsWith':
         if (!textual) return 'FALSE';
+        if (f.textIndex)
+          return `(${f.textIndex} LIKE ${this.bind(likeOf(String(values[0]), 'contains'))} AND lower(${col}) LIKE ${this.bind(likeOf(String(values[0]), op))})`;
         return `(lower(${col}) LIKE ${this.bind(likeOf(String(values[0]), op))})`;
       default:
         return 'FALSE';

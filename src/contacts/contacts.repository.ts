@@ -94,11 +94,11 @@ export const CONTACT_LIST_SPEC: ListSpec = {
   // Issue 14.
   filterable: {
     id: { type: 'id', sql: 'c.id' },
-    name: { type: 'string', sql: 'c.name' },
-    email: { type: 'string', sql: 'c.email' },
-    phone: { type: 'string', sql: 'c.phone' },
-    company: { type: 'string', sql: 'c.company' },
-    title: { type: 'string', sql: 'c.title' },
+    name: { type: 'string', sql: 'c.name', textIndex: 'c.search_text' },
+    email: { type: 'string', sql: 'c.email', textIndex: 'c.search_text' },
+    phone: { type: 'string', sql: 'c.phone', textIndex: 'c.search_text' },
+    company: { type: 'string', sql: 'c.company', textIndex: 'c.search_text' },
+    title: { type: 'string', sql: 'c.title', textIndex: 'c.search_text' },
     'owner.id': { type: 'id', sql: 'c.owner_id' },
     ownerId: { type: 'id', sql: 'c.owner_id' },
     'company.id': { type: 'id', sql: 'c.company_id', description: 'the primary company (companyId)' },

@@ -25,6 +25,7 @@ import { Segments1763700001600 } from './1763700001600-segments.js';
 import { ImportsExports1763700001700 } from './1763700001700-imports-exports.js';
 import { ImportChunks1763700001710 } from './1763700001710-import-chunks.js';
 import { BroadcastCounts1763700001800 } from './1763700001800-broadcast-counts.js';
+import { ContactTextIndex1763700001910 } from './1763700001910-contact-text-index.js';
 
 export const MIGRATIONS = [
   Platform1763700000000,
@@ -50,4 +51,5 @@ export const MIGRATIONS = [
   ImportsExports1763700001700,
   ImportChunks1763700001710,
   BroadcastCounts1763700001800,
+  ContactTextIndex1763700001910,
 ];
