@@ -51,6 +51,11 @@ function requestBuckets(path: string): [string, string] | [string] | [] {
 export class AppExpressAdapter extends ExpressAdapter {
   private readonly buckets = new Map<string, Router>();
   private dispatchMounted = false;
+  /** The router of group() while its registrations run. */
+  private groupRouter: Router | null = null;
+  /** The body parsers registered one after another so far (one layer: see useBodyParser). */
+  private parsers: Handler[] | null = null;
+  private capturingParser = false;
 
   constructor() {
     super(express());
@@ -82,6 +87,71 @@ export class AppExpressAdapter extends ExpressAdapter {
   }
   override search(...args: unknown[]): unknown {
     return this.register('search', args);
+  }
+
+  override use(...args: unknown[]): unknown {
+    if (this.capturingParser && args.length === 1 && typeof args[0] === 'function') {
+      if (!this.parsers) {
+        const parsers: Handler[] = (this.parsers = []);
+        this.getInstance<express.Express>().use(function parseBody(req: Request, res: Response, next: NextFunction) {
+          // Every parser skips a request without a body (type-is's hasBody) after giving it req.body = undefined.
+          if (req.headers['transfer-encoding'] === undefined && Number.isNaN(Number(req.headers['content-length']))) {
+            if (!Reflect.has(req, 'body')) req.body = undefined;
+            next();
+            return;
+          }
+          let i = 0;
+          const step = (err?: unknown) => {
+            if (err !== undefined && err !== null) next(err);
+            else if (i === parsers.length) next();
+            else void parsers[i++](req, res, step);
+          };
+          step();
+        });
+      }
+      this.parsers.push(args[0] as Handler);
+      return this;
+    }
+    this.parsers = null;
+    if (this.groupRouter) return (this.groupRouter.use as (...a: unknown[]) => unknown)(...args);
+    return super.use(...args);
+  }
+
+  /**
+   * Body parsers registered one after another (JSON for batch routes, JSON, form) are one Express
+   * layer that a request without a body passes in one step; a request with one goes through each
+   * parser in registration order, exactly as through their separate layers.
+   */
+  override useBodyParser(...args: Parameters<ExpressAdapter['useBodyParser']>): this {
+    this.capturingParser = true;
+    try {
+      super.useBodyParser(...args);
+    } finally {
+      this.capturingParser = false;
+    }
+    return this;
+  }
+
+  /**
+   * Whatever `register` adds to the application (middleware, routes, static files: e.g. the API
+   * reference's eleven layers) goes into one router that only requests whose path matches `prefix`
+   * enter, mounted where the group is declared: every other request passes one layer instead of all
+   * of them. `prefix` must match every path those layers can answer.
+   */
+  group(prefix: RegExp, register: () => void): void {
+    const app = this.getInstance<express.Express>();
+    const router = express.Router({ caseSensitive: Boolean(app.get('case sensitive routing')), strict: Boolean(app.get('strict routing')) });
+    this.parsers = null;
+    app.use(function prefixGroup(req: Request, res: Response, next: NextFunction) {
+      if (prefix.test(req.path)) router(req, res, next);
+      else next();
+    });
+    this.groupRouter = router;
+    try {
+      register();
+    } finally {
+      this.groupRouter = null;
+    }
   }
 
   /**
@@ -121,6 +191,8 @@ export class AppExpressAdapter extends ExpressAdapter {
 
   private register(method: Method, args: unknown[]): unknown {
     const app = this.getInstance<express.Express>();
+    this.parsers = null;
+    if (this.groupRouter) return (this.groupRouter[method] as (...a: unknown[]) => unknown)(...args);
     const [path, ...handlers] = args;
     const bucket = this.dispatchMounted && typeof path === 'string' ? routeBucket(path) : null;
     if (bucket === null) return (app[method] as (...a: unknown[]) => unknown)(...args);
