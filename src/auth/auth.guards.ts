@@ -65,7 +65,9 @@ export class AuthenticationGuard implements CanActivate {
         return true;
       });
     }
-    if (req.query && ('access_token' in req.query || 'token' in req.query || 'api_key' in req.query)) {
+    // Express parses the query string again on every read of req.query: read it once.
+    const query = req.query as Record<string, unknown> | undefined;
+    if (query && ('access_token' in query || 'token' in query || 'api_key' in query)) {
       req.authError = 'Tokens are not accepted in the query string; send Authorization: Bearer <token>';
       return true;
     }
