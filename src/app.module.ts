@@ -1,4 +1,4 @@
-import { type DynamicModule, type MiddlewareConsumer, Module, type NestModule, type Type } from '@nestjs/common';
+import { type DynamicModule, Module, type Type } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { CommonModule } from './common/common.module.js';
 import { IdempotencyModule } from './common/idempotency.module.js';
@@ -11,13 +11,12 @@ import { JobsModule } from './jobs/jobs.module.js';
 import { AuthModule } from './auth/auth.module.js';
 import { AuthenticationGuard, PermissionGuard } from './auth/auth.guards.js';
 import { RateLimitModule } from './rate-limit/rate-limit.module.js';
-import { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
 import { HttpExceptionFilter } from './common/http-exception.filter.js';
 import { AppValidationPipe } from './common/validation.js';
-import { RequestIdMiddleware } from './common/request-id.middleware.js';
 import { ContentTypeGuard } from './common/content-type.guard.js';
 import { SameOriginGuard } from './common/same-origin.guard.js';
 import { FallbackModule } from './common/fallback.controller.js';
+import { RequestGuard } from './request-guard.js';
 import { NotificationsModule } from './notifications/notifications.module.js';
 import { ContactsModule } from './contacts/contacts.module.js';
 import { CompaniesModule } from './companies/companies.module.js';
@@ -63,7 +62,7 @@ export const FEATURE_MODULES: Type[] = [
 ];
 
 @Module({})
-export class AppModule implements NestModule {
+export class AppModule {
   static forRoot(config: AppConfig, databaseUrl: string): DynamicModule {
     return {
       module: AppModule,
@@ -84,20 +83,15 @@ export class AppModule implements NestModule {
       providers: [
         { provide: APP_PIPE, useClass: AppValidationPipe },
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
-        // Order matters: check the route's credential, count the request, then check the permission,
-        // then refuse cross-site state changes on routes whose credential a browser sends by itself.
-        { provide: APP_GUARD, useClass: AuthenticationGuard },
-        { provide: APP_GUARD, useExisting: RateLimitGuard },
-        { provide: APP_GUARD, useClass: PermissionGuard },
-        { provide: APP_GUARD, useClass: SameOriginGuard },
-        { provide: APP_GUARD, useClass: ContentTypeGuard },
-        // Last (the account is known, the request counted and allowed): Idempotency-Key claims, records and replays.
-        { provide: APP_GUARD, useClass: IdempotencyGuard },
+        // The six checks of every request (credential, rate limit, permission, same origin, content
+        // type, Idempotency-Key), in that order, as one guard: see request-guard.ts.
+        AuthenticationGuard,
+        PermissionGuard,
+        SameOriginGuard,
+        ContentTypeGuard,
+        IdempotencyGuard,
+        { provide: APP_GUARD, useClass: RequestGuard },
       ],
     };
-  }
-
-  configure(consumer: MiddlewareConsumer) {
-    consumer.apply(RequestIdMiddleware).forRoutes('*path');
   }
 }

@@ -8,6 +8,11 @@ import { RouteTable } from './common/route-table.js';
 import { requestTextMiddleware } from './common/request-text.middleware.js';
 import { staticSecurityHeaders } from './common/security-headers.js';
 import { API_VERSION } from './system/system.controller.js';
+import { AppExpressAdapter } from './common/express-adapter.js';
+import { RequestIdMiddleware } from './common/request-id.middleware.js';
+import type { AppRequest } from './common/request.js';
+import { MetricsMiddleware } from './metrics/metrics.middleware.js';
+import { MetricsService } from './metrics/metrics.service.js';
 
 /** The batch routes' paths: /api/<resource>/batch and /api/campaigns/<id>/contacts/batch. */
 const BATCH_PATH = /^\/api\/(?:(?:[a-z-]+|campaigns\/[^/]+\/contacts)\/batch|imports)\/?$/;
@@ -57,15 +62,29 @@ export function configureHttp(app: NestExpressApplication, config: AppConfig): v
   app.use(requestTextMiddleware);
 
   const document = buildOpenApi(app, config);
-  // The reference (HTML) at /api/docs; the document itself at /api/docs-json, or at /api/docs when JSON is asked for.
-  app.use('/api/docs', (req: Request, res: Response, next: NextFunction) => {
-    if (req.method === 'GET' && (req.path === '/' || req.path === '') && req.accepts(['html', 'json']) === 'json') {
-      res.json(document);
-      return;
-    }
+  // The reference's layers (its page, assets and documents, all under /api/docs) are one layer for every other request.
+  const adapter = app.getHttpAdapter();
+  const grouped = (prefix: RegExp, register: () => void) => (adapter instanceof AppExpressAdapter ? adapter.group(prefix, register) : register());
+  grouped(/^\/api\/docs/i, () => {
+    // The reference (HTML) at /api/docs; the document itself at /api/docs-json, or at /api/docs when JSON is asked for.
+    app.use('/api/docs', (req: Request, res: Response, next: NextFunction) => {
+      if (req.method === 'GET' && (req.path === '/' || req.path === '') && req.accepts(['html', 'json']) === 'json') {
+        res.json(document);
+        return;
+      }
+      next();
+    });
+    SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json', customSiteTitle: 'SalesFlow API reference' });
+  });
+
+  // Every request past the reference: its id (X-Request-Id, the debug log line) and its metrics, in one layer.
+  const ids = new RequestIdMiddleware(config);
+  const timing = new MetricsMiddleware(app.get(MetricsService));
+  app.use(function requestIdAndMetrics(req: Request, res: Response, next: NextFunction) {
+    ids.stamp(req as AppRequest, res);
+    timing.start(req, res);
     next();
   });
-  SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json', customSiteTitle: 'SalesFlow API reference' });
 }
 
 /** The OpenAPI security requirement of each credential kind (common/route-access.ts). */

@@ -2,7 +2,7 @@ import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@ne
 import { timingSafeEqual } from 'node:crypto';
 import { parseBasicAuthorization, parseBearerAuthorization } from '../common/basic-auth.js';
 import { AppError } from '../common/errors.js';
-import type { AppRequest } from '../common/request.js';
+import type { AppRequest, Principal } from '../common/request.js';
 import { AUTHENTICATED, type Permission, routeAccess } from '../common/route-access.js';
 import { SignedLinks } from '../common/signed-links.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
@@ -35,6 +35,11 @@ export class AuthenticationGuard implements CanActivate {
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
+    return this.check(context);
+  }
+
+  /** canActivate without a promise when nothing needs one (a cached token, no credential, a refused one): the fused guard's step. */
+  check(context: ExecutionContext): boolean | Promise<boolean> {
     const req = context.switchToHttp().getRequest<AppRequest & { rawBody?: Buffer }>();
     req.principal = null;
     req.credential = undefined;
@@ -49,11 +54,20 @@ export class AuthenticationGuard implements CanActivate {
       const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
       const route = (req as { route?: { path?: unknown } }).route;
       const link = { params: req.params as Record<string, string>, expires: text(query.expires), signature: text(query.signature) };
-      if (typeof route?.path === 'string' && (await this.links.verify(route.path, link))) req.credential = 'signed-link';
-      else req.authError = 'The link is not valid or has expired; ask for a new one';
-      return true;
+      const refuse = () => {
+        req.authError = 'The link is not valid or has expired; ask for a new one';
+        return true;
+      };
+      if (typeof route?.path !== 'string') return refuse();
+      return this.links.verify(route.path, link).then((valid) => {
+        if (!valid) return refuse();
+        req.credential = 'signed-link';
+        return true;
+      });
     }
-    if (req.query && ('access_token' in req.query || 'token' in req.query || 'api_key' in req.query)) {
+    // Express parses the query string again on every read of req.query: read it once.
+    const query = req.query as Record<string, unknown> | undefined;
+    if (query && ('access_token' in query || 'token' in query || 'api_key' in query)) {
       req.authError = 'Tokens are not accepted in the query string; send Authorization: Bearer <token>';
       return true;
     }
@@ -79,8 +93,14 @@ export class AuthenticationGuard implements CanActivate {
           : 'The Authorization header must be "Bearer <token>"';
       return true;
     }
-    req.principal = await this.tokens.authenticate(secret);
-    if (!req.principal) req.authError = 'The token is unknown, expired or revoked';
+    const principal = this.tokens.authenticateNow(secret);
+    if (principal instanceof Promise) return principal.then((p) => this.identify(req, p));
+    return this.identify(req, principal);
+  }
+
+  private identify(req: AppRequest, principal: Principal | null): true {
+    req.principal = principal;
+    if (!principal) req.authError = 'The token is unknown, expired or revoked';
     else req.credential = 'token';
     return true;
   }

@@ -105,3 +105,67 @@ describe('AppExpressAdapter.reply', () => {
     expect(wrapped.body).toEqual({ ok: true });
   });
 });
+
+describe('AppExpressAdapter middleware chain, body parsers and groups', () => {
+  type Next = (err?: unknown) => void;
+  function app(): express.Express {
+    const adapter = new AppExpressAdapter();
+    const instance = adapter.getInstance<express.Express>();
+    const mark = (name: string) => (req: Request, _res: Response, next: Next) => {
+      (req as Request & { seen?: string[] }).seen = [...((req as Request & { seen?: string[] }).seen ?? []), name];
+      next();
+    };
+    adapter.use(mark('first'));
+    adapter.useBodyParser('json', false);
+    adapter.use((req: Request, _res: Response, next: Next) => (req.path === '/boom' ? next(new Error('boom')) : next()));
+    const failing = (req: Request, _res: Response, next: Next): Promise<void> | undefined => {
+      if (req.path === '/throws') throw new Error('thrown');
+      if (req.path === '/rejects') return Promise.reject(new Error('rejected'));
+      next();
+      return undefined;
+    };
+    adapter.use(failing);
+    adapter.group(/^\/docs/i, () => {
+      adapter.get('/docs/page', (_req: Request, res: Response) => res.json({ docs: true }));
+      adapter.use('/docs', mark('docs-middleware'));
+    });
+    adapter.use(mark('last'));
+    adapter.isRouteOrderSensitive();
+    adapter.post('/api/echo', (req: Request, res: Response) => res.json({ body: req.body as unknown, seen: (req as Request & { seen?: string[] }).seen }));
+    adapter.get('/api/seen', (req: Request, res: Response) => res.json({ seen: (req as Request & { seen?: string[] }).seen, hasBody: 'body' in req }));
+    instance.use((err: Error, _req: Request, res: Response, _next: Next) => res.status(500).json({ error: err.message }));
+    return instance;
+  }
+
+  it('registers consecutive pathless middleware as one layer and runs them in order', async () => {
+    const a = app();
+    const names = (a.router as unknown as { stack: { name: string }[] }).stack.map((l) => l.name);
+    // Five middleware, the body parser and the group's prefix check: one layer (the group's own layers live in its router).
+    expect(names.filter((n) => n === 'middlewareChain').length).toBe(1);
+    const r = await request(a).get('/api/seen');
+    expect(r.body).toEqual({ seen: ['first', 'last'], hasBody: true });
+  });
+
+  it('parses a body through the parsers as their own layers would, and skips a bodyless request', async () => {
+    const r = await request(a()).post('/api/echo').set('content-type', 'application/json').send('{"x":1}');
+    expect(r.body).toEqual({ body: { x: 1 }, seen: ['first', 'last'] });
+    const bad = await request(a()).post('/api/echo').set('content-type', 'application/json').send('{"x":');
+    expect(bad.status).toBe(500); // the parser's error reaches the error handler, past the rest of the chain
+  });
+
+  it('hands an error passed to next, thrown, or rejected to the error handler', async () => {
+    expect((await request(a()).get('/boom')).body).toEqual({ error: 'boom' });
+    expect((await request(a()).get('/throws')).body).toEqual({ error: 'thrown' });
+    expect((await request(a()).get('/rejects')).body).toEqual({ error: 'rejected' });
+  });
+
+  it('enters a group only for its prefix, with its routes and middleware as before', async () => {
+    expect((await request(a()).get('/docs/page')).body).toEqual({ docs: true });
+    expect((await request(a()).get('/DOCS/page')).body).toEqual({ docs: true });
+    expect((await request(a()).get('/api/seen')).body.seen).not.toContain('docs-middleware');
+  });
+
+  function a(): express.Express {
+    return app();
+  }
+});

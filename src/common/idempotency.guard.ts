@@ -24,6 +24,11 @@ export class IdempotencyGuard implements CanActivate {
   constructor(private readonly idempotency: IdempotencyService) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
+    return this.check(context);
+  }
+
+  /** canActivate without a promise for a request that carries no key (almost all): the fused guard's step. */
+  check(context: ExecutionContext): boolean | Promise<boolean> {
     if (context.getType() !== 'http') return true;
     const req = context.switchToHttp().getRequest<AppRequest>();
     const header = req.headers['idempotency-key'];
@@ -34,9 +39,10 @@ export class IdempotencyGuard implements CanActivate {
     const scope: IdempotencyScope = { userId: req.principal.userId, scope: scopeOf(req.method, req.path), key, method: req.method, path: req.path };
     const fingerprint = fingerprintOf(req);
     const res = context.switchToHttp().getResponse<Response>();
-    const claim = await this.idempotency.begin(scope, fingerprint);
-    this.recordAnswer(res, scope, claim);
-    return true;
+    return this.idempotency.begin(scope, fingerprint).then((claim) => {
+      this.recordAnswer(res, scope, claim);
+      return true;
+    });
   }
 
   /**

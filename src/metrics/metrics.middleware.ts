@@ -1,19 +1,37 @@
-import { Injectable, type NestMiddleware } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
-import { MetricsService } from './metrics.service.js';
+import type { MetricsService } from './metrics.service.js';
 
-/** Times every request and counts it by its route pattern (not the concrete path, to bound cardinality). */
-@Injectable()
-export class MetricsMiddleware implements NestMiddleware {
-  constructor(private readonly metrics: MetricsService) {}
+/** When the request arrived (performance.now(), ms), kept on the request for the finish listener. */
+const STARTED = Symbol('metricsStartedAt');
+type Timed = Request & { [STARTED]?: number };
+
+/**
+ * Times every request and counts it by its route pattern (not the concrete path, to bound cardinality).
+ * A plain Express middleware (src/http.ts registers it with the request id in one layer). Nothing is
+ * allocated per request for it beyond the listener's slot: one 'finish' listener shared by all
+ * responses (Node calls it with the response as `this`), a number for the start time, and series
+ * found without building a key (MetricsService.recordRequest).
+ */
+export class MetricsMiddleware {
+  private readonly onFinish: (this: Response) => void;
+
+  constructor(metrics: MetricsService) {
+    this.onFinish = function recordFinished(this: Response) {
+      const req = this.req as Timed;
+      const route = (req.route as { path?: unknown } | undefined)?.path;
+      const seconds = (performance.now() - (req[STARTED] ?? 0)) / 1000;
+      metrics.recordRequest(req.method, typeof route === 'string' ? (req.baseUrl ?? '') + route : 'unmatched', this.statusCode, seconds);
+    };
+  }
 
   use(req: Request, res: Response, next: NextFunction) {
-    const started = process.hrtime.bigint();
-    res.once('finish', () => {
-      const route = (req.route as { path?: string } | undefined)?.path;
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      this.metrics.recordRequest(req.method, typeof route === 'string' ? (req.baseUrl ?? '') + route : 'unmatched', res.statusCode, seconds);
-    });
+    this.start(req, res);
     next();
+  }
+
+  /** use() without calling next. */
+  start(req: Request, res: Response): void {
+    (req as Timed)[STARTED] = performance.now();
+    res.on('finish', this.onFinish);
   }
 }

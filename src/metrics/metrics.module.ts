@@ -1,11 +1,7 @@
-import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { MetricsController } from './metrics.controller.js';
-import { MetricsMiddleware } from './metrics.middleware.js';
 import { MetricsService } from './metrics.service.js';
 
+/** Metrics of this process; the HTTP request metrics are recorded by MetricsMiddleware, which src/http.ts registers. */
 @Module({ controllers: [MetricsController], providers: [MetricsService], exports: [MetricsService] })
-export class MetricsModule implements NestModule {
-  configure(consumer: MiddlewareConsumer) {
-    consumer.apply(MetricsMiddleware).forRoutes('*path');
-  }
-}
+export class MetricsModule {}

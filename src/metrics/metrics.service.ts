@@ -2,6 +2,11 @@ import { Injectable } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { JobQueue, type QueueDepth } from '../jobs/job-queue.js';
 
+interface Series {
+  count: { inc(): void };
+  time: { observe(v: number): void };
+}
+
 /**
  * Prometheus metrics of this process: HTTP request rates and latencies by route, process metrics,
  * and job counters and queue depths that the job layer reports through this service.
@@ -56,15 +61,21 @@ export class MetricsService {
     this.depthReader = reader;
   }
 
-  /** The labelled series of each method, route pattern and status, resolved once (routes are a bounded set). */
-  private readonly series = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
+  /**
+   * The labelled series of each route pattern, method and status, resolved once (routes are a
+   * bounded set) and found by three lookups, without building a key string per request.
+   */
+  private readonly series = new Map<string, Map<string, Map<number, Series>>>();
 
   recordRequest(method: string, route: string, status: number, seconds: number): void {
-    const key = `${method} ${status} ${route}`;
-    let s = this.series.get(key);
+    let byMethod = this.series.get(route);
+    if (!byMethod) this.series.set(route, (byMethod = new Map<string, Map<number, Series>>()));
+    let byStatus = byMethod.get(method);
+    if (!byStatus) byMethod.set(method, (byStatus = new Map<number, Series>()));
+    let s = byStatus.get(status);
     if (!s) {
       s = { count: this.httpRequests.labels(method, route, String(status)), time: this.httpDuration.labels(method, route) };
-      this.series.set(key, s);
+      byStatus.set(status, s);
     }
     s.count.inc();
     s.time.observe(seconds);
