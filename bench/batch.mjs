@@ -8,33 +8,16 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { seed, SIZES } from './seed.mjs';
+import { ADMIN_URL, ROOT, createToken, databaseUrl, freePort } from './lib.mjs';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const ADMIN_URL = process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB_NAME = process.env.BENCH_DATABASE ?? 'sf_bench_batch';
 const BATCHES = Number(process.env.BENCH_BATCHES ?? 30);
 const SIZE = Number(process.env.BENCH_BATCH_SIZE ?? 500);
 const EXISTING = Number(process.env.BENCH_EXISTING ?? 0.5);
 const log = (m) => process.stderr.write(`[bench:batch] ${m}\n`);
-const dbUrl = (() => {
-  const u = new URL(ADMIN_URL);
-  u.pathname = `/${DB_NAME}`;
-  return u.toString();
-})();
-
-const freePort = () =>
-  new Promise((res) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => res(port));
-    });
-  });
+const dbUrl = databaseUrl(DB_NAME);
 
 async function prepare() {
   const admin = new pg.Client({ connectionString: ADMIN_URL });
@@ -59,15 +42,7 @@ async function main() {
   await prepare();
   const db = new pg.Client({ connectionString: dbUrl });
   await db.connect();
-  const token = execFileSync(
-    process.execPath,
-    ['dist/cli.js', 'token:create', '--user', 'bench@example.com', '--name', 'bench-batch', '--permissions', '*', '--plan', 'enterprise'],
-    { cwd: ROOT, env: { ...process.env, DATABASE_URL: dbUrl } },
-  )
-    .toString()
-    .trim()
-    .split('\n')
-    .pop();
+  const token = createToken({ ...process.env, DATABASE_URL: dbUrl }, 'bench-batch');
   const port = await freePort();
   const api = spawn(process.execPath, ['dist/main.js'], {
     cwd: ROOT,

@@ -14,11 +14,9 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { ROOT, createToken } from './lib.mjs';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const N = Number(process.argv[2] ?? 100_000);
 const M = Number(process.argv[3] ?? 5_000);
 const ADMIN = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -81,18 +79,7 @@ async function main() {
   const { rows: k } = await db.query(`INSERT INTO campaigns (name) VALUES ('Bench') RETURNING id`);
   await db.query(`INSERT INTO campaign_members (campaign_id, contact_id) SELECT $1, id FROM contacts`, [k[0].id]);
   await db.query('ANALYZE');
-  const token = execFileSync(
-    process.execPath,
-    ['dist/cli.js', 'token:create', '--user', 'bench@example.com', '--name', 'bench', '--permissions', '*', '--plan', 'enterprise'],
-    {
-      cwd: ROOT,
-      env: env0,
-    },
-  )
-    .toString()
-    .trim()
-    .split('\n')
-    .pop();
+  const token = createToken(env0, 'bench');
   const auth = `Bearer ${token}`;
   const port = await freePort();
   const env = {

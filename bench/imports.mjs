@@ -19,37 +19,19 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdtempSync, openAsBlob, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { DEPLOYED_NODE_OPTIONS, ROOT, createToken, databaseUrl, freePort } from './lib.mjs';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const ADMIN_URL = process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB_NAME = process.env.BENCH_DATABASE ?? 'sf_bench';
 const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 1_000_000);
 const DOMAIN = 'imports-bench.test';
 const IN_PROCESS = process.env.BENCH_IN_PROCESS === '1';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
-/** Kept equal to NODE_OPTIONS in the Dockerfile: the benchmark runs the app as it is deployed. */
-const DEPLOYED_NODE_OPTIONS = (/^ENV NODE_OPTIONS="([^"]*)"/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8')) ?? [])[1] ?? '';
 const log = (m) => process.stderr.write(`[bench:imports] ${m}\n`);
-const dbUrl = (() => {
-  const u = new URL(ADMIN_URL);
-  u.pathname = `/${DB_NAME}`;
-  return u.toString();
-})();
-
-const freePort = () =>
-  new Promise((res) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => res(port));
-    });
-  });
+const dbUrl = databaseUrl(DB_NAME);
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -91,15 +73,7 @@ async function main() {
   execFileSync(process.execPath, ['dist/cli.js', 'migration:run'], { cwd: ROOT, env: { ...process.env, DATABASE_URL: dbUrl }, stdio: 'ignore' });
   const db = new pg.Client({ connectionString: dbUrl });
   await db.connect();
-  const token = execFileSync(
-    process.execPath,
-    ['dist/cli.js', 'token:create', '--user', 'bench@example.com', '--name', 'bench-imports', '--permissions', '*', '--plan', 'enterprise'],
-    { cwd: ROOT, env: { ...process.env, DATABASE_URL: dbUrl } },
-  )
-    .toString()
-    .trim()
-    .split('\n')
-    .pop();
+  const token = createToken({ ...process.env, DATABASE_URL: dbUrl }, 'bench-imports');
   const dataDir = mkdtempSync(join(tmpdir(), 'sf-bench-imports-'));
   const port = await freePort();
   const prefix = `bench${randomBytes(3).toString('hex')}`;

@@ -16,29 +16,21 @@
  * profile another build (e.g. a worktree of an older commit), BENCH_RESULTS=path to write Markdown.
  */
 import autocannon from 'autocannon';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import pg from 'pg';
+import { DEPLOYED_NODE_OPTIONS, ROOT, createToken, databaseUrl, freePort } from './lib.mjs';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BUILD = resolve(process.env.PROFILE_BUILD ?? ROOT);
-const ADMIN_URL = process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const DB_NAME = process.env.BENCH_DATABASE ?? 'sf_bench';
 const REQUESTS = Number(process.env.PROFILE_REQUESTS ?? 20000);
 const CONNECTIONS = Number(process.env.PROFILE_CONNECTIONS ?? 8);
 const log = (m) => process.stderr.write(`[profile] ${m}\n`);
-const DEPLOYED_NODE_OPTIONS = (/^ENV NODE_OPTIONS="([^"]*)"/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8')) ?? [])[1] ?? '';
-const dbUrl = (() => {
-  const u = new URL(ADMIN_URL);
-  u.pathname = `/${DB_NAME}`;
-  return u.toString();
-})();
+const dbUrl = databaseUrl(DB_NAME);
 
 /** Layers, first match wins: [name, test on the frame's url, optional test on its function name]. */
 const LAYERS = [
@@ -84,16 +76,6 @@ const LAYERS = [
   ['garbage collection', (_u, f) => f === '(garbage collector)'],
   ['native code without a JavaScript caller', () => true],
 ];
-
-async function freePort() {
-  return new Promise((res) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => res(port));
-    });
-  });
-}
 
 async function waitFor(url, timeoutMs = 60000) {
   const deadline = Date.now() + timeoutMs;
@@ -206,18 +188,7 @@ async function main() {
   const [c0, c1, k0, k1] = [b[0].c0, b[0].c1, b[0].k0, b[0].k1].map(Number);
   if (!c1) throw new Error(`${DB_NAME} holds no contacts: seed it first (npm run bench)`);
   await db.end();
-  const token = execFileSync(
-    process.execPath,
-    ['dist/cli.js', 'token:create', '--user', 'bench@example.com', '--name', 'profile', '--permissions', '*', '--plan', 'enterprise'],
-    {
-      cwd: BUILD,
-      env: { ...process.env, DATABASE_URL: dbUrl },
-    },
-  )
-    .toString()
-    .trim()
-    .split('\n')
-    .pop();
+  const token = createToken({ ...process.env, DATABASE_URL: dbUrl }, 'profile', BUILD);
   const auth = `Bearer ${token}`;
   const tag = randomBytes(3).toString('hex');
   let seq = 0;

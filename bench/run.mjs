@@ -16,40 +16,21 @@ import { execFileSync, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer } from 'node:net';
 import { cpus, totalmem } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import pg from 'pg';
 import { seed, SIZES } from './seed.mjs';
+import { ADMIN_URL, DEPLOYED_NODE_OPTIONS, ROOT, createToken, databaseUrl, freePort } from './lib.mjs';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** The build to measure (its dist/): this checkout, or BENCH_BUILD (e.g. a worktree of an older commit, for before/after). */
 const BUILD = process.env.BENCH_BUILD ? resolve(process.env.BENCH_BUILD) : ROOT;
-const ADMIN_URL = process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const DB_NAME = process.env.BENCH_DATABASE ?? 'sf_bench';
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const log = (m) => process.stderr.write(`[bench] ${m}\n`);
-/** Kept equal to NODE_OPTIONS in the Dockerfile: the benchmark runs the app as it is deployed. */
-const DEPLOYED_NODE_OPTIONS = (/^ENV NODE_OPTIONS="([^"]*)"/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8')) ?? [])[1] ?? '';
 
-const dbUrl = (() => {
-  const u = new URL(ADMIN_URL);
-  u.pathname = `/${DB_NAME}`;
-  return u.toString();
-})();
-
-async function freePort() {
-  return new Promise((res) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => res(port));
-    });
-  });
-}
+const dbUrl = databaseUrl(DB_NAME);
 
 async function prepareDatabase() {
   const admin = new pg.Client({ connectionString: ADMIN_URL });
@@ -144,18 +125,7 @@ async function main() {
   );
   const [c0, c1, k0, k1] = [b[0].c0, b[0].c1, b[0].k0, b[0].k1].map(Number);
 
-  const token = execFileSync(
-    process.execPath,
-    ['dist/cli.js', 'token:create', '--user', 'bench@example.com', '--name', 'bench', '--permissions', '*', '--plan', 'enterprise'],
-    {
-      cwd: BUILD,
-      env: { ...process.env, DATABASE_URL: dbUrl },
-    },
-  )
-    .toString()
-    .trim()
-    .split('\n')
-    .pop();
+  const token = createToken({ ...process.env, DATABASE_URL: dbUrl }, 'bench', BUILD);
   const auth = `Bearer ${token}`;
   const prefix = `bench${runTag}`;
   const [apiPort, basePort] = [await freePort(), await freePort()];

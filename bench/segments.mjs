@@ -14,31 +14,15 @@
  * `node bench/segments.mjs` after `npm run build`. Environment: BENCH_DATABASE_ADMIN_URL,
  * BENCH_DATABASE (sf_bench), BENCH_TARGET (300000 members), SEGMENT_REFRESH_INTERVAL_MS (the app's default).
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { spawn } from 'node:child_process';
 import pg from 'pg';
+import { ROOT, createToken, databaseUrl, freePort } from './lib.mjs';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const ADMIN_URL = process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB_NAME = process.env.BENCH_DATABASE ?? 'sf_bench';
 const TARGET = Number(process.env.BENCH_TARGET ?? 300_000);
 const log = (m) => process.stderr.write(`[bench:segments] ${m}\n`);
-const dbUrl = (() => {
-  const u = new URL(ADMIN_URL);
-  u.pathname = `/${DB_NAME}`;
-  return u.toString();
-})();
+const dbUrl = databaseUrl(DB_NAME);
 
-const freePort = () =>
-  new Promise((res) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => res(port));
-    });
-  });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function main() {
@@ -63,15 +47,7 @@ async function main() {
   const expected = Number((await db.query(`SELECT count(*) AS n FROM contacts WHERE title = ANY($1) AND created_at >= $2`, [titles, cutoff])).rows[0].n);
   log(`${total} contacts; the filter matches ${expected}`);
 
-  const token = execFileSync(
-    process.execPath,
-    ['dist/cli.js', 'token:create', '--user', 'bench@example.com', '--name', 'bench-segments', '--permissions', '*', '--plan', 'enterprise'],
-    { cwd: ROOT, env: { ...process.env, DATABASE_URL: dbUrl } },
-  )
-    .toString()
-    .trim()
-    .split('\n')
-    .pop();
+  const token = createToken({ ...process.env, DATABASE_URL: dbUrl }, 'bench-segments');
   const port = await freePort();
   const serverLines = [];
   const api = spawn(process.execPath, ['dist/main.js'], {
