@@ -9,8 +9,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { expectError, startApp, type TestApp } from './support/app.js';
 import { adminToken, tokenFor } from './support/fixtures.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep, waitUntil } from './support/wait.js';
 
 interface ImportRecord {
   id: number;
@@ -21,15 +20,7 @@ interface ImportRecord {
   durationMs: number | null;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 90000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+const until = <T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 90000) => waitUntil(what, probe, timeoutMs);
 
 function csvOf(rows: string[][], delimiter = ','): string {
   const cell = (v: string) => (/[",;\t\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);

@@ -10,8 +10,8 @@ import { createContact, uniqueEmail } from '../support/fixtures.js';
 import { createDatabase, startApp, type TestApp } from '../support/app.js';
 import { type PrivateRedis, startPrivateRedis } from '../support/services.js';
 import { FakeGateway, waitFor } from '../support/sms-gateway.js';
+import { sleep } from '../support/wait.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const RATE = 10;
 const N = 60;
 

@@ -8,8 +8,7 @@ import { request as httpRequest } from 'node:http';
 import { Redis } from 'ioredis';
 import { startApp, type TestApp } from '../support/app.js';
 import { type PrivatePostgres, type PrivateRedis, startPrivatePostgres, startPrivateRedis } from '../support/services.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../support/wait.js';
 
 interface Outcome {
   status: number | 'error';
