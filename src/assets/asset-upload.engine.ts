@@ -1,4 +1,3 @@
-import { pipeline } from 'node:stream';
 import type { Request } from 'express';
 import type { StorageEngine } from 'multer';
 import { AssetStorage } from './asset-storage.js';
@@ -33,9 +32,18 @@ export class AssetUploadEngine implements StorageEngine {
 
   _handleFile(_req: Request, file: Express.Multer.File, cb: (error?: unknown, info?: Partial<UploadedAssetFile>) => void): void {
     const inspector = new UploadInspector(this.maxBytes);
-    const source = pipeline(file.stream, inspector, () => undefined);
+    const upload = file.stream;
+    upload.pipe(inspector);
+    // Over the limit, the inspector fails and storage removes its partial file before `cb` reports the
+    // error. The file stream itself is drained, not failed: multer answers a failed file stream at once,
+    // which let the 413 go out while the partial file still existed.
+    inspector.once('error', () => {
+      upload.unpipe(inspector);
+      upload.resume();
+    });
+    upload.once('error', (e: Error) => inspector.destroy(e));
     this.storage
-      .write(source)
+      .write(inspector)
       .then(async (storageKey) => {
         try {
           const originalFilename = sanitizeFilename(file.originalname);
