@@ -28,6 +28,8 @@ const EVENT_JSON = `jsonb_build_object('id', c.id, 'name', c.name, 'email', c.em
   'modifiedAt', ${isoSql('c.modified_at')}, 'createdBy', c.created_by, 'createdByUser', c.created_by_user, 'modifiedBy', c.modified_by,
   'modifiedByUser', c.modified_by_user)`;
 
+const MEMBERSHIP_JSON = `jsonb_build_object('campaignId', m.campaign_id, 'contactId', m.contact_id, 'addedAt', ${isoSql('m.added_at')})`;
+
 const iso = (d) => (d ? new Date(d).toISOString().slice(0, 19) + '+00:00' : null);
 const record = (r) => ({
   id: r.id,
@@ -105,7 +107,7 @@ async function handle(req, res) {
   if (req.method === 'POST' && parts[1] === 'contacts') {
     const b = await readBody(req);
     // The application writes the contact.created event (the outbox) in the same statement, so the
-    // baseline does too; `?outbox=0` leaves it out, for the row that measures what the outbox costs.
+    // baseline does too; `?outbox=0` leaves it out, for the rows that measure what the outbox costs.
     const outbox = url.searchParams.get('outbox') !== '0';
     try {
       const { rows } = await pool.query(
@@ -125,7 +127,16 @@ async function handle(req, res) {
     }
   }
   if (req.method === 'POST' && parts[1] === 'campaigns' && parts[3] === 'contact' && parts[5] === 'add') {
-    await pool.query('INSERT INTO campaign_members (campaign_id, contact_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [Number(parts[2]), Number(parts[4])]);
+    // As on create: the application writes campaign.contact_added (the outbox) in the same statement,
+    // for a new membership only, so the baseline does too; `?outbox=0` leaves it out.
+    const outbox = url.searchParams.get('outbox') !== '0';
+    await pool.query(
+      outbox
+        ? `WITH m AS (INSERT INTO campaign_members (campaign_id, contact_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING campaign_id, contact_id, added_at)
+           INSERT INTO events (type, data, previous) SELECT 'campaign.contact_added', ${MEMBERSHIP_JSON}, NULL::jsonb FROM m`
+        : 'INSERT INTO campaign_members (campaign_id, contact_id) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+      [Number(parts[2]), Number(parts[4])],
+    );
     return send(res, 200, { success: true });
   }
   if (req.method === 'GET' && parts[1] === 'campaigns' && parts[3] === 'contacts') {

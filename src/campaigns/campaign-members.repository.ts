@@ -4,7 +4,7 @@ import type { DataSource, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { segmentMembershipLockSql } from '../common/advisory-locks.js';
 import { registerConstraints } from '../common/constraints.js';
 import { AppError } from '../common/errors.js';
-import type { Tx } from '../database/transactions.js';
+import { prepared, Transactions, type Tx } from '../database/transactions.js';
 import { outboxInsertSql } from '../events/events.repository.js';
 
 registerConstraints({
@@ -27,13 +27,29 @@ const MEMBERSHIP_JSON = `jsonb_build_object('campaignId', m.campaign_id, 'contac
   'addedAt', to_char(m.added_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"'))`;
 
 /**
+ * Bench row "add contact to campaign": the membership and its campaign.contact_added event in one
+ * prepared statement. The event is written only for a new membership; a campaign that mirrors a
+ * segment takes no membership by hand (nothing is inserted, `mirrored` names the segment). The
+ * campaign row is held FOR SHARE so its segmentId cannot change before the statement commits.
+ */
+const ADD_MEMBER = prepared(`WITH cp AS (SELECT segment_id FROM campaigns WHERE id = $1 FOR SHARE),
+            s AS (SELECT segment_id FROM cp WHERE segment_id IS NOT NULL),
+            m AS (INSERT INTO campaign_members (campaign_id, contact_id) SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM s)
+                  ON CONFLICT (campaign_id, contact_id) DO NOTHING RETURNING campaign_id, contact_id, added_at),
+            e AS (${outboxInsertSql(`'campaign.contact_added'`, MEMBERSHIP_JSON, 'NULL::jsonb', 'FROM m')})
+       SELECT count(*) AS n, (SELECT segment_id FROM s) AS mirrored FROM m`);
+
+/**
  * Every query of campaign_members. Raw SQL on purpose: the bench rows "add contact to campaign"
  * (one statement, the foreign keys answer whether campaign and contact exist) and "list a
  * campaign's contacts" (the total from the member rows) are served by these statements.
  */
 @Injectable()
 export class CampaignMembersRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly transactions: Transactions,
+  ) {}
 
   /**
    * Adds a membership; an existing one is left as it is. A missing campaign or contact fails with
@@ -41,17 +57,7 @@ export class CampaignMembersRepository {
    * Bench row: "add contact to campaign".
    */
   async add(campaignId: number, contactId: number, tx?: Tx): Promise<boolean> {
-    // The campaign.contact_added event is written by the same statement, only for a new membership.
-    // A campaign that mirrors a segment takes no membership by hand: nothing is inserted, `mirrored` names the segment.
-    const rows: { n: string; mirrored: number | null }[] = await (tx ?? this.dataSource).query(
-      `WITH cp AS (SELECT segment_id FROM campaigns WHERE id = $1 FOR SHARE),
-            s AS (SELECT segment_id FROM cp WHERE segment_id IS NOT NULL),
-            m AS (INSERT INTO campaign_members (campaign_id, contact_id) SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM s)
-                  ON CONFLICT (campaign_id, contact_id) DO NOTHING RETURNING campaign_id, contact_id, added_at),
-            e AS (${outboxInsertSql(`'campaign.contact_added'`, MEMBERSHIP_JSON, 'NULL::jsonb', 'FROM m')})
-       SELECT count(*) AS n, (SELECT segment_id FROM s) AS mirrored FROM m`,
-      [campaignId, contactId],
-    );
+    const rows: { n: string; mirrored: number | null }[] = await (tx ?? this.transactions.db).query(ADD_MEMBER, [campaignId, contactId]);
     if (rows[0].mirrored !== null) throw mirroredError(campaignId, rows[0].mirrored);
     return Number(rows[0].n) > 0;
   }

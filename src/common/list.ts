@@ -9,6 +9,7 @@ import { parseIsoWithOffset } from './dates.js';
 import { AppError, type ErrorDetail } from './errors.js';
 import { type CompiledFilter, compileFilter, describeRegistry, FILTER_LIMITS, type FilterRegistry, filterProblems } from './filter.js';
 import { parseId } from './id.pipe.js';
+import { poolOf, prepared } from '../database/transactions.js';
 
 export const DEFAULT_LIMIT = 30;
 export const MAX_LIMIT = 200;
@@ -395,9 +396,11 @@ export function applyListFilters<T extends ObjectLiteral>(qb: SelectQueryBuilder
   return qb;
 }
 
+const COUNTED_ROWS = prepared(`SELECT coalesce(sum(n), 0)::bigint AS n FROM row_counts WHERE table_name = $1`);
+
 /** The row count that the row_counts triggers keep for a table (bigint: pg answers it as a string). */
 async function countedRows(dataSource: DataSource, table: string): Promise<number> {
-  const rows: { n: string }[] = await dataSource.query(`SELECT coalesce(sum(n), 0)::bigint AS n FROM row_counts WHERE table_name = $1`, [table]);
+  const rows: { n: string }[] = await poolOf(dataSource).query(COUNTED_ROWS, [table]);
   return Number(rows[0].n);
 }
 
@@ -459,7 +462,8 @@ export async function paginate<T extends ObjectLiteral, R = T>(
   pageQb.offset(q.offset).limit(q.limit);
   if (opts.load) {
     const [sql, params] = pageQb.getQueryAndParameters();
-    return { total, items: await opts.load(`${idColumn} IN (${sql})`, params, orderClause(orderExpr, idColumn, q.orderByDir)) };
+    // An array of the page's ids rather than IN (subquery): one table and an init plan, which PostgreSQL plans faster than a semi-join.
+    return { total, items: await opts.load(`${idColumn} = ANY(ARRAY(${sql}))`, params, orderClause(orderExpr, idColumn, q.orderByDir)) };
   }
   qb.andWhere(`${idColumn} IN (${pageQb.getQuery()})`).setParameters(pageQb.getParameters());
   qb.orderBy(orderExpr, q.orderByDir, nulls);

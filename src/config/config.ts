@@ -17,6 +17,8 @@ export interface AppConfig {
   baseUrl: string;
   /** PostgreSQL connection string; null means "start the embedded PostgreSQL under dataDir". */
   databaseUrl: string | null;
+  /** Hot fixed statements run as named (prepared) statements on the pool (database/transactions.ts `prepared`). */
+  databasePreparedStatements: boolean;
   databasePoolSize: number;
   dataDir: string;
   /** Redis connection string; null means in-process jobs and in-memory counters. */
@@ -234,6 +236,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     baseUrl,
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1, 200),
+    databasePreparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', true),
     dataDir: resolve(str(env, 'DATA_DIR', './data')),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisPrefix: prefix,

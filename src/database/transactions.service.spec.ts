@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
-import { Transactions } from './transactions.js';
+import { prepared, Transactions } from './transactions.js';
 
 describe('Transactions (service layer, real PostgreSQL)', () => {
   let ctx: ServiceContext;
@@ -42,5 +42,35 @@ describe('Transactions (service layer, real PostgreSQL)', () => {
     });
     const rows = await ctx.query<{ alias: string }>(`SELECT alias FROM categories WHERE alias LIKE 'tx-_' AND alias IN ('tx-d','tx-e') ORDER BY alias`);
     expect(rows.map((r) => r.alias)).toEqual(['tx-d', 'tx-e']);
+  });
+});
+
+/** A statement only this suite declares, to find among the connection's prepared statements. */
+const PROBE = prepared(`SELECT $1::int + 1 AS n /* transactions.service.spec probe */`);
+const preparedProbes = (ctx: ServiceContext) =>
+  ctx.query<{ name: string }>(
+    `SELECT name FROM pg_prepared_statements WHERE statement LIKE '%transactions.service.spec probe%' AND statement NOT LIKE '%pg_prepared_statements%'`,
+  );
+
+describe.each([
+  ['on', {}, 1],
+  ['off (DATABASE_PREPARED_STATEMENTS=false)', { DATABASE_PREPARED_STATEMENTS: 'false' }, 0],
+])('prepared statements %s, one pooled connection', (_label, env, expected) => {
+  let ctx: ServiceContext;
+  beforeAll(async () => {
+    ctx = await startServiceContext({ DATABASE_POOL_SIZE: '1', ...env });
+  });
+  afterAll(async () => {
+    await ctx.close();
+  });
+
+  it('a declared statement answers the same; on the pool it is prepared once per connection, in a transaction it is plain text', async () => {
+    for (let i = 0; i < 3; i++) expect(await ctx.query(PROBE, [i])).toEqual([{ n: i + 1 }]);
+    const names = await preparedProbes(ctx);
+    expect(names).toHaveLength(expected);
+    if (expected) expect(names[0].name).toMatch(/^sf_\d+$/);
+    const inTx = await ctx.get(Transactions).run((t) => t.query(PROBE, [41]));
+    expect(inTx).toEqual([{ n: 42 }]);
+    expect(await preparedProbes(ctx)).toHaveLength(expected);
   });
 });
