@@ -415,9 +415,17 @@ export interface ListPage<T> {
 /**
  * Reads a page's records in one statement of the caller's own SQL (its record columns and read joins)
  * instead of TypeORM's entity hydration: `where` selects the page's rows by id (a subquery of the
- * filtered, ordered, limited ids, or an id list) with its positional `params`, `order` orders them.
+ * filtered, ordered, limited ids, or an id list) with its positional `params`, `order` orders them;
+ * with `page`, the statement ends in `LIMIT page.limit OFFSET page.offset` (integers).
  */
-export type PageLoader<R> = (where: string, params: unknown[], order: string) => Promise<R[]>;
+export type PageLoader<R> = (where: string, params: unknown[], order: string, page?: { limit: number; offset: number }) => Promise<R[]>;
+
+/**
+ * Up to this offset a page of a whole table in id order is read directly (the primary key's index in
+ * order, LIMIT and OFFSET on the rows): cheaper for PostgreSQL to plan and run than finding the page's
+ * ids first, which pays off only deeper, where the skipped rows would be read in full.
+ */
+const DIRECT_PAGE_MAX_OFFSET = 1_000;
 
 /**
  * Runs a list: filters, total count, ordered page. The order is the requested column, ties broken
@@ -461,9 +469,13 @@ export async function paginate<T extends ObjectLiteral, R = T>(
   if (orderExpr !== idColumn) pageQb.addOrderBy(idColumn, q.orderByDir);
   pageQb.offset(q.offset).limit(q.limit);
   if (opts.load) {
+    const order = orderClause(orderExpr, idColumn, q.orderByDir);
+    if (orderExpr === idColumn && q.offset <= DIRECT_PAGE_MAX_OFFSET && qb.expressionMap.wheres.length === 0) {
+      return { total, items: await opts.load('TRUE', [], order, { limit: q.limit, offset: q.offset }) };
+    }
     const [sql, params] = pageQb.getQueryAndParameters();
     // An array of the page's ids rather than IN (subquery): one table and an init plan, which PostgreSQL plans faster than a semi-join.
-    return { total, items: await opts.load(`${idColumn} = ANY(ARRAY(${sql}))`, params, orderClause(orderExpr, idColumn, q.orderByDir)) };
+    return { total, items: await opts.load(`${idColumn} = ANY(ARRAY(${sql}))`, params, order) };
   }
   qb.andWhere(`${idColumn} IN (${pageQb.getQuery()})`).setParameters(pageQb.getParameters());
   qb.orderBy(orderExpr, q.orderByDir, nulls);

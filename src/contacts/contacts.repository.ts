@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository, SelectQueryBuilder } from 'typeorm';
 import type { CompiledFilter } from '../common/filter.js';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import { type ListPage, type ListQuery, type ListSpec, type PageLoader, paginate } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { type Db, prepared, Transactions, type Tx } from '../database/transactions.js';
 import { outboxInsertSql } from '../events/events.repository.js';
@@ -419,8 +419,11 @@ export class ContactsRepository {
     // The page's rows in one statement of ROW_COLUMNS (with the owner's and company's names), mapped like a
     // single record (bench row "list contacts page 1 with total"; TypeORM's entity hydration and the
     // separate owner and company name queries cost more than the SQL).
-    const load = (where: string, params: unknown[], order: string) =>
-      this.transactions.db.query<ContactRow[]>(`SELECT ${ROW_COLUMNS} FROM contacts c WHERE ${where} ORDER BY ${order}`, params);
+    const load: PageLoader<ContactRow> = (where, params, order, page) =>
+      this.transactions.db.query<ContactRow[]>(
+        `SELECT ${ROW_COLUMNS} FROM contacts c WHERE ${where} ORDER BY ${order}${page ? ` LIMIT ${Math.trunc(page.limit)} OFFSET ${Math.trunc(page.offset)}` : ''}`,
+        params,
+      );
     const { total, items, next } = await paginate(qb, q, spec, { scoped: scope !== undefined, scopeCount, load });
     return { total, next, rows: items };
   }

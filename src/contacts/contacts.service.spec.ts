@@ -222,6 +222,21 @@ describe('ContactsService (service layer, real PostgreSQL)', () => {
       }
     }
     expect(await contacts.list({ search: 'nomatch-anywhere' })).toMatchObject({ total: 0, contacts: [] });
+
+    // The whole table in id order: read directly up to offset 1,000, through the page's ids deeper; the same rows either way.
+    const [{ n: all }] = await ctx.query<{ n: string }>(`SELECT count(*)::text AS n FROM contacts`);
+    for (const [query, order, limit, offset] of [
+      [{ limit: '30' }, 'id ASC', 30, 0],
+      [{ limit: '7', page: '3', orderByDir: 'desc' }, 'id DESC', 7, 14],
+      [{ limit: '200', page: '6' }, 'id ASC', 200, 1000],
+      [{ limit: '200', page: '7' }, 'id ASC', 200, 1200],
+      [{ limit: '30', page: '40', orderByDir: 'desc' }, 'id DESC', 30, 1170],
+      [{ limit: '30', page: '3', orderBy: 'company', orderByDir: 'desc' }, 'company DESC NULLS FIRST, id DESC', 30, 60],
+    ] as const) {
+      const page = await contacts.list(query);
+      expect({ query, total: page.total }).toEqual({ query, total: Number(all) });
+      expect(page.contacts.map((c) => c.id)).toEqual(await expected('TRUE', order, limit, offset));
+    }
     await ctx.query(`DELETE FROM contacts WHERE email LIKE 'bulk%@pages.test'`);
   });
 });
