@@ -162,6 +162,21 @@ const companyValue = (company: string, companyId: string, fromRef: string) =>
   `CASE WHEN ${fromRef}::boolean THEN (SELECT x.name FROM companies x WHERE x.id = ${companyId}::int) ELSE ${company}::text END`;
 const first = <T>(rows: T[]): T | null => rows[0] ?? null;
 
+/** $1..$11 of the single-row insert and update: the writable columns, the writer, and whether `company` is taken from companyId. */
+const writeParams = (v: ContactValues, who: Principal): unknown[] => [
+  v.name,
+  v.email,
+  v.phone,
+  v.company,
+  v.title,
+  v.ownerId,
+  JSON.stringify(v.fields ?? {}),
+  who.userId,
+  who.userName,
+  v.companyId,
+  v.companyFromRef === true && v.companyId !== null,
+];
+
 const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 
 /** The record's `doNotContact` object (exactly doNotContactOf in contacts.service.ts) from the sms columns. */
@@ -292,19 +307,7 @@ export class ContactsRepository {
 
   /** Bench row "create contact" (INSERT_ROW). */
   async insert(v: ContactValues, who: Principal, tx?: Tx): Promise<ContactRow> {
-    const rows: ContactRow[] = await this.db(tx).query(INSERT_ROW, [
-      v.name,
-      v.email,
-      v.phone,
-      v.company,
-      v.title,
-      v.ownerId,
-      JSON.stringify(v.fields ?? {}),
-      who.userId,
-      who.userName,
-      v.companyId,
-      v.companyFromRef === true && v.companyId !== null,
-    ]);
+    const rows: ContactRow[] = await this.db(tx).query(INSERT_ROW, writeParams(v, who));
     return rows[0];
   }
 
@@ -312,23 +315,10 @@ export class ContactsRepository {
   async update(id: number, v: ContactValues, who: Principal, tx?: Tx): Promise<ContactRow | null> {
     return first(
       await this.db(tx).query(
-        `WITH c AS (UPDATE contacts SET name = $1, email = $2, phone = $3, company = ${companyValue('$4', '$11', '$12')}, title = $5, owner_id = $6,
-                           company_id = $11, fields = $7::jsonb, modified_at = now(), modified_by = $8, modified_by_user = $9 WHERE id = $10 RETURNING *)
+        `WITH c AS (UPDATE contacts SET name = $1, email = $2, phone = $3, company = ${companyValue('$4', '$10', '$11')}, title = $5, owner_id = $6,
+                           company_id = $10, fields = $7::jsonb, modified_at = now(), modified_by = $8, modified_by_user = $9 WHERE id = $12 RETURNING *)
          SELECT ${ROW_COLUMNS} FROM c`,
-        [
-          v.name,
-          v.email,
-          v.phone,
-          v.company,
-          v.title,
-          v.ownerId,
-          JSON.stringify(v.fields ?? {}),
-          who.userId,
-          who.userName,
-          id,
-          v.companyId,
-          v.companyFromRef === true && v.companyId !== null,
-        ],
+        [...writeParams(v, who), id],
       ),
     );
   }
