@@ -79,13 +79,15 @@ describe('EventsService (service layer, real PostgreSQL)', () => {
     const start = (await readAll(0)).at(-1)?.sequence ?? 0;
     const seen: EventRecord[] = [];
     let cursor = start;
-    let done = false;
+    // When the writers are done; the sequencer numbers their last events a moment later, so the reader
+    // keeps paging until it has all 1,000 or 10 s have passed since (then the assertions below fail).
+    let doneAt: number | null = null;
     const reader = (async () => {
-      while (!done || seen.length < 1000) {
+      while (seen.length < 1000) {
         const page = await events.after(cursor, 100, ['contact.updated']);
         seen.push(...page);
         if (page.length) cursor = page[page.length - 1].sequence;
-        else if (done) break;
+        else if (doneAt !== null && Date.now() - doneAt > 10_000) break;
         else await new Promise((r) => setTimeout(r, 5));
       }
     })();
@@ -98,7 +100,7 @@ describe('EventsService (service layer, real PostgreSQL)', () => {
         }),
       ),
     );
-    done = true;
+    doneAt = Date.now();
     await reader;
     expect(seen).toHaveLength(1000);
     expect(new Set(seen.map((e) => (e.data as { id: number }).id)).size).toBe(1000);
