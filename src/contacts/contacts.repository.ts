@@ -144,8 +144,8 @@ export const CONTACT_LIST_SPEC: ListSpec = {
 };
 
 /**
- * Columns of a ContactRow, from `c` (contacts, or a CTE over its RETURNING *), `u` (the owner, read
- * join on users) and `co` (the primary company, read join on companies by its primary key).
+ * Columns of a ContactRow, from `c` (contacts, or a CTE over its RETURNING *), with the owner's name
+ * (users) and the primary company's name (companies, by its primary key) looked up by subquery.
  */
 const ROW_COLUMNS = `c.id, c.name, c.email, c.phone, c.company, c.title, c.owner_id AS "ownerId",
   CASE WHEN c.owner_id IS NOT NULL THEN (SELECT u.name FROM users u WHERE u.id = c.owner_id) END AS "ownerName",
