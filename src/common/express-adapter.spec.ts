@@ -1,8 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import type express from 'express';
 import type { Request, Response } from 'express';
+import { IncomingMessage, type Server, ServerResponse } from 'node:http';
 import request from 'supertest';
-import { AppExpressAdapter, routeBucket } from './express-adapter.js';
+import { AppExpressAdapter, constructorWithPrototype, routeBucket } from './express-adapter.js';
 
 describe('routeBucket', () => {
   it('takes the first two literal segments, or the only one', () => {
@@ -62,6 +63,58 @@ describe('AppExpressAdapter', () => {
     expect((await http.get('/api/contact%73/5')).body.name).toBe('catch-all');
     // OPTIONS skips the buckets, whose routers would answer it themselves.
     expect((await http.options('/api/contacts/5')).body.name).toBe('catch-all');
+  });
+});
+
+describe('AppExpressAdapter.initHttpServer', () => {
+  /** The prototypes of each request and response when the server hands them over (before Express) and in the handler. */
+  async function prototypes(options: Parameters<AppExpressAdapter['initHttpServer']>[0]) {
+    const adapter = new AppExpressAdapter();
+    adapter.initHttpServer(options);
+    const app = adapter.getInstance<express.Express>();
+    const server = adapter.getHttpServer() as Server;
+    const atServer: boolean[] = [];
+    server.prependListener('request', (req, res) => atServer.push(Object.getPrototypeOf(req) === app.request, Object.getPrototypeOf(res) === app.response));
+    app.get('/things/:id', (req: Request, res: Response) => {
+      res.status(201).json({
+        express: Object.getPrototypeOf(req) === app.request && Object.getPrototypeOf(res) === app.response,
+        node: req instanceof IncomingMessage && res instanceof ServerResponse,
+        id: req.params.id,
+        q: req.query.q,
+        header: req.get('X-Thing'),
+      });
+    });
+    const answers = [];
+    // Two requests on one keep-alive connection: the second request object is made the same way.
+    const agent = request.agent(server);
+    for (const q of ['a', 'b']) answers.push(await agent.get(`/things/7?q=${q}`).set('X-Thing', q));
+    await new Promise<void>((done) => server.close(() => done()));
+    return { atServer, answers: answers.map((r) => ({ status: r.status, body: r.body as unknown })) };
+  }
+
+  it("builds requests and responses with Express's prototypes, which Express then leaves as they are", async () => {
+    const { atServer, answers } = await prototypes({});
+    expect(atServer).toEqual([true, true, true, true]);
+    for (const [i, q] of ['a', 'b'].entries()) expect(answers[i]).toEqual({ status: 201, body: { express: true, node: true, id: '7', q, header: q } });
+  });
+
+  it("uses Nest's own server where its options need it (Express sets the prototypes per request there)", async () => {
+    const { atServer, answers } = await prototypes({ forceCloseConnections: true });
+    expect(atServer).toEqual([false, false, false, false]);
+    expect(answers[0]).toEqual({ status: 201, body: { express: true, node: true, id: '7', q: 'a', header: 'a' } });
+  });
+
+  it('constructorWithPrototype runs the base constructor on an object with the given prototype', () => {
+    function Base(this: { a?: unknown; b?: unknown }, a: unknown, b: unknown) {
+      this.a = a;
+      this.b = b;
+    }
+    const proto = Object.create(Base.prototype as object) as object;
+    const Made = constructorWithPrototype(Base as unknown as new (a: unknown, b: unknown) => { a: unknown; b: unknown }, proto);
+    const made = new Made(1, 2);
+    expect(Object.getPrototypeOf(made)).toBe(proto);
+    expect(made).toBeInstanceOf(Base);
+    expect({ a: made.a, b: made.b }).toEqual({ a: 1, b: 2 });
   });
 });
 
