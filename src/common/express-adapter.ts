@@ -53,7 +53,7 @@ export function constructorWithPrototype<T>(base: T, proto: object): T {
 }
 
 /**
- * The API's Express adapter (issue 18: the request path's cost, bench/RESULTS.md). Two changes to
+ * The API's Express adapter (issue 18: the request path's cost, bench/RESULTS.md). Three changes to
  * Nest's, each keeping what Express would have answered:
  *
  * - Routes live in one router per path prefix instead of one list of ~250 layers that every request
