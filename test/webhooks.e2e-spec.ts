@@ -617,6 +617,10 @@ describe('webhooks', () => {
           'https://192.168.1.10/hook',
           'https://[::1]/hook',
           'https://[::ffff:127.0.0.1]/hook',
+          'https://[::127.0.0.1]/hook',
+          'https://[::ffff:0:127.0.0.1]/hook',
+          'https://[2002:7f00:1::]/hook',
+          'https://[2001::1]/hook',
           'https://[fd00::1]/hook',
           'https://0.0.0.0/hook',
         ]) {

@@ -73,12 +73,75 @@ describe('webhook URL rules', () => {
       '::ffff:127.0.0.1',
       '::ffff:a9fe:a9fe',
       '64:ff9b::10.0.0.1',
+      '64:ff9b::7f00:1',
+      '64:ff9b:1::8.8.8.8', // NAT64 local-use prefix
+      '100::1', // discard
+      'fec0::1', // site-local
+      '2001:db8::1',
+      '::ffff:0:0', // IPv4-mapped 0.0.0.0
+      'fe80::1%eth0',
+      'not an address',
     ]) {
       expect([ip, isPrivateAddress(ip)]).toEqual([ip, true]);
     }
-    for (const ip of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '192.169.0.1', '2606:2800:220:1:248:1893:25c8:1946', '::ffff:8.8.8.8']) {
+    for (const ip of [
+      '93.184.216.34',
+      '8.8.8.8',
+      '172.32.0.1',
+      '192.169.0.1',
+      '2606:2800:220:1:248:1893:25c8:1946',
+      '::ffff:8.8.8.8',
+      '::ffff:808:808',
+      '64:ff9b::8.8.8.8',
+      '2002:808:808::1', // 6to4 of 8.8.8.8
+      '2a00:1450:4001:81b::200e',
+    ]) {
       expect([ip, isPrivateAddress(ip)]).toEqual([ip, false]);
     }
+  });
+
+  it('refuses IPv6 forms that embed a non-public IPv4 address, and Teredo', () => {
+    for (const ip of [
+      // IPv4-compatible (deprecated): never public, whatever it embeds
+      '::127.0.0.1',
+      '::7f00:1',
+      '::10.0.0.1',
+      '::8.8.8.8',
+      // IPv4-translated (RFC 2765): never public
+      '::ffff:0:127.0.0.1',
+      '::ffff:0:7f00:1',
+      '::ffff:0:8.8.8.8',
+      // 6to4 of loopback, private, link-local, CGNAT, "this network" and reserved IPv4 addresses
+      '2002:7f00:1::',
+      '2002:7f00:1::1',
+      '2002:a00:1::',
+      '2002:c0a8:101::1',
+      '2002:a9fe:a9fe::',
+      '2002:6440:1::',
+      '2002::',
+      '2002:f000::1',
+      // Teredo (2001:0000::/32), whatever it tunnels to
+      '2001::1',
+      '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+      // NAT64 of a private address, in hex
+      '64:ff9b::a9fe:a9fe',
+    ]) {
+      expect([ip, isPrivateAddress(ip)]).toEqual([ip, true]);
+    }
+  });
+
+  it('refuses those forms written as URL hosts, at creation and at delivery (after resolution)', async () => {
+    for (const url of [
+      'https://[::127.0.0.1]/hook',
+      'https://[::ffff:0:127.0.0.1]/hook',
+      'https://[2002:7f00:1::]/hook',
+      'https://[2001::1]/hook',
+      'https://[::ffff:7f00:1]/hook',
+      'https://[64:ff9b::127.0.0.1]/hook',
+    ]) {
+      await expect(resolveTarget(url, strict)).rejects.toThrow(/loopback, link-local or private/);
+    }
+    await expect(resolveTarget('https://[2002:808:808::1]/hook', strict)).resolves.toMatchObject({ address: '2002:808:808::1', family: 6 });
   });
 
   it('requires https unless http is allowed, and refuses credentials in the URL', () => {

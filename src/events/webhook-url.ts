@@ -15,8 +15,8 @@ export interface UrlRules {
 
 export class WebhookUrlError extends Error {}
 
-const blocked = new BlockList();
-for (const [net, prefix] of [
+/** IPv4 ranges that are not publicly routable (RFC 6890 and successors). */
+const NON_PUBLIC_IPV4 = [
   ['0.0.0.0', 8], // "this" network
   ['10.0.0.0', 8],
   ['100.64.0.0', 10], // shared address space (CGNAT)
@@ -31,43 +31,54 @@ for (const [net, prefix] of [
   ['203.0.113.0', 24],
   ['224.0.0.0', 4], // multicast
   ['240.0.0.0', 4], // reserved, broadcast
-] as const) {
+] as const;
+
+/**
+ * IPv6 forms that carry an IPv4 address in their low 32 bits: such an address reaches what the IPv4
+ * address reaches, so it is public only when that IPv4 address is. IPv4-mapped (`::ffff:a.b.c.d`),
+ * and NAT64's well-known prefix (`64:ff9b::a.b.c.d`, RFC 6052).
+ */
+const IPV4_CARRIERS = ['::ffff:', '64:ff9b::'] as const;
+
+/**
+ * The only IPv6 ranges that may hold a public address: global unicast (2000::/3) and the IPv4
+ * carriers above. Everything else is not: unspecified and loopback, IPv4-compatible (`::a.b.c.d`,
+ * deprecated) and IPv4-translated (`::ffff:0:a.b.c.d`, RFC 2765) forms, the discard prefix,
+ * NAT64's local-use prefix (64:ff9b:1::/48), unique local, link-local, site-local and multicast.
+ */
+const mayBePublicIpv6 = new BlockList();
+mayBePublicIpv6.addSubnet('2000::', 3, 'ipv6');
+for (const prefix of IPV4_CARRIERS) mayBePublicIpv6.addSubnet(`${prefix}0.0.0.0`, 96, 'ipv6');
+
+/** The non-public addresses inside those ranges; checked with net.BlockList, not by hand. */
+const blocked = new BlockList();
+for (const [net, prefix] of NON_PUBLIC_IPV4) {
   blocked.addSubnet(net, prefix, 'ipv4');
+  // The same IPv4 range carried inside IPv6: mapped and NAT64 (low 32 bits), and 6to4
+  // (2002:AABB:CCDD::/48 relays to a.b.c.d, RFC 3056; the IPv4 address follows the first 16 bits).
+  for (const carrier of IPV4_CARRIERS) blocked.addSubnet(`${carrier}${net}`, 96 + prefix, 'ipv6');
+  const [a, b, c, d] = net.split('.').map(Number);
+  blocked.addSubnet(`2002:${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}::`, 16 + prefix, 'ipv6');
 }
 for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7], // unique local
-  ['fe80::', 10], // link-local
-  ['fec0::', 10], // site-local (deprecated)
-  ['ff00::', 8], // multicast
+  ['2001::', 32], // Teredo: tunnels to an IPv4 server and client of its own, not a host reachable as such
+  ['2001:2::', 48], // benchmarking
+  ['2001:10::', 28], // ORCHID (deprecated)
+  ['2001:20::', 28], // ORCHIDv2
   ['2001:db8::', 32], // documentation
-  ['100::', 64], // discard
+  ['3fff::', 20], // documentation
 ] as const) {
   blocked.addSubnet(net, prefix, 'ipv6');
 }
 
-/** The IPv4 address inside an IPv4-mapped, -compatible or NAT64 IPv6 address, if any. */
-function embeddedIpv4(ip: string): string | null {
-  const m = /^(?:::ffff:|::|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (m) return m[1];
-  const h = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(ip);
-  if (h) {
-    const hi = parseInt(h[1], 16);
-    const lo = parseInt(h[2], 16);
-    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  }
-  return null;
-}
-
 /** True for addresses a webhook may not reach by default (loopback, link-local, private, reserved). */
 export function isPrivateAddress(ip: string): boolean {
-  const family = isIP(ip);
-  if (family === 4) return blocked.check(ip, 'ipv4');
-  if (family === 6) {
-    const v4 = embeddedIpv4(ip);
-    if (v4) return blocked.check(v4, 'ipv4');
-    return blocked.check(ip, 'ipv6');
+  try {
+    const family = isIP(ip);
+    if (family === 4) return blocked.check(ip, 'ipv4');
+    if (family === 6) return !mayBePublicIpv6.check(ip, 'ipv6') || blocked.check(ip, 'ipv6');
+  } catch {
+    // An address BlockList cannot read (e.g. with a zone id) is not a public one.
   }
   return true;
 }
