@@ -600,6 +600,24 @@ describe('webhooks', () => {
     expect(delivered).toEqual(new Set(ids));
   }, 120000);
 
+  it('deleting a webhook while its deliveries drain never deadlocks: every delete answers 200, again and again', async () => {
+    const logsBefore = worker!.logs.length;
+    for (let round = 0; round < 8; round++) {
+      const path = `/drain-delete-${round}`;
+      const w = await create({ url: rx.url(path), events: ['company.updated'] });
+      await api.sql(`INSERT INTO events (type, data) SELECT 'company.updated', jsonb_build_object('i', i) FROM generate_series(1, 600) i`);
+      // Deleted while batches are being sent and recorded (at every round a little later into the drain).
+      await until('the drain under way', async () => rx.got(path).length >= 20 + round * 15);
+      const res = await api.http.delete(`/api/webhooks/${w.id}`).set('Authorization', auth);
+      expect([round, res.status]).toEqual([round, 200]);
+      const [{ n }] = await api.sql<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1`, [w.id]);
+      expect(n).toBe(0);
+    }
+    await sleep(1000);
+    const logs = [...api.logs, ...worker!.logs.slice(logsBefore)].join('');
+    expect(logs).not.toMatch(/deadlock detected/);
+  }, 120000);
+
   describe('SSRF, with the default URL rules', () => {
     it('refuses private, loopback and link-local targets and plain http at creation', async () => {
       const strict = await startApp({ role: 'api', shareWith: api, env: { RATE_LIMIT_ENTERPRISE: '1000000' } });

@@ -122,14 +122,25 @@ export class WebhookDeliveriesRepository {
     return rows.sort((a, b) => a.id - b.id);
   }
 
-  /** Keeps a batch's claims live while its requests run (a claim not renewed goes stale). */
+  /**
+   * Keeps a batch's claims live while its requests run (a claim not renewed goes stale). Rows locked
+   * meanwhile (being recorded, or deleted with their webhook) are skipped rather than waited for, so
+   * a renewal never waits in a lock cycle.
+   */
   async renewClaims(webhookId: number, token: string): Promise<void> {
-    await this.db().query(`UPDATE webhook_deliveries SET claimed_at = now() WHERE webhook_id = $1 AND claim_token = $2`, [webhookId, token]);
+    await this.db().query(
+      `WITH held AS MATERIALIZED (
+         SELECT id AS held_id FROM webhook_deliveries WHERE webhook_id = $1 AND claim_token = $2 ORDER BY id FOR UPDATE SKIP LOCKED)
+       UPDATE webhook_deliveries d SET claimed_at = now() FROM held WHERE d.id = held.held_id`,
+      [webhookId, token],
+    );
   }
 
   /**
    * Appends one attempt to each delivery and sets its outcome, in one statement, only where our
-   * claim still holds (a manual retry meanwhile released it); answers the ids recorded.
+   * claim still holds (a manual retry meanwhile released it); answers the ids recorded. The caller
+   * holds the webhook's row lock (WebhooksRepository.lockForDeliveries); the rows are locked in id
+   * order, as every statement that locks several deliveries does.
    */
   async recordAttempts(
     token: string,
@@ -139,11 +150,12 @@ export class WebhookDeliveriesRepository {
     if (!outcomes.length) return [];
     const rows: { id: number }[] = await returning(
       this.db(tx),
-      `UPDATE webhook_deliveries d SET attempts = d.attempts || jsonb_build_array(u.attempt::jsonb), attempt_count = d.attempt_count + 1,
+      `WITH held AS MATERIALIZED (SELECT id AS held_id FROM webhook_deliveries WHERE id = ANY($2::bigint[]) AND claim_token = $1 ORDER BY id FOR UPDATE)
+       UPDATE webhook_deliveries d SET attempts = d.attempts || jsonb_build_array(u.attempt::jsonb), attempt_count = d.attempt_count + 1,
          status = u.status, next_attempt_at = u.next::timestamptz, last_error = u.error, claim_token = NULL, claimed_at = NULL,
          completed_at = CASE WHEN u.status IN ('succeeded', 'dead') THEN now() END
-       FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(id, attempt, status, next, error)
-       WHERE d.id = u.id AND d.claim_token = $1 RETURNING d.id::int AS id`,
+       FROM held, unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(id, attempt, status, next, error)
+       WHERE d.id = held.held_id AND d.id = u.id AND d.claim_token = $1 RETURNING d.id::int AS id`,
       [
         token,
         outcomes.map((o) => o.id),
@@ -172,8 +184,9 @@ export class WebhookDeliveriesRepository {
   async markDead(token: string, ids: readonly number[], reason: string, tx?: Tx): Promise<void> {
     if (!ids.length) return;
     await this.db(tx).query(
-      `UPDATE webhook_deliveries SET status = 'dead', last_error = $3, next_attempt_at = NULL, claim_token = NULL, claimed_at = NULL, completed_at = now()
-       WHERE id = ANY($2::bigint[]) AND claim_token = $1`,
+      `WITH held AS MATERIALIZED (SELECT id AS held_id FROM webhook_deliveries WHERE id = ANY($2::bigint[]) AND claim_token = $1 ORDER BY id FOR UPDATE)
+       UPDATE webhook_deliveries d SET status = 'dead', last_error = $3, next_attempt_at = NULL, claim_token = NULL, claimed_at = NULL, completed_at = now()
+       FROM held WHERE d.id = held.held_id AND d.claim_token = $1`,
       [token, ids, reason],
     );
   }
@@ -190,16 +203,25 @@ export class WebhookDeliveriesRepository {
     return rows.length > 0;
   }
 
-  /** Makes every dead delivery of a webhook due again (on re-enabling it); answers how many. */
+  /** Makes every dead delivery of a webhook due again (on re-enabling it, under its row lock); answers how many. */
   async requeueDead(webhookId: number, tx?: Tx): Promise<number> {
     const rows: { id: number }[] = await returning(
       this.db(tx),
-      `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), window_started_at = now(), completed_at = NULL,
+      `WITH dead AS MATERIALIZED (SELECT id AS dead_id FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'dead' ORDER BY id FOR UPDATE)
+       UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = now(), window_started_at = now(), completed_at = NULL,
          claim_token = NULL, claimed_at = NULL
-       WHERE webhook_id = $1 AND status = 'dead' RETURNING id::int AS id`,
+       FROM dead WHERE d.id = dead.dead_id AND d.status = 'dead' RETURNING d.id::int AS id`,
       [webhookId],
     );
     return rows.length;
+  }
+
+  /**
+   * Deletes every delivery of a webhook, locking them in id order; the caller holds the webhook's
+   * row lock and deletes the webhook next (its ON DELETE CASCADE then finds nothing left to lock).
+   */
+  async removeAllOf(webhookId: number, tx: Tx): Promise<void> {
+    await tx.query(`DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id FOR UPDATE)`, [webhookId]);
   }
 
   /**

@@ -293,6 +293,8 @@ export class WebhookDeliveriesService {
       });
     }
     await this.transactions.run(async (tx) => {
+      // The webhook row before its deliveries, the one lock order (a delete meanwhile waits, or has removed both).
+      await this.webhooks.lockForDeliveries(w.id, tx);
       const recorded = new Set(await this.deliveries.recordAttempts(token, outcomes, tx));
       const verdicts = outcomes.filter((o) => recorded.has(o.id)).map((o) => o.verdict);
       const succeeded = verdicts.includes('succeeded');

@@ -85,7 +85,27 @@ export class WebhooksRepository {
     return (await this.repo(tx).save(w)).id;
   }
 
-  /** Deletes and answers the row as it was (null when another caller deleted it first). */
+  /**
+   * Locks the row for a change that also writes its deliveries, before any delivery is locked: the
+   * one lock order is the webhook row, then its deliveries in id order (recording attempts, deleting
+   * the webhook, re-queueing its dead deliveries). FOR NO KEY UPDATE: the dispatcher's inserts
+   * (which take FOR KEY SHARE) go on. False when the webhook is gone.
+   */
+  async lockForDeliveries(id: number, tx: Tx): Promise<boolean> {
+    const rows: unknown[] = await tx.query(`SELECT id FROM webhooks WHERE id = $1 FOR NO KEY UPDATE`, [id]);
+    return rows.length > 0;
+  }
+
+  /**
+   * Locks the row for its deletion (FOR UPDATE, which also holds off new deliveries' foreign-key
+   * checks); the caller then deletes its deliveries and the row. False when it is gone.
+   */
+  async lockForDelete(id: number, tx: Tx): Promise<boolean> {
+    const rows: unknown[] = await tx.query(`SELECT id FROM webhooks WHERE id = $1 FOR UPDATE`, [id]);
+    return rows.length > 0;
+  }
+
+  /** Deletes the row (its deliveries first: WebhooksService.remove); null when another caller deleted it first. */
   async remove(id: number, tx?: Tx): Promise<Webhook | null> {
     const rows: { id: number }[] = await returning(tx ?? this.dataSource, `DELETE FROM webhooks WHERE id = $1 RETURNING id`, [id]);
     return rows.length ? ({ id } as Webhook) : null;

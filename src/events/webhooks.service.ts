@@ -155,10 +155,19 @@ export class WebhooksService {
     return { created: true, webhook: await this.create(dto, who) };
   }
 
-  /** Exactly one of concurrent deletes gets the webhook; the others a 404. Its deliveries go with it. */
+  /**
+   * Exactly one of concurrent deletes gets the webhook; the others a 404. Its deliveries go with it,
+   * in the one lock order of webhooks and deliveries: the webhook row first, then its deliveries in
+   * id order (a drain recording attempts meanwhile waits, or has finished), then the row.
+   */
   async remove(id: number): Promise<WebhookRecord> {
     const w = await this.found(id);
-    if (!(await this.webhooks.remove(id))) throw notFound('Webhook', id);
+    const removed = await this.transactions.run(async (tx) => {
+      if (!(await this.webhooks.lockForDelete(id, tx))) return false;
+      await this.deliveries.removeAllOf(id, tx);
+      return (await this.webhooks.remove(id, tx)) !== null;
+    });
+    if (!removed) throw notFound('Webhook', id);
     return toWebhookRecord(w);
   }
 
