@@ -600,6 +600,65 @@ describe('webhooks', () => {
     expect(delivered).toEqual(new Set(ids));
   }, 120000);
 
+  it('a receiver answering NUL and bytes that are not UTF-8 gets the event once; the attempt is recorded with U+FFFD', async () => {
+    const binary: Behaviour = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      res.end(Buffer.from([0x6f, 0x6b, 0x00, 0xff, 0xc3, 0x21]));
+    };
+    rx.plans.set('/nul', [binary]);
+    const w = await create({ url: rx.url('/nul'), events: ['segment.created'] });
+    const eventId = await emit('segment.created', { id: 12 });
+    const [d] = await until('the attempt recorded', async () => {
+      const ds = await deliveries(w.id);
+      return ds[0]?.status === 'succeeded' && ds;
+    });
+    expect(d.attempts).toHaveLength(1);
+    expect(d.attempts[0]).toMatchObject({ code: 200, error: null, response: 'ok\ufffd\ufffd\ufffd!' });
+    // Past the time after which an unrecorded claim is stale (2 s timeout + 5 s) and a sweep: sent once.
+    await sleep(9000);
+    expect(rx.got('/nul').map((r) => r.headers['webhook-id'])).toEqual([eventId]);
+    const t = await api.http.post(`/api/webhooks/${w.id}/test`).set('Authorization', auth);
+    expect(t.status).toBe(200);
+    expect(t.body.test).toMatchObject({ success: true, statusCode: 200, response: 'ok\ufffd\ufffd\ufffd!' });
+  }, 60000);
+
+  it('attempts the database refuses to record are logged as errors and not sent again without limit; once it records again they count as failed attempts', async () => {
+    const path = '/unrecordable';
+    const w = await create({ url: rx.url(path), events: ['report.completed'] });
+    // The database refuses every attempt of this webhook's deliveries (as it would a value it cannot store).
+    await api.sql(`CREATE OR REPLACE FUNCTION test_refuse_attempts() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.webhook_id = ${w.id} AND NEW.attempt_count > OLD.attempt_count THEN
+          RAISE EXCEPTION 'attempts of webhook % refused by the test', NEW.webhook_id;
+        END IF;
+        RETURN NEW;
+      END $$`);
+    await api.sql(`CREATE TRIGGER test_refuse_attempts BEFORE UPDATE ON webhook_deliveries FOR EACH ROW EXECUTE FUNCTION test_refuse_attempts()`);
+    const logsBefore = worker!.logs.length;
+    const eventId = await emit('report.completed', { id: 5 });
+    try {
+      await until('the event sent', async () => rx.got(path).length >= 1);
+      await until('the failure to record logged as an error', async () =>
+        worker!.logs.slice(logsBefore).join('').includes('could not record webhook attempts'),
+      );
+      // Well past the claim's staleness (2 s timeout + 5 s) and several sweeps: not sent again.
+      await sleep(15000);
+      expect(rx.got(path)).toHaveLength(1);
+      const [d] = await deliveries(w.id);
+      expect(d).toMatchObject({ status: 'pending', attempts: [] });
+    } finally {
+      await api.sql(`DROP TRIGGER test_refuse_attempts ON webhook_deliveries`);
+      await api.sql(`DROP FUNCTION test_refuse_attempts()`);
+    }
+    const [d] = await until('delivered after the lost attempt was counted', async () => {
+      const ds = await deliveries(w.id);
+      return ds[0]?.status === 'succeeded' && ds;
+    });
+    expect(d.attempts.map((a) => a.code)).toEqual([null, 200]);
+    expect(d.attempts[0].error).toMatch(/not recorded/);
+    expect(rx.got(path).map((r) => r.headers['webhook-id'])).toEqual([eventId, eventId]);
+  }, 90000);
+
   it('deleting a webhook while its deliveries drain never deadlocks: every delete answers 200, again and again', async () => {
     const logsBefore = worker!.logs.length;
     for (let round = 0; round < 8; round++) {

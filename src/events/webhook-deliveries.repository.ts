@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
+import { storableText } from '../common/storable-text.js';
 import type { Tx } from '../database/transactions.js';
 
 /**
@@ -100,19 +101,39 @@ export class WebhookDeliveriesRepository {
   }
 
   /**
-   * Takes up to `limit` due deliveries of one webhook, oldest first, under one claim token, in one
-   * statement: rows another run holds are skipped; a claim older than `staleMs` (not renewed by
-   * `renewClaims`) belongs to a worker that died mid-batch and is taken over. Answers the rows in
-   * sequence order.
+   * Takes up to `limit` due deliveries of one webhook that nobody holds, oldest first, under one
+   * claim token, in one statement: rows another run holds are skipped. Answers the rows in
+   * sequence order. (A claim left stale is never taken over here: see `claimStale`.)
    */
-  async claimBatch(webhookId: number, token: string, staleMs: number, limit: number): Promise<DeliveryRow[]> {
+  async claimBatch(webhookId: number, token: string, limit: number): Promise<DeliveryRow[]> {
     const rows: DeliveryRow[] = await returning(
       this.db(),
       // The rows are picked once, in a materialized CTE: a LIMIT inside `IN (subquery)` may be re-run by the planner.
       `WITH picked AS MATERIALIZED (
          SELECT id AS picked_id FROM webhook_deliveries
          WHERE webhook_id = $1 AND status IN ('pending', 'failed') AND next_attempt_at <= now() + interval '200 milliseconds'
-           AND (claim_token IS NULL OR claimed_at < now() - $3 * interval '1 millisecond')
+           AND claim_token IS NULL
+         ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
+       UPDATE webhook_deliveries d SET claim_token = $2, claimed_at = now()
+       FROM picked WHERE d.id = picked.picked_id
+       RETURNING ${COLUMNS}`,
+      [webhookId, token, limit],
+    );
+    return rows.sort((a, b) => a.id - b.id);
+  }
+
+  /**
+   * Takes over, under a new token, up to `limit` claims of one webhook older than `staleMs` (not
+   * renewed by `renewClaims`): their request was sent, or may have been, and its outcome was never
+   * recorded (the worker died, or recording failed). The caller records each as a failed attempt,
+   * under the webhook's row lock, in id order. Rows another run holds are skipped.
+   */
+  async claimStale(webhookId: number, token: string, staleMs: number, limit: number, tx: Tx): Promise<DeliveryRow[]> {
+    const rows: DeliveryRow[] = await returning(
+      tx,
+      `WITH picked AS MATERIALIZED (
+         SELECT id AS picked_id FROM webhook_deliveries
+         WHERE webhook_id = $1 AND claim_token IS NOT NULL AND claimed_at < now() - $3 * interval '1 millisecond'
          ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED)
        UPDATE webhook_deliveries d SET claim_token = $2, claimed_at = now()
        FROM picked WHERE d.id = picked.picked_id
@@ -159,10 +180,13 @@ export class WebhookDeliveriesRepository {
       [
         token,
         outcomes.map((o) => o.id),
-        outcomes.map((o) => JSON.stringify(o.attempt)),
+        // jsonb refuses NUL and unpaired surrogates: whatever the attempt carries is stored as text that fits.
+        outcomes.map((o) =>
+          JSON.stringify({ ...o.attempt, error: o.attempt.error === null ? null : storableText(o.attempt.error), response: storableText(o.attempt.response) }),
+        ),
         outcomes.map((o) => o.status),
         outcomes.map((o) => (o.nextAttemptAt ? o.nextAttemptAt.toISOString() : null)),
-        outcomes.map((o) => o.attempt.error ?? (o.status === 'succeeded' ? null : `HTTP ${o.attempt.code}`)),
+        outcomes.map((o) => (o.attempt.error !== null ? storableText(o.attempt.error) : o.status === 'succeeded' ? null : `HTTP ${o.attempt.code}`)),
       ],
     );
     return rows.map((r) => r.id);

@@ -61,9 +61,9 @@ export function signingSecrets(w: Pick<Webhook, 'secret' | 'previousSecret' | 'p
  * Sends deliveries. A webhook's due deliveries are sent by its drain job (`webhooks.drain`, one job
  * id per webhook): a run claims batches of up to 100 due deliveries in sequence order, each in one
  * statement (one token; rows another run holds are skipped; claims are renewed while the batch
- * runs, so a claim left by a worker that died goes stale after the request timeout + 5 s and is
- * taken over), reads the webhook and checks its target once per batch (DNS may have changed since
- * creation), POSTs the signed bodies with at most 16 in flight in all (two batch loops of 8) over
+ * runs, so a claim left by a worker that died, or by a batch the database refused to record, goes
+ * stale after the request timeout + 5 s and counts as a failed attempt: settleLost), reads the
+ * webhook and checks its target once per batch (DNS may have changed since creation), POSTs the signed bodies with at most 16 in flight in all (two batch loops of 8) over
  * kept-alive connections to the checked address, then records
  * every attempt in one statement, with the webhook's failure clock, in one transaction (disabling
  * it and notifying its owner on a 410 or after 72 h without a success). It repeats while deliveries
@@ -130,6 +130,7 @@ export class WebhookDeliveriesService {
    * outcomes are recorded while its next batch is claimed and sent.
    */
   async drain(webhookId: number): Promise<void> {
+    await this.settleLost(webhookId);
     const started = Date.now();
     const agents = new Map<string, Agent>();
     let handled = 0;
@@ -185,7 +186,7 @@ export class WebhookDeliveriesService {
    */
   private async claimAndSend(webhookId: number, agents: Map<string, Agent>): Promise<{ size: number; gone: boolean; record: () => Promise<void> } | null> {
     const token = randomUUID();
-    const batch = await this.deliveries.claimBatch(webhookId, token, this.claimStaleMs, DRAIN_BATCH);
+    const batch = await this.deliveries.claimBatch(webhookId, token, DRAIN_BATCH);
     if (!batch.length) return null;
     const renew = setInterval(
       () => void this.deliveries.renewClaims(webhookId, token).catch(() => undefined),
@@ -260,11 +261,14 @@ export class WebhookDeliveriesService {
   /**
    * Records a batch's attempts (one statement) with the webhook's failure clock, in one transaction:
    * a success stops the clock; failures start it, and a 410 or 72 h without a success disables the
-   * webhook and notifies its owner. Deliveries of the batch left unsent after a 410 are dead.
+   * webhook and notifies its owner. Deliveries of the batch left unsent after a 410 are dead. When
+   * the database refuses that, it is logged as an error and the attempts are recorded again without
+   * the receivers' answers; when that fails too, the claims go stale and each counts as a failed
+   * attempt (settleLost), so a delivery is never sent again without its attempt being counted.
    */
   private async record(w: Webhook, token: string, batch: readonly DeliveryRow[], results: Map<number, SendOutcome>): Promise<void> {
     const now = new Date();
-    const outcomes: { id: number; attempt: DeliveryAttempt; status: DeliveryStatus; nextAttemptAt: Date | null; verdict: AttemptVerdict }[] = [];
+    const outcomes: Outcome[] = [];
     const unsent: number[] = [];
     for (const d of batch) {
       const out = results.get(d.id);
@@ -292,6 +296,31 @@ export class WebhookDeliveriesService {
         },
       });
     }
+    try {
+      await this.writeOutcomes(w, token, outcomes, unsent);
+    } catch (e) {
+      const err = (e as Error).message;
+      const ids = batch.map((d) => d.id);
+      this.logger.error({ msg: "could not record webhook attempts; recording them without the receivers' answers", webhookId: w.id, deliveries: ids, err });
+      const plain = outcomes.map((o) => ({
+        ...o,
+        attempt: { ...o.attempt, response: '', error: `${o.attempt.error ?? 'delivered'}; the attempt could not be recorded in full: ${err}`.slice(0, 1000) },
+      }));
+      try {
+        await this.writeOutcomes(w, token, plain, unsent);
+      } catch (again) {
+        this.logger.error({
+          msg: 'could not record webhook attempts; each counts as a failed attempt once its claim goes stale',
+          webhookId: w.id,
+          deliveries: ids,
+          err: (again as Error).message,
+        });
+        throw again;
+      }
+    }
+  }
+
+  private async writeOutcomes(w: Webhook, token: string, outcomes: readonly Outcome[], unsent: readonly number[]): Promise<void> {
     await this.transactions.run(async (tx) => {
       // The webhook row before its deliveries, the one lock order (a delete meanwhile waits, or has removed both).
       await this.webhooks.lockForDeliveries(w.id, tx);
@@ -318,6 +347,49 @@ export class WebhookDeliveriesService {
   }
 
   /**
+   * Counts the attempts whose outcome was never recorded: a claim not renewed for the request
+   * timeout + 5 s belongs to a run that died or could not record its batch, and its request was
+   * sent, or may have been. Each such delivery gets a failed attempt (no answer) and its next one on
+   * the retry schedule, or is dead when its 72 h window is over. The webhook's failure clock is left
+   * alone (the receiver may well have answered). Answers how many were counted.
+   */
+  async settleLost(webhookId: number): Promise<number> {
+    let counted = 0;
+    for (;;) {
+      const token = randomUUID();
+      const n = await this.transactions.run(async (tx) => {
+        if (!(await this.webhooks.lockForDeliveries(webhookId, tx))) return 0;
+        const lost = await this.deliveries.claimStale(webhookId, token, this.claimStaleMs, DRAIN_BATCH, tx);
+        const now = new Date();
+        const outcomes = lost.map((d) => {
+          const attempt = d.attemptCount + 1;
+          const next = nextAttemptAt(attempt, d.windowStartedAt, now, this.config.webhookRetryFirstDelayMs);
+          return {
+            id: d.id,
+            status: next ? ('failed' as const) : ('dead' as const),
+            nextAttemptAt: next,
+            attempt: {
+              attempt,
+              at: now.toISOString(),
+              code: null,
+              durationMs: 0,
+              error: LOST_ATTEMPT,
+              response: '',
+              nextAttemptAt: next ? next.toISOString() : null,
+            },
+          };
+        });
+        await this.deliveries.recordAttempts(token, outcomes, tx);
+        return lost.length;
+      });
+      counted += n;
+      if (n < DRAIN_BATCH) break;
+    }
+    if (counted) this.logger.warn({ msg: 'webhook attempts without a recorded outcome counted as failed', webhookId, count: counted });
+    return counted;
+  }
+
+  /**
    * Queues the drain jobs of webhooks whose deliveries are due and have no live claim (at most 500
    * webhooks per call: the rest stay due until the next sweep); answers how many.
    */
@@ -326,6 +398,17 @@ export class WebhookDeliveriesService {
     for (const r of rows) await this.queueDrain(r.webhookId);
     return rows.length;
   }
+}
+
+/** The error of an attempt whose outcome was never recorded. */
+export const LOST_ATTEMPT = 'the outcome of this attempt was not recorded (the worker stopped, or the database refused the record); counted as failed';
+
+interface Outcome {
+  id: number;
+  attempt: DeliveryAttempt;
+  status: DeliveryStatus;
+  nextAttemptAt: Date | null;
+  verdict: AttemptVerdict;
 }
 
 function refused(e: WebhookUrlError): SendOutcome {

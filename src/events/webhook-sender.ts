@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
+import { storableText, storableTextOf } from '../common/storable-text.js';
 import { parseRetryAfter } from './webhook-retry.js';
 import type { ResolvedTarget } from './webhook-url.js';
 
@@ -12,7 +13,10 @@ export interface SendOutcome {
   status: number | null;
   durationMs: number;
   error: string | null;
-  /** The start of the answer's body (at most 4 KiB, as text). */
+  /**
+   * The start of the answer's body (at most 4 KiB), as storable text: bytes that are not valid
+   * UTF-8, and NUL, read as U+FFFD (any answer can be recorded).
+   */
   excerpt: string;
   retryAfterMs: number | null;
 }
@@ -79,11 +83,11 @@ export function postWebhook(
         let size = 0;
         const complete = (whole: boolean) => {
           if (done) return;
-          const excerpt = Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8');
+          const excerpt = storableTextOf(Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES));
           const status = res.statusCode ?? null;
           finish({
             status,
-            error: status !== null && status >= 300 && status < 400 ? `redirect to ${res.headers.location ?? '(none)'} not followed` : null,
+            error: status !== null && status >= 300 && status < 400 ? storableText(`redirect to ${res.headers.location ?? '(none)'} not followed`) : null,
             excerpt,
             retryAfterMs: parseRetryAfter(res.headers['retry-after']),
           });
@@ -105,7 +109,7 @@ export function postWebhook(
       req.destroy();
     }, timeoutMs);
     req.on('error', (e: NodeJS.ErrnoException) =>
-      finish({ status: null, error: `${e.code ?? 'error'}: ${e.message}`.slice(0, 500), excerpt: '', retryAfterMs: null }),
+      finish({ status: null, error: storableText(`${e.code ?? 'error'}: ${e.message}`.slice(0, 500)), excerpt: '', retryAfterMs: null }),
     );
     req.end(body);
   });
