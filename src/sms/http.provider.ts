@@ -1,3 +1,4 @@
+import { storableText } from '../common/storable-text.js';
 import { type OutboundSms, type SendResult, SmsProvider, SmsProviderError } from './sms-provider.js';
 
 /** Network errors that mean the request never reached the gateway (safe to retry). */
@@ -71,7 +72,7 @@ export class HttpSmsProvider extends SmsProvider {
       if (codes.some((c) => NOT_SENT_CODES.has(c))) throw new SmsProviderError(`gateway unreachable (${codes.join(', ')})`, 'retryable');
       const timeout = (e as Error).name === 'TimeoutError' || (e as Error).name === 'AbortError';
       throw new SmsProviderError(
-        timeout ? `no answer from the gateway within ${this.options.timeoutMs} ms` : `connection to the gateway failed: ${(e as Error).message}`,
+        timeout ? `no answer from the gateway within ${this.options.timeoutMs} ms` : storableText(`connection to the gateway failed: ${(e as Error).message}`),
         'unknown',
       );
     }
@@ -81,13 +82,14 @@ export class HttpSmsProvider extends SmsProvider {
       try {
         const body = JSON.parse(text) as { id?: unknown; messageId?: unknown };
         const raw = body.id ?? body.messageId;
-        if (typeof raw === 'string' || typeof raw === 'number') id = String(raw).slice(0, 200);
+        // Stored with the message: text PostgreSQL can hold, whatever the gateway sent (NUL, a cut surrogate pair).
+        if (typeof raw === 'string' || typeof raw === 'number') id = storableText(String(raw).slice(0, 200));
       } catch {
         /* an empty or non-JSON 2xx still accepts the message */
       }
       return { providerMessageId: id };
     }
-    const detail = `gateway answered ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`;
+    const detail = storableText(`gateway answered ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`);
     if (res.status === 429 || res.status === 408 || res.status >= 500) {
       throw new SmsProviderError(detail, 'retryable', parseRetryAfter(res.headers.get('retry-after')));
     }
