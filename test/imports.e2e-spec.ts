@@ -121,6 +121,24 @@ describe('import and export jobs', () => {
     ).toBe(true);
   });
 
+  it("a cell holding NUL is that row's error (the column named), not a failed import; the other rows are in", async () => {
+    const csv = Buffer.concat([
+      Buffer.from('Full name,E-mail\nNul,'),
+      Buffer.from([0x6e, 0x00, 0x75]),
+      Buffer.from('l@imp-nul.test\nGood,good@imp-nul.test\n'),
+    ]);
+    const r = await upload(app, auth, csv, { object: 'contacts', mode: 'create', mapping: JSON.stringify({ 'Full name': 'name', 'E-mail': 'email' }) });
+    expect(r.status).toBe(202);
+    const imp = await finished(app, auth, r.body.import.id);
+    expect([imp.status, imp.error]).toEqual(['completed', null]);
+    expect(imp.counts).toMatchObject({ total: 2, processed: 2, created: 1, failed: 1 });
+    const errors = await app.http.get(`/api/imports/${imp.id}/errors`).set('Authorization', auth);
+    expect(errors.body.errors).toEqual([
+      expect.objectContaining({ row: 1, column: 'E-mail', code: 'validation_failed', message: expect.stringContaining('NUL') as unknown }),
+    ]);
+    expect(await app.sql(`SELECT name FROM contacts WHERE email LIKE '%@imp-nul.test'`)).toEqual([{ name: 'Good' }]);
+  });
+
   it('detects ; and tab delimiters; upsert updates existing contacts by email; emptyValues clear sets null', async () => {
     const first = await upload(
       app,

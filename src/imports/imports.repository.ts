@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { storableText } from '../common/storable-text.js';
 import { type Db, returning, Transactions, type Tx } from '../database/transactions.js';
 import type { ExportFormat, ImportObject, ImportStatus } from './import.rules.js';
 
@@ -197,7 +198,14 @@ export class ImportsRepository {
     await tx.query(
       `INSERT INTO import_errors (import_id, row_number, column_name, code, message)
        SELECT $1, r, c, k, m FROM unnest($2::int[], $3::text[], $4::text[], $5::text[]) AS t(r, c, k, m)`,
-      [importId, errors.map((e) => e.row), errors.map((e) => e.column), errors.map((e) => e.code), errors.map((e) => e.message)],
+      // Column names and messages may quote the file: stored as text PostgreSQL can hold.
+      [
+        importId,
+        errors.map((e) => e.row),
+        errors.map((e) => (e.column === null ? null : storableText(e.column))),
+        errors.map((e) => e.code),
+        errors.map((e) => storableText(e.message)),
+      ],
     );
   }
 
@@ -207,7 +215,7 @@ export class ImportsRepository {
       tx,
       `UPDATE imports SET status = $2, error = $3, finished_at = now(), modified_at = now()
         WHERE id = $1 AND status IN ${OPEN} RETURNING ${IMPORT_COLUMNS}`,
-      [id, status, error],
+      [id, status, error === null ? null : storableText(error)],
     );
     return rows[0] ?? null;
   }

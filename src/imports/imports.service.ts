@@ -5,6 +5,7 @@ import type { Response } from 'express';
 import type { BatchAnswer } from '../common/batch.js';
 import type { BatchWriteDto } from '../common/batch.dto.js';
 import { iso } from '../common/dates.js';
+import { inspectBody } from '../common/request-text.middleware.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
 import { AppValidationPipe } from '../common/validation.js';
@@ -361,9 +362,24 @@ export class ImportsService {
         const current = await this.repository.findImport(imp.id, tx);
         if (current?.status !== 'running') return 'stopped' as const;
         if (!(await this.repository.claimChunk(imp.id, chunk, tx))) return 'skipped' as const;
-        const live = rows.filter((r) => r.record !== null);
-        const counts: ChunkCounts = { rows: rows.length, created: 0, updated: 0, skipped: rows.length - live.length, failed: 0 };
+        const counts: ChunkCounts = { rows: rows.length, created: 0, updated: 0, skipped: 0, failed: 0 };
         const errors: { row: number; column: string | null; code: string; message: string }[] = [];
+        const live: ChunkRow[] = [];
+        for (const r of rows) {
+          if (r.record === null) {
+            counts.skipped++;
+            continue;
+          }
+          // A cell the database cannot store (NUL, an unpaired surrogate in JSON Lines) is the row's error,
+          // as the same value in a request body is a 400, rather than a database error failing the chunk.
+          const bad = inspectBody(r.record);
+          if (bad.length) {
+            counts.failed++;
+            for (const d of bad) errors.push({ row: r.row, column: columnOf(d.field, plans), code: 'validation_failed', message: `${d.field}: ${d.message}` });
+            continue;
+          }
+          live.push(r);
+        }
         if (live.length) {
           const dto: BatchWriteDto = { mode: imp.options.mode, idProperty: imp.options.idProperty, items: live.map((r) => r.record) };
           const answer = imp.options.dryRun
@@ -378,7 +394,7 @@ export class ImportsService {
             : await this.batch(imp.object, dto, who, tx);
           counts.created = answer.summary.created;
           counts.updated = answer.summary.updated;
-          counts.failed = answer.summary.failed;
+          counts.failed += answer.summary.failed;
           const ids: number[] = [];
           for (const r of answer.results) {
             const rowNumber = live[r.index].row;
