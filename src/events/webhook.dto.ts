@@ -61,6 +61,7 @@ export class WebhookAttemptDto {
   code: number | null;
   durationMs: number;
   error: string | null;
+  /** The start of the receiver's answer (at most 4 KiB) as text: bytes that are not valid UTF-8, and NUL, read as U+FFFD. */
   response: string;
   nextAttemptAt: string | null;
 }
@@ -88,6 +89,6 @@ export class WebhookTestResultDto {
   statusCode: number | null;
   durationMs: number;
   error: string | null;
-  /** The start of the receiver's answer (at most 4 KiB). */
+  /** The start of the receiver's answer (at most 4 KiB) as text: bytes that are not valid UTF-8, and NUL, read as U+FFFD. */
   response: string;
 }
