@@ -1,6 +1,6 @@
 import { type BeforeApplicationShutdown, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { AppError } from '../common/errors.js';
-import { JOB_IDS } from '../jobs/job-names.js';
+import { JOB_IDS, RECOVERY_EVERY_MS } from '../jobs/job-names.js';
 import { type JobContext, JobQueue } from '../jobs/job-queue.js';
 import { ExportsService } from './exports.service.js';
 import { openSource } from './import-source.js';
@@ -17,7 +17,8 @@ import { JobFiles } from './job-files.js';
  * writes and the checkpoint commit together). A run killed anywhere resumes from the last committed
  * chunk; a second runner of the same import (a stalled job run again) finds the checkpoint moved
  * and stops. On shutdown a run stops between chunks and the import stays `running`, for the
- * recovery to queue again at the next worker start.
+ * recovery to queue again. The recovery runs at worker start and every RECOVERY_EVERY_MS: a job that
+ * BullMQ gave up on (its worker died twice, more than maxStalledCount) is queued again within seconds.
  */
 @Injectable()
 export class ImportsProcessor implements OnModuleInit, BeforeApplicationShutdown {
@@ -34,7 +35,11 @@ export class ImportsProcessor implements OnModuleInit, BeforeApplicationShutdown
   onModuleInit(): void {
     this.jobs.handle('imports.run', (p, ctx) => this.run(p.importId, ctx));
     this.jobs.handle('exports.run', (p, ctx) => this.exports.run(p.exportId, ctx.attempt >= ctx.maxAttempts));
-    this.jobs.onWorkerStart('imports: queue unfinished imports and exports', () => this.recover());
+    this.jobs.handle('imports.recover', () => this.recover());
+    this.jobs.onWorkerStart('imports: queue unfinished imports and exports', async () => {
+      await this.recover();
+      await this.jobs.upsertSchedule(JOB_IDS.importsRecoverSchedule, 'imports.recover', {}, { everyMs: RECOVERY_EVERY_MS });
+    });
   }
 
   beforeApplicationShutdown(): void {

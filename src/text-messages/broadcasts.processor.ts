@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DeferJobError, JobQueue } from '../jobs/job-queue.js';
-import { JOB_IDS, type JobPayloads } from '../jobs/job-names.js';
+import { JOB_IDS, type JobPayloads, RECOVERY_EVERY_MS } from '../jobs/job-names.js';
 import { SmsSendRate } from '../sms/send-rate.service.js';
 import { idempotencyKey, type SendResult, SmsProvider, SmsProviderError } from '../sms/sms-provider.js';
 import { BroadcastsRepository } from './broadcasts.repository.js';
@@ -18,7 +18,6 @@ const IN_FLIGHT = 64;
 const MAX_ATTEMPTS = 6;
 /** A claim older than the provider's longest call plus this margin belongs to a worker that died. */
 const CLAIM_MARGIN_MS = 5_000;
-const RECOVER_EVERY_MS = 60_000;
 /** How often a lane refreshes the claims of the batch it is sending (well under CLAIM_MARGIN_MS). */
 const HEARTBEAT_MS = 2_000;
 
@@ -67,7 +66,7 @@ export class BroadcastsProcessor implements OnModuleInit {
     this.jobs.handle('sms.broadcast-recover', () => this.recover());
     this.jobs.onWorkerStart('broadcasts: resume sending and scheduled broadcasts', async () => {
       await this.recover();
-      await this.jobs.upsertSchedule(JOB_IDS.broadcastRecoverSchedule, 'sms.broadcast-recover', {}, { everyMs: RECOVER_EVERY_MS });
+      await this.jobs.upsertSchedule(JOB_IDS.broadcastRecoverSchedule, 'sms.broadcast-recover', {}, { everyMs: RECOVERY_EVERY_MS });
     });
   }
 
