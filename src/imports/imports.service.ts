@@ -5,6 +5,7 @@ import type { Response } from 'express';
 import type { BatchAnswer } from '../common/batch.js';
 import type { BatchWriteDto } from '../common/batch.dto.js';
 import { iso } from '../common/dates.js';
+import { jobCredentialOf } from '../auth/tokens.service.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
 import { AppValidationPipe } from '../common/validation.js';
@@ -181,6 +182,7 @@ export class ImportsService {
       plan: who.plan,
       team: who.team,
       apiTokenId: who.apiTokenId,
+      accessTokenId: jobCredentialOf(who)?.accessTokenId ?? null,
       permissions: [...who.permissions],
     };
     const row = await this.repository.insertImport(
