@@ -47,7 +47,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * Per-message status writes and their events are set-based: one statement per batch and outcome.
  * The lanes stop when the broadcast is canceled (the claim only takes messages of a `sending`
  * broadcast). The last lane to find nothing queued marks the broadcast completed. Recovery: on worker
- * start and every minute, the lanes of every `sending` broadcast are queued again (a lane's job id
+ * start and every RECOVERY_EVERY_MS (5 s), the lanes of every `sending` broadcast are queued again (a lane's job id
  * suppresses duplicates), and scheduled broadcasts get their start job.
  */
 @Injectable()
