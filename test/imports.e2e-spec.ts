@@ -589,6 +589,34 @@ describe('import and export jobs', () => {
       await empty.stop();
     }
   }, 180000);
+
+  it('a token revoked mid-import stops its import within seconds: it ends failed with the reason and nothing is written after', async () => {
+    const secret = await app.token('*', { plan: 'enterprise', name: 'revoked mid-import' });
+    const [{ id: tokenId }] = await app.sql<{ id: number }>(`SELECT max(id) AS id FROM api_tokens WHERE name = 'revoked mid-import'`);
+    const n = 60000;
+    const rows = [['name', 'email']];
+    for (let i = 0; i < n; i++) rows.push([`V${i}`, `v${i}@revoked.test`]);
+    const r = await upload(app, `Bearer ${secret}`, csvOf(rows), { object: 'contacts', mode: 'create' });
+    expect(r.status).toBe(202);
+    const id = r.body.import.id as number;
+    await until('the import to be writing', async () => {
+      const imp = (await app.http.get(`/api/imports/${id}`).set('Authorization', auth)).body.import as ImportRecord;
+      return imp.counts.processed > 0 ? imp : null;
+    });
+    const revoke = await app.http.delete(`/api/account/tokens/${tokenId}`).set('Authorization', auth);
+    expect(revoke.status).toBe(200);
+    const revokedAt = Date.now();
+    const imp = await finished(app, auth, id);
+    expect(imp.status).toBe('failed');
+    expect(imp.error).toBe(`Import ${id} stopped: the token that started it (API token ${tokenId}) was revoked`);
+    expect(imp.counts.processed).toBeLessThan(n);
+    const [{ finishedAt }] = await app.sql<{ finishedAt: Date }>(`SELECT finished_at AS "finishedAt" FROM imports WHERE id = $1`, [id]);
+    expect(new Date(finishedAt).getTime() - revokedAt).toBeLessThan(5000);
+    // What is stored is exactly what the committed chunks counted: nothing was written after the import ended.
+    await sleep(1500);
+    const [{ stored }] = await app.sql<{ stored: string }>(`SELECT count(*)::text AS stored FROM contacts WHERE email LIKE '%@revoked.test'`);
+    expect(Number(stored)).toBe(imp.counts.created);
+  });
 });
 
 describe('import worker killed mid-import', () => {
@@ -637,4 +665,100 @@ describe('import worker killed mid-import', () => {
     const events = await api.sql<{ n: string }>(`SELECT count(*) AS n FROM events WHERE type = 'contact.created' AND data->>'email' LIKE '%@kill.test'`);
     expect(Number(events[0].n)).toBe(n);
   }, 180000);
+});
+
+describe('jobs acting for a token that is revoked (API and worker processes)', () => {
+  let api: TestApp;
+  let worker: TestApp | null = null;
+  let auth: string;
+  // Broadcasts at 20 messages a second, so that one is still sending when its token is revoked.
+  const env = { JOB_LOCK_MS: '2000', RATE_LIMIT_ENTERPRISE: '1000000', SMS_PROVIDER: 'log', SMS_MAX_PER_SECOND: '20' };
+
+  beforeAll(async () => {
+    api = await startApp({ role: 'api', env });
+    worker = await startApp({ role: 'worker', shareWith: api, env });
+    auth = await adminToken(api);
+  }, 120000);
+  afterAll(async () => {
+    await worker?.stop();
+    await api?.stop();
+  });
+
+  async function revocable(name: string): Promise<{ bearer: string; id: number }> {
+    const secret = await api.token('*', { plan: 'enterprise', name });
+    const [{ id }] = await api.sql<{ id: number }>(`SELECT max(id) AS id FROM api_tokens WHERE name = $1`, [name]);
+    return { bearer: `Bearer ${secret}`, id };
+  }
+  const revoke = async (id: number) => expect((await api.http.delete(`/api/account/tokens/${id}`).set('Authorization', auth)).status).toBe(200);
+
+  it('a broadcast whose token is revoked mid-send is canceled within seconds; its unsent messages say why', async () => {
+    const n = 400;
+    await api.sql(
+      `INSERT INTO contacts (name, email, phone) SELECT 'B' || i, 'b' || i || '@revoked-bcast.test', '+1415555' || lpad(i::text, 4, '0') FROM generate_series(1, ${n}) i`,
+    );
+    const ids = (await api.sql<{ id: number }>(`SELECT id FROM contacts WHERE email LIKE '%@revoked-bcast.test' ORDER BY id`)).map((c) => c.id);
+    const token = await revocable('revoked mid-broadcast');
+    const created = await api.http
+      .post('/api/text-messages/broadcasts')
+      .set('Authorization', token.bearer)
+      .send({ content: 'Hi {{contact.name}}', audience: { contactIds: ids } });
+    expect(created.status).toBe(201);
+    const id = created.body.broadcast.id as number;
+    expect((await api.http.post(`/api/text-messages/broadcasts/${id}/send`).set('Authorization', token.bearer)).status).toBe(202);
+    const get = async () => (await api.http.get(`/api/text-messages/broadcasts/${id}`).set('Authorization', auth)).body.broadcast;
+    await until('some messages to be sent', async () => ((await get()).counts.sent + (await get()).counts.delivered > 0 ? true : null));
+    await revoke(token.id);
+    const revokedAt = Date.now();
+    const b = await until(
+      'the broadcast to be canceled',
+      async () => {
+        const x = await get();
+        return x.status === 'canceled' ? x : null;
+      },
+      15000,
+    );
+    expect(Date.now() - revokedAt).toBeLessThan(5000);
+    expect(b.counts.canceled).toBeGreaterThan(0);
+    const reasons = await api.sql<{ failure_reason: string }>(
+      `SELECT DISTINCT failure_reason FROM text_messages WHERE broadcast_id = $1 AND status = 'canceled'`,
+      [id],
+    );
+    expect(reasons.map((r) => r.failure_reason)).toEqual([
+      `the broadcast was canceled: stopped: the token that started it (API token ${token.id}) was revoked`,
+    ]);
+    // The batch a lane had claimed (about a second's worth) finishes, as with a cancel; nothing after it.
+    const settled = await until(
+      'the claimed batch to finish',
+      async () => {
+        const x = await get();
+        return x.counts.queued === 0 ? x : null;
+      },
+      15000,
+    );
+    const sentThen = settled.counts.sent + settled.counts.delivered;
+    expect(sentThen + settled.counts.canceled).toBe(n);
+    await sleep(1500);
+    const later = await get();
+    expect(later.counts.sent + later.counts.delivered).toBe(sentThen);
+  });
+
+  it('an export whose token was revoked before the worker took it up ends failed with the reason', async () => {
+    await worker!.stop();
+    worker = null;
+    const token = await revocable('revoked before export');
+    const r = await api.http.post('/api/exports').set('Authorization', token.bearer).send({ object: 'contacts', format: 'csv' });
+    expect(r.status).toBe(202);
+    const id = r.body.export.id as number;
+    await revoke(token.id);
+    worker = await startApp({ role: 'worker', shareWith: api, env });
+    const exp = await until('the export to end', async () => {
+      const e = (await api.http.get(`/api/exports/${id}`).set('Authorization', auth)).body.export;
+      return ['completed', 'failed'].includes(e.status) ? e : null;
+    });
+    expect(exp).toMatchObject({
+      status: 'failed',
+      error: `Export ${id} stopped: the token that started it (API token ${token.id}) was revoked`,
+      download: null,
+    });
+  });
 });

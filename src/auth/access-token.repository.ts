@@ -17,7 +17,7 @@ export class AccessTokenRepository {
    */
   async findActiveCredential(tokenHash: string): Promise<CredentialRow | null> {
     const rows: CredentialRow[] = await this.db().query(
-      `SELECT t.id AS token_id, t.permissions,
+      `SELECT t.id AS token_id, a.id AS access_token_id, t.permissions,
               LEAST(a.expires_at, COALESCE(t.expires_at, 'infinity')) AS expires_at,
               u.id AS user_id, u.name AS user_name, u.plan, u.team
          FROM oauth_access_tokens a

@@ -9,6 +9,8 @@ import { ApiToken } from './api-token.entity.js';
 /** What authenticating a secret needs: the token, its user and the validity of both (one row). */
 export interface CredentialRow {
   token_id: number;
+  /** The access token's own id (access tokens only). */
+  access_token_id?: number;
   permissions: string[];
   expires_at: Date | null;
   user_id: number;
@@ -75,6 +77,25 @@ export class ApiTokenRepository {
       [tokenHash],
     );
     return rows[0] ?? null;
+  }
+
+  /**
+   * The state of the credential a job acts for: its API token (and, for an OAuth access token, that
+   * access token): `deleted` when a row is gone, else `revoked` or `expired` when either is, else `active`.
+   */
+  async credentialState(apiTokenId: number, accessTokenId: number | null): Promise<'active' | 'revoked' | 'expired' | 'deleted'> {
+    const rows: { revoked: boolean; expired: boolean; access_found: boolean; access_revoked: boolean; access_expired: boolean }[] = await this.db().query(
+      `SELECT t.revoked_at IS NOT NULL AS revoked, coalesce(t.expires_at <= now(), false) AS expired,
+              a.id IS NOT NULL AS access_found, a.revoked_at IS NOT NULL AS access_revoked, coalesce(a.expires_at <= now(), false) AS access_expired
+         FROM api_tokens t LEFT JOIN oauth_access_tokens a ON a.id = $2 AND a.api_token_id = t.id
+        WHERE t.id = $1`,
+      [apiTokenId, accessTokenId],
+    );
+    const r = rows[0];
+    if (!r || (accessTokenId !== null && !r.access_found)) return 'deleted';
+    if (r.revoked || (accessTokenId !== null && r.access_revoked)) return 'revoked';
+    if (r.expired || (accessTokenId !== null && r.access_expired)) return 'expired';
+    return 'active';
   }
 
   async touchLastUsed(id: number): Promise<void> {

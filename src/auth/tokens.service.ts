@@ -49,6 +49,45 @@ export interface ClientToken {
   revokedAt: Date | null;
 }
 
+/** The credential a background job acts for, as stored with the job's record. */
+export interface JobCredential {
+  apiTokenId: number;
+  accessTokenId: number | null;
+}
+
+/** The credential of a principal, to store with a job it starts (null for a console session: no token). */
+export function jobCredentialOf(who: Principal): JobCredential | null {
+  if (who.kind === 'session' || !who.apiTokenId) return null;
+  return { apiTokenId: who.apiTokenId, accessTokenId: who.kind === 'access_token' ? (who.accessTokenId ?? null) : null };
+}
+
+/** How often a job's credential is read at most. */
+const CREDENTIAL_CHECK_EVERY_MS = 1_000;
+
+/** See TokensService.watch. */
+export class CredentialWatch {
+  private checkedAt = 0;
+  private reason: string | null = null;
+
+  constructor(
+    private readonly credential: JobCredential | null,
+    private readonly state: (c: JobCredential) => Promise<'active' | 'revoked' | 'expired' | 'deleted'>,
+  ) {}
+
+  /** Why the job must stop (its token is no longer valid), or null; null always for a job stored without a credential. */
+  async ended(): Promise<string | null> {
+    const c = this.credential;
+    if (!c || this.reason !== null || Date.now() - this.checkedAt < CREDENTIAL_CHECK_EVERY_MS) return this.reason;
+    const state = await this.state(c);
+    this.checkedAt = Date.now();
+    if (state !== 'active') {
+      const which = c.accessTokenId !== null ? `the OAuth access token ${c.accessTokenId} (of API token ${c.apiTokenId})` : `API token ${c.apiTokenId}`;
+      this.reason = `stopped: the token that started it (${which}) was ${state}`;
+    }
+    return this.reason;
+  }
+}
+
 /** A hash that matches no secret: compared against when a client id is unknown, so timing tells nothing. */
 const NO_SUCH_HASH = hashSecret('no such token: ' + randomBytes(16).toString('hex'));
 
@@ -151,6 +190,7 @@ export class TokensService implements OnModuleInit {
       plan: row.plan,
       team: row.team,
       apiTokenId: row.token_id,
+      ...(row.access_token_id !== undefined ? { accessTokenId: row.access_token_id } : {}),
       permissions: new Set(row.permissions),
       kind: isAccessToken ? 'access_token' : 'api_token',
       expiresAt: expires !== null && Number.isFinite(expires) ? expires : null,
@@ -257,6 +297,17 @@ export class TokensService implements OnModuleInit {
     const expiresAt = new Date(Date.now() + ttlSeconds * 1000);
     const inserted = await this.accessTokens.insertForActiveParent(apiTokenId, hashSecret(secret), expiresAt);
     return inserted ? { secret, expiresAt } : null;
+  }
+
+  /**
+   * Watches the credential a background job acts for (an import, an export, a broadcast): `ended()`
+   * answers why the job must stop — its token was revoked, deleted or expired (for an OAuth access
+   * token, that token or its API token) — or null while it is active. It reads the token's row at
+   * most once per CREDENTIAL_CHECK_EVERY_MS (one primary-key read), so a job can ask before every
+   * chunk and still stops within about a second of a revocation.
+   */
+  watch(credential: JobCredential | null): CredentialWatch {
+    return new CredentialWatch(credential, (c) => this.apiTokens.credentialState(c.apiTokenId, c.accessTokenId));
   }
 
   /** Drops cached entries locally and tells the other instances to do the same. */

@@ -9,6 +9,8 @@ export interface Principal {
   team: string | null;
   /** The API token behind the request (for an OAuth access token: its parent API token; 0 for a console session). */
   apiTokenId: number;
+  /** For an OAuth access token: its own id (its revocation and expiry end the jobs it started, as its parent's do). */
+  accessTokenId?: number;
   permissions: ReadonlySet<string>;
   /** `session`: a signed-in user of the account console (/account pages only, never /api). */
   kind: 'api_token' | 'access_token' | 'session';

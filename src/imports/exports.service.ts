@@ -6,6 +6,7 @@ import { stringify } from 'csv-stringify/sync';
 import type { Response } from 'express';
 import { iso } from '../common/dates.js';
 import type { ListSpec } from '../common/list.js';
+import { type CredentialWatch, jobCredentialOf, TokensService } from '../auth/tokens.service.js';
 import { AppError, notFound } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
 import { type SignedLinkParams, SignedLinks } from '../common/signed-links.js';
@@ -55,7 +56,8 @@ export type ExportRecord = ReturnType<ExportsService['toRecord']>;
  * Export jobs (issue 15 part 4). The API checks the request (the object's read permission, the
  * filter in its list's language, the columns) and queues the job; the worker walks the matching
  * records in id order (a keyset walk, never OFFSET) and streams them as CSV or JSON Lines into
- * storage. The result is downloaded through a signed, expiring link (credential `signed-link`,
+ * storage; it acts for the token that asked for it and stops (`failed`, with the reason) once that
+ * token is revoked, deleted or expired. The result is downloaded through a signed, expiring link (credential `signed-link`,
  * checked by the global guard chain through the verifier registered here).
  */
 @Injectable()
@@ -71,6 +73,7 @@ export class ExportsService implements OnModuleInit {
     private readonly companies: CompaniesService,
     private readonly deals: DealsService,
     private readonly fieldValues: ContactFieldValuesService,
+    private readonly tokens: TokensService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -92,6 +95,8 @@ export class ExportsService implements OnModuleInit {
         format: dto.format,
         options: { filter: dto.filter ?? null, fields: dto.fields ?? null },
         linkSecret: randomBytes(32).toString('hex'),
+        apiTokenId: jobCredentialOf(who)?.apiTokenId ?? null,
+        accessTokenId: jobCredentialOf(who)?.accessTokenId ?? null,
       },
       who,
     );
@@ -170,7 +175,8 @@ export class ExportsService implements OnModuleInit {
     const started = Date.now();
     const counter = { rows: 0 };
     try {
-      const { key, size } = await this.files.write('exports', Readable.from(this.lines(row, counter)));
+      const credential = this.tokens.watch(row.apiTokenId ? { apiTokenId: row.apiTokenId, accessTokenId: row.accessTokenId } : null);
+      const { key, size } = await this.files.write('exports', Readable.from(this.lines(row, counter, credential)));
       const done = await this.repository.completeExport(exportId, { storageKey: key, byteSize: size, rowCount: counter.rows });
       if (!done) await this.files.delete(key);
       else if (done.previous && done.previous !== key) await this.files.delete(done.previous);
@@ -193,12 +199,15 @@ export class ExportsService implements OnModuleInit {
   }
 
   /** The export's content: a header line (CSV), then the records page by page. */
-  private async *lines(row: ExportRow, counter: { rows: number }): AsyncGenerator<string> {
+  private async *lines(row: ExportRow, counter: { rows: number }, credential: CredentialWatch): AsyncGenerator<string> {
     const columns = exportColumns(BASE_COLUMNS[row.object], await this.customAliases(row.object), row.options.fields ?? undefined);
     const csv = row.format === 'csv';
     if (csv) yield stringify([columns]);
     let cursor: string | number | null = null;
     for (;;) {
+      // The token that asked for the export, checked before every page (read at most once a second).
+      const ended = await credential.ended();
+      if (ended) throw new AppError('forbidden', `Export ${row.id} ${ended}`);
       const { records, next } = await this.page(row.object, row.options.filter, cursor, false);
       if (records.length) {
         counter.rows += records.length;

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { MulterModule } from '@nestjs/platform-express';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { AuthModule } from '../auth/auth.module.js';
 import { SegmentsModule } from '../segments/segments.module.js';
 import { CampaignsModule } from '../campaigns/campaigns.module.js';
 import { CompaniesModule } from '../companies/companies.module.js';
@@ -25,6 +26,7 @@ export class JobFilesModule {}
 /** Import and export jobs (issue 15 parts 3 and 4). */
 @Module({
   imports: [
+    AuthModule,
     EventsModule,
     NotificationsModule,
     ContactsModule,

@@ -1,6 +1,7 @@
 import { type BeforeApplicationShutdown, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { type CredentialWatch, TokensService } from '../auth/tokens.service.js';
 import { AppError } from '../common/errors.js';
-import { JOB_IDS } from '../jobs/job-names.js';
+import { JOB_IDS, RECOVERY_EVERY_MS } from '../jobs/job-names.js';
 import { type JobContext, JobQueue } from '../jobs/job-queue.js';
 import { ExportsService } from './exports.service.js';
 import { openSource } from './import-source.js';
@@ -16,8 +17,11 @@ import { JobFiles } from './job-files.js';
  * checkpoint skipped, and the rest written chunk by chunk (ImportsService.writeChunk: the chunk's
  * writes and the checkpoint commit together). A run killed anywhere resumes from the last committed
  * chunk; a second runner of the same import (a stalled job run again) finds the checkpoint moved
- * and stops. On shutdown a run stops between chunks and the import stays `running`, for the
- * recovery to queue again at the next worker start.
+ * and stops. The import acts for the token that created it: before each chunk that token is checked
+ * (TokensService.watch), and once it is revoked, deleted or expired the import ends `failed` with
+ * that reason (the chunks in flight are rolled back: the import is no longer running). On shutdown a run stops between chunks and the import stays `running`, for the
+ * recovery to queue again. The recovery runs at worker start and every RECOVERY_EVERY_MS: a job that
+ * BullMQ gave up on (its worker died twice, more than maxStalledCount) is queued again within seconds.
  */
 @Injectable()
 export class ImportsProcessor implements OnModuleInit, BeforeApplicationShutdown {
@@ -29,12 +33,17 @@ export class ImportsProcessor implements OnModuleInit, BeforeApplicationShutdown
     private readonly exports: ExportsService,
     private readonly files: JobFiles,
     private readonly jobs: JobQueue,
+    private readonly tokens: TokensService,
   ) {}
 
   onModuleInit(): void {
     this.jobs.handle('imports.run', (p, ctx) => this.run(p.importId, ctx));
     this.jobs.handle('exports.run', (p, ctx) => this.exports.run(p.exportId, ctx.attempt >= ctx.maxAttempts));
-    this.jobs.onWorkerStart('imports: queue unfinished imports and exports', () => this.recover());
+    this.jobs.handle('imports.recover', () => this.recover());
+    this.jobs.onWorkerStart('imports: queue unfinished imports and exports', async () => {
+      await this.recover();
+      await this.jobs.upsertSchedule(JOB_IDS.importsRecoverSchedule, 'imports.recover', {}, { everyMs: RECOVERY_EVERY_MS });
+    });
   }
 
   beforeApplicationShutdown(): void {
@@ -57,7 +66,7 @@ export class ImportsProcessor implements OnModuleInit, BeforeApplicationShutdown
         imp = await this.imports.setTotal(importId, total);
         if (!imp) return;
       }
-      const finished = await this.write(imp);
+      const finished = await this.write(imp, this.credentialOf(imp));
       if (!finished) return;
       if (await this.imports.finish(importId, 'completed', null)) await this.imports.dropFile(imp);
     } catch (e) {
@@ -86,7 +95,7 @@ export class ImportsProcessor implements OnModuleInit, BeforeApplicationShutdown
    * Writes the chunks not committed yet, up to IMPORT_PARALLEL_CHUNKS at once (each its own
    * transaction); false when the run stopped before the end (canceled, shutting down).
    */
-  private async write(imp: ImportRow): Promise<boolean> {
+  private async write(imp: ImportRow, credential: CredentialWatch): Promise<boolean> {
     const source = await openSource(this.files, this.keyOf(imp), imp.sourceFormat, imp.options.columns);
     const plans = await this.imports.planFor(imp, source.header);
     const done = await this.imports.committedChunks(imp.id);
@@ -94,6 +103,7 @@ export class ImportsProcessor implements OnModuleInit, BeforeApplicationShutdown
     const inflight = new Set<Promise<void>>();
     let failure: { error: unknown } | null = null;
     let stopped = false;
+    let ended: string | null = null;
     const submit = async (chunk: number, rows: ChunkRow[]) => {
       const p: Promise<void> = this.imports
         .writeChunk(imp, chunk, rows, plans)
@@ -118,14 +128,25 @@ export class ImportsProcessor implements OnModuleInit, BeforeApplicationShutdown
       rows.push({ row, record: this.imports.recordOf(cells, plans, imp) });
       if (rows.length < size && row % size !== 0) continue;
       if (failure || stopped || this.stopping) break;
+      // The creator's token, checked before every chunk (read at most once a second): revoked, the import stops.
+      if ((ended = await credential.ended())) break;
       await submit(chunk, rows);
       rows = [];
     }
-    if (rows.length && !failure && !stopped && !this.stopping) await submit(Math.floor((row - 1) / size), rows);
+    if (rows.length && !failure && !stopped && !this.stopping && !ended && !(ended = await credential.ended())) {
+      await submit(Math.floor((row - 1) / size), rows);
+    }
     await Promise.all(inflight);
     const failed = failure as { error: unknown } | null;
     if (failed) throw failed.error;
+    if (ended) throw new AppError('forbidden', `Import ${imp.id} ${ended}`);
     return !stopped && !this.stopping;
+  }
+
+  /** The token the import acts for (its creator's), watched for revocation. */
+  private credentialOf(imp: ImportRow): CredentialWatch {
+    const p = imp.principal;
+    return this.tokens.watch(p.apiTokenId ? { apiTokenId: p.apiTokenId, accessTokenId: p.accessTokenId ?? null } : null);
   }
 
   private keyOf(imp: ImportRow): string {

@@ -26,6 +26,8 @@ export interface StoredPrincipal {
   plan: string;
   team: string | null;
   apiTokenId: number;
+  /** The OAuth access token that started the import (absent for an API token, and in imports stored before it was recorded). */
+  accessTokenId?: number | null;
   permissions: string[];
 }
 
@@ -77,6 +79,9 @@ export interface ExportRow {
   byteSize: string | null;
   linkSecret: string;
   error: string | null;
+  /** The token that asked for the export (the job stops when it is revoked); null in exports made before it was recorded. */
+  apiTokenId: number | null;
+  accessTokenId: number | null;
   createdBy: number | null;
   createdByUser: string | null;
   createdAt: Date;
@@ -91,7 +96,7 @@ const IMPORT_COLUMNS = `id, object, status, source_format AS "sourceFormat", sto
   finished_at AS "finishedAt"`;
 
 const EXPORT_COLUMNS = `id, object, format, status, options, row_count AS "rowCount", storage_key AS "storageKey", byte_size AS "byteSize",
-  link_secret AS "linkSecret", error, created_by AS "createdBy", created_by_user AS "createdByUser", created_at AS "createdAt",
+  link_secret AS "linkSecret", error, api_token_id AS "apiTokenId", access_token_id AS "accessTokenId", created_by AS "createdBy", created_by_user AS "createdByUser", created_at AS "createdAt",
   started_at AS "startedAt", finished_at AS "finishedAt"`;
 
 const OPEN = `('queued', 'validating', 'running')`;
@@ -241,13 +246,14 @@ export class ImportsRepository {
   }
 
   async insertExport(
-    v: Pick<ExportRow, 'object' | 'format' | 'options' | 'linkSecret'>,
+    v: Pick<ExportRow, 'object' | 'format' | 'options' | 'linkSecret' | 'apiTokenId' | 'accessTokenId'>,
     who: { userId: number; userName: string },
     tx?: Tx,
   ): Promise<ExportRow> {
     const rows = await this.db(tx).query<ExportRow[]>(
-      `INSERT INTO exports (object, format, options, link_secret, created_by, created_by_user) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${EXPORT_COLUMNS}`,
-      [v.object, v.format, JSON.stringify(v.options), v.linkSecret, who.userId, who.userName],
+      `INSERT INTO exports (object, format, options, link_secret, api_token_id, access_token_id, created_by, created_by_user)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${EXPORT_COLUMNS}`,
+      [v.object, v.format, JSON.stringify(v.options), v.linkSecret, v.apiTokenId, v.accessTokenId, who.userId, who.userName],
     );
     return rows[0];
   }

@@ -6,6 +6,7 @@ import type { BatchAnswer } from '../common/batch.js';
 import type { BatchWriteDto } from '../common/batch.dto.js';
 import { iso } from '../common/dates.js';
 import { inspectBody } from '../common/request-text.middleware.js';
+import { jobCredentialOf } from '../auth/tokens.service.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
 import { AppValidationPipe } from '../common/validation.js';
@@ -182,6 +183,7 @@ export class ImportsService {
       plan: who.plan,
       team: who.team,
       apiTokenId: who.apiTokenId,
+      accessTokenId: jobCredentialOf(who)?.accessTokenId ?? null,
       permissions: [...who.permissions],
     };
     const row = await this.repository.insertImport(

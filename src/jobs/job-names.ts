@@ -30,7 +30,7 @@ export interface JobPayloads {
    * provider until none is left (several lanes per broadcast); for a `scheduled` broadcast, starts it when due.
    */
   'sms.broadcast': { broadcastId: number; lane: number };
-  /** Queues again the lanes of sending broadcasts and the start of scheduled ones (worker start and every minute). */
+  /** Queues again the lanes of sending broadcasts and the start of scheduled ones (worker start and every RECOVERY_EVERY_MS). */
   'sms.broadcast-recover': Record<string, never>;
   /** Re-queues text messages left `queued` without a job (worker start and periodically). */
   'sms.recover': Record<string, never>;
@@ -53,6 +53,8 @@ export interface JobPayloads {
   'imports.run': { importId: number };
   /** Streams an export's records into storage. */
   'exports.run': { exportId: number };
+  /** Queues again every unfinished import and export whose job is gone (worker start and every RECOVERY_EVERY_MS). */
+  'imports.recover': Record<string, never>;
 }
 export type JobName = keyof JobPayloads;
 
@@ -70,6 +72,7 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   'idempotency.prune': QUEUES.maintenance,
   'imports.run': QUEUES.imports,
   'exports.run': QUEUES.imports,
+  'imports.recover': QUEUES.maintenance,
 };
 
 export interface JobPolicy {
@@ -99,7 +102,18 @@ export const JOB_POLICY: Record<JobName, JobPolicy> = {
   // A failed run resumes from the checkpoint; after the last attempt the import is marked failed.
   'imports.run': { attempts: 5, backoffMs: 2_000 },
   'exports.run': { attempts: 3, backoffMs: 2_000 },
+  'imports.recover': { attempts: 2, backoffMs: 2_000 },
 };
+
+/**
+ * How often the recovery sweeps of long-running work (broadcast lanes, imports, exports) queue again
+ * what is open in the database but has no job left. A job whose worker died is run again by BullMQ
+ * once its lock expires (JOB_LOCK_MS) — but only once (maxStalledCount 1): a second death fails the
+ * job, and from then on only this sweep brings the work back, so it runs every few seconds, not every
+ * minute. A sweep is a few indexed reads and one duplicate-suppressed enqueue per open item (a job
+ * that is still waiting, delayed or running is left alone).
+ */
+export const RECOVERY_EVERY_MS = 5_000;
 
 /** Retention of finished jobs in Redis: bounded by count and age so the queue never grows without end. */
 export const JOB_RETENTION = {
@@ -128,4 +142,5 @@ export const JOB_IDS = {
   /** One job per import (re-queued by the recovery while it is unfinished). */
   importRun: (importId: number) => `import:${importId}`,
   exportRun: (exportId: number) => `export:${exportId}`,
+  importsRecoverSchedule: 'imports-recover',
 };

@@ -44,6 +44,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly smsDuplicatesRefused = new Counter({
+    name: 'sms_duplicates_refused_total',
+    help: 'Hand-overs to the SMS provider refused by this process as duplicates (an Idempotency-Key already taken; the log provider)',
+    labelNames: ['provider'] as const,
+    registers: [this.registry],
+  });
+
   /** Reads queue depths when metrics are scraped (the job layer's). */
   private depthReader: (() => Promise<QueueDepth[]>) | null = null;
 

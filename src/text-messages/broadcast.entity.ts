@@ -42,6 +42,16 @@ export class Broadcast extends AuditedEntity {
 
   @Column({ type: 'jsonb', default: () => `'{}'::jsonb` })
   skipped: Record<string, number>;
+
+  /**
+   * The token the sending acts for: the one that sent it, or that scheduled it. Its sending stops
+   * (the broadcast is canceled) once that token is revoked, deleted or expired. Not published.
+   */
+  @Column({ name: 'api_token_id', type: 'int', nullable: true })
+  apiTokenId: number | null;
+
+  @Column({ name: 'access_token_id', type: 'int', nullable: true })
+  accessTokenId: number | null;
 }
 
 registerConstraints({

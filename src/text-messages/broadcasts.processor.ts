@@ -1,9 +1,11 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { type CredentialWatch, TokensService } from '../auth/tokens.service.js';
 import { DeferJobError, JobQueue } from '../jobs/job-queue.js';
-import { JOB_IDS, type JobPayloads } from '../jobs/job-names.js';
+import { JOB_IDS, type JobPayloads, RECOVERY_EVERY_MS } from '../jobs/job-names.js';
 import { SmsSendRate } from '../sms/send-rate.service.js';
 import { idempotencyKey, type SendResult, SmsProvider, SmsProviderError } from '../sms/sms-provider.js';
+import type { Broadcast } from './broadcast.entity.js';
 import { BroadcastsRepository } from './broadcasts.repository.js';
 import { AUDIENCE_RETRY_SECONDS, AudienceNotReady, BroadcastsService } from './broadcasts.service.js';
 import { type BatchClaimed, TextMessageRepository } from './text-message.repository.js';
@@ -18,7 +20,6 @@ const IN_FLIGHT = 64;
 const MAX_ATTEMPTS = 6;
 /** A claim older than the provider's longest call plus this margin belongs to a worker that died. */
 const CLAIM_MARGIN_MS = 5_000;
-const RECOVER_EVERY_MS = 60_000;
 /** How often a lane refreshes the claims of the batch it is sending (well under CLAIM_MARGIN_MS). */
 const HEARTBEAT_MS = 2_000;
 
@@ -46,7 +47,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * Per-message status writes and their events are set-based: one statement per batch and outcome.
  * The lanes stop when the broadcast is canceled (the claim only takes messages of a `sending`
  * broadcast). The last lane to find nothing queued marks the broadcast completed. Recovery: on worker
- * start and every minute, the lanes of every `sending` broadcast are queued again (a lane's job id
+ * start and every RECOVERY_EVERY_MS (5 s), the lanes of every `sending` broadcast are queued again (a lane's job id
  * suppresses duplicates), and scheduled broadcasts get their start job.
  */
 @Injectable()
@@ -60,6 +61,7 @@ export class BroadcastsProcessor implements OnModuleInit {
     private readonly jobs: JobQueue,
     private readonly provider: SmsProvider,
     private readonly rate: SmsSendRate,
+    private readonly tokens: TokensService,
   ) {}
 
   onModuleInit(): void {
@@ -67,7 +69,7 @@ export class BroadcastsProcessor implements OnModuleInit {
     this.jobs.handle('sms.broadcast-recover', () => this.recover());
     this.jobs.onWorkerStart('broadcasts: resume sending and scheduled broadcasts', async () => {
       await this.recover();
-      await this.jobs.upsertSchedule(JOB_IDS.broadcastRecoverSchedule, 'sms.broadcast-recover', {}, { everyMs: RECOVER_EVERY_MS });
+      await this.jobs.upsertSchedule(JOB_IDS.broadcastRecoverSchedule, 'sms.broadcast-recover', {}, { everyMs: RECOVERY_EVERY_MS });
     });
   }
 
@@ -78,9 +80,15 @@ export class BroadcastsProcessor implements OnModuleInit {
   async run({ broadcastId }: JobPayloads['sms.broadcast']): Promise<void> {
     const b = await this.broadcastsRepo.findById(broadcastId);
     if (!b) return;
+    const credential = this.credentialOf(b);
     if (b.status === 'scheduled') {
       const wait = b.scheduledFor ? b.scheduledFor.getTime() - Date.now() : 0;
       if (wait > 1000) throw new DeferJobError('scheduled for later', wait);
+      const ended = await credential.ended();
+      if (ended) {
+        await this.broadcasts.cancelForEndedCredential(broadcastId, ended);
+        return;
+      }
       try {
         await this.broadcasts.startScheduled(broadcastId);
       } catch (e) {
@@ -90,16 +98,30 @@ export class BroadcastsProcessor implements OnModuleInit {
       return;
     }
     if (b.status !== 'sending') return;
-    do await this.lane(broadcastId);
+    do await this.lane(broadcastId, credential);
     while (await this.finish(broadcastId));
   }
 
-  /** Claims and sends batches until the broadcast has no unclaimed queued message (or is no longer sending). */
-  private async lane(broadcastId: number): Promise<void> {
+  /** The token a broadcast's sending acts for, watched for revocation. */
+  private credentialOf(b: Broadcast): CredentialWatch {
+    return this.tokens.watch(b.apiTokenId ? { apiTokenId: b.apiTokenId, accessTokenId: b.accessTokenId } : null);
+  }
+
+  /**
+   * Claims and sends batches until the broadcast has no unclaimed queued message (or is no longer
+   * sending). Before each batch the token the broadcast acts for is checked (read at most once a
+   * second): once it is revoked, deleted or expired the broadcast is canceled and the lane stops.
+   */
+  private async lane(broadcastId: number, credential: CredentialWatch): Promise<void> {
     const token = randomUUID();
     const attempts = new Map<number, number>();
     let backoff = 0;
     for (;;) {
+      const ended = await credential.ended();
+      if (ended) {
+        await this.broadcasts.cancelForEndedCredential(broadcastId, ended);
+        return;
+      }
       const limit = Math.min(CHUNK, this.rate.batchHint);
       // Under SMS_MAX_PER_SECOND the slots are reserved first and the messages claimed only when the
       // first slot is due: claims are taken just in time, so a cancel still finds the rest unclaimed

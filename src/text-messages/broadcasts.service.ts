@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
+import { jobCredentialOf } from '../auth/tokens.service.js';
 import { AppError, conflict, fieldError, notFound, unavailable } from '../common/errors.js';
 import { type ListSpec, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
@@ -56,6 +57,7 @@ export class AudienceNotReady extends AppError {
  *   draft ──send──▶ sending ──all messages out of queued──▶ completed
  *   draft ──edit with scheduledFor──▶ scheduled ──due (worker)──▶ sending
  *   draft | scheduled | sending ──cancel──▶ canceled (queued, unclaimed messages end canceled)
+ *   scheduled | sending ──the token it acts for revoked, deleted or expired (worker)──▶ canceled (the same)
  */
 @Injectable()
 export class BroadcastsService {
@@ -126,7 +128,7 @@ export class BroadcastsService {
       b.recipients = null;
       this.assign(b, dto, true);
       stampCreated(b, who);
-      return this.save(b, null, tx);
+      return this.save(b, null, tx, who);
     });
   }
 
@@ -138,7 +140,7 @@ export class BroadcastsService {
       const before = await this.record(b, tx);
       this.assign(b, dto, false);
       stampModified(b, who);
-      return this.save(b, before, tx);
+      return this.save(b, before, tx, who);
     });
   }
 
@@ -151,7 +153,7 @@ export class BroadcastsService {
       const before = await this.record(b, tx);
       this.assign(b, dto, true);
       stampModified(b, who);
-      return this.save(b, before, tx);
+      return this.save(b, before, tx, who);
     });
     return { created: false, broadcast };
   }
@@ -225,8 +227,10 @@ export class BroadcastsService {
     if (created === 0) b.completedAt = new Date();
     b.recipients = created;
     b.skipped = skipped;
-    if (who) stampModified(b, who);
-    else b.modifiedAt = new Date();
+    if (who) {
+      stampModified(b, who);
+      actFor(b, who);
+    } else b.modifiedAt = new Date();
     await this.broadcasts.update(b.id, b, tx);
     const after = await this.record(b, tx);
     await this.events.record(tx, 'broadcast.sending', after, { status: before.status });
@@ -264,6 +268,29 @@ export class BroadcastsService {
     });
   }
 
+  /**
+   * Cancels a sending or scheduled broadcast because the token it acts for is no longer valid
+   * (`reason`): like a cancel, its unclaimed queued messages end `canceled` (their failureReason says
+   * why), with broadcast.canceled. False when it was neither sending nor scheduled any more.
+   */
+  async cancelForEndedCredential(id: number, reason: string): Promise<boolean> {
+    const done = await this.transactions.run(async (tx) => {
+      const b = await this.broadcasts.findForUpdate(id, tx);
+      if (!b || (b.status !== 'sending' && b.status !== 'scheduled')) return null;
+      const before = await this.record(b, tx);
+      b.status = 'canceled';
+      b.canceledAt = new Date();
+      b.modifiedAt = new Date();
+      await this.broadcasts.update(b.id, b, tx);
+      const n = await this.messages.cancelQueuedOfBroadcast(b.id, tx, `the broadcast was canceled: ${reason}`);
+      await this.events.record(tx, 'broadcast.canceled', await this.record(b, tx), { status: before.status });
+      return n;
+    });
+    if (done === null) return false;
+    this.logger.warn({ msg: 'broadcast canceled: the token it acts for is no longer valid', broadcastId: id, reason, canceledMessages: done });
+    return true;
+  }
+
   /** Marks a sending broadcast completed once none of its messages is queued (broadcast.completed). */
   async completeIfDone(id: number): Promise<boolean> {
     return this.transactions.run(async (tx) => {
@@ -279,8 +306,10 @@ export class BroadcastsService {
   }
 
   /** Saves; a (new) scheduledFor makes it `scheduled` and queues its start job, none makes it a draft again. */
-  private async save(b: Broadcast, before: BroadcastRecord | null, tx: Tx): Promise<BroadcastRecord> {
+  private async save(b: Broadcast, before: BroadcastRecord | null, tx: Tx, who: Principal): Promise<BroadcastRecord> {
     b.status = b.scheduledFor ? 'scheduled' : 'draft';
+    // A scheduled broadcast is sent by the worker for the token that scheduled it.
+    actFor(b, who);
     let saved: Broadcast;
     if (b.id !== undefined) {
       await this.broadcasts.update(b.id, b, tx);
@@ -347,4 +376,11 @@ export class BroadcastsService {
     if (dto.name !== undefined || replace) b.name = dto.name?.trim() ? dto.name.trim() : null;
     if (dto.scheduledFor !== undefined || replace) b.scheduledFor = dto.scheduledFor ? parseIsoWithOffset(dto.scheduledFor) : null;
   }
+}
+
+/** Records the token a broadcast's sending acts for (none for a console session). */
+function actFor(b: Broadcast, who: Principal): void {
+  const c = jobCredentialOf(who);
+  b.apiTokenId = c?.apiTokenId ?? null;
+  b.accessTokenId = c?.accessTokenId ?? null;
 }

@@ -412,12 +412,12 @@ export class TextMessageRepository {
   }
 
   /** A canceled broadcast: its queued messages no worker has claimed end `canceled` (failureCode canceled). */
-  async cancelQueuedOfBroadcast(broadcastId: number, tx: Tx): Promise<number> {
+  async cancelQueuedOfBroadcast(broadcastId: number, tx: Tx, reason = 'the broadcast was canceled'): Promise<number> {
     const ids = await this.transition(
       tx,
-      `status = 'canceled', canceled_at = now(), failure_code = 'canceled', failure_reason = 'the broadcast was canceled'`,
+      `status = 'canceled', canceled_at = now(), failure_code = 'canceled', failure_reason = $2`,
       `t.broadcast_id = $1 AND t.status = 'queued' AND t.claim_token IS NULL`,
-      [broadcastId],
+      [broadcastId, reason],
       'text_message.canceled',
       'queued',
     );

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { AuthModule } from '../auth/auth.module.js';
 import { SegmentsModule } from '../segments/segments.module.js';
 import { SmsModule } from '../sms/sms.module.js';
 import { TextMessage } from './text-message.entity.js';
@@ -20,7 +21,16 @@ import { BroadcastsRepository } from './broadcasts.repository.js';
 import { BroadcastsService } from './broadcasts.service.js';
 
 @Module({
-  imports: [EventsModule, ContactsModule, SegmentsModule, TypeOrmModule.forFeature([TextMessage, Broadcast]), FieldsModule, SmsModule, NotificationsModule],
+  imports: [
+    AuthModule,
+    EventsModule,
+    ContactsModule,
+    SegmentsModule,
+    TypeOrmModule.forFeature([TextMessage, Broadcast]),
+    FieldsModule,
+    SmsModule,
+    NotificationsModule,
+  ],
   // BroadcastsController first: /api/text-messages/broadcasts must not reach the message routes' :id.
   controllers: [BroadcastsController, TextMessagesController],
   providers: [

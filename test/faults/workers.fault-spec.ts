@@ -1,7 +1,9 @@
 /**
  * Faults around the job layer, with the API and the worker as separate processes on a private
- * Redis: a worker killed with SIGKILL in the middle of a report, and Redis stopped while messages
- * and reports are being queued. Each scenario asserts what the clients saw and what was lost.
+ * Redis: a worker killed with SIGKILL in the middle of a report; an import and a broadcast whose
+ * worker is killed twice (BullMQ runs a stalled job again only once, then fails it: the recovery
+ * sweeps must bring the work back within seconds); and Redis stopped while messages and reports are
+ * being queued. Each scenario asserts what the clients saw and what was lost.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
@@ -17,7 +19,15 @@ describe('job layer faults', () => {
   let api: TestApp;
   let worker: TestApp | null = null;
   let auth: string;
-  const env = { JOB_LOCK_MS: '2000', SMS_PROVIDER: 'log', RATE_LIMIT_ENTERPRISE: '1000000' };
+  // Imports one chunk of 100 rows at a time and broadcasts at 30 messages a second, so that both last long enough to be killed twice.
+  const env = {
+    JOB_LOCK_MS: '2000',
+    SMS_PROVIDER: 'log',
+    RATE_LIMIT_ENTERPRISE: '1000000',
+    IMPORT_CHUNK_ROWS: '100',
+    IMPORT_PARALLEL_CHUNKS: '1',
+    SMS_MAX_PER_SECOND: '30',
+  };
 
   beforeAll(async () => {
     redis = await startPrivateRedis();
@@ -79,6 +89,102 @@ describe('job layer faults', () => {
     const got = await api.http.get(`/api/reports/${report.id}`).set('Authorization', auth);
     expect(got.body.report.lastRun).not.toBeNull();
   });
+
+  /**
+   * Kills the worker running a job twice. Each time the next worker is already running (idle) when
+   * the busy one dies, so its start-up recovery ran long before: only its stalled-job check and the
+   * periodic recovery sweeps can take the work up again. The first death is a stall (the job runs
+   * again), the second fails the job in BullMQ (maxStalledCount 1).
+   */
+  async function killTwice(progress: () => Promise<number>, label: string): Promise<{ secondKillAt: number; atSecondKill: number }> {
+    const atStart = await progress();
+    const spare = await startApp({ role: 'worker', shareWith: api, env });
+    await until(`${label} to progress`, async () => (await progress()) > atStart, 60000);
+    await worker!.kill('SIGKILL');
+    worker = spare;
+    const atFirstKill = await progress();
+    await until(`${label} to resume after the first kill`, async () => (await progress()) > atFirstKill + 50, 60000);
+    const third = await startApp({ role: 'worker', shareWith: api, env });
+    await worker.kill('SIGKILL');
+    worker = third;
+    return { secondKillAt: Date.now(), atSecondKill: await progress() };
+  }
+
+  it('an import whose worker is killed twice resumes within seconds and completes; every row written once', async () => {
+    const n = 80000;
+    const lines = ['name,email'];
+    for (let i = 0; i < n; i++) lines.push(`T${i},t${i}@twice.test`);
+    const r = await api.http
+      .post('/api/imports')
+      .set('Authorization', auth)
+      .field('object', 'contacts')
+      .field('mode', 'create')
+      .attach('file', Buffer.from(lines.join('\n') + '\n'), { filename: 'twice.csv', contentType: 'text/csv' });
+    expect(r.status).toBe(202);
+    const id = r.body.import.id as number;
+    const get = async () =>
+      (await api.http.get(`/api/imports/${id}`).set('Authorization', auth)).body.import as { status: string; counts: Record<string, number> };
+    const { secondKillAt, atSecondKill } = await killTwice(async () => (await get()).counts.processed, 'the import');
+    expect(atSecondKill).toBeLessThan(n);
+    await until('the import to resume after the second kill', async () => (await get()).counts.processed > atSecondKill, 30000);
+    // Lock expiry + stalled check (JOB_LOCK_MS 2 s each) + the sweep (5 s), with slack for a loaded machine.
+    expect(Date.now() - secondKillAt).toBeLessThan(25000);
+    const done = await until(
+      'the import to complete',
+      async () => {
+        const imp = await get();
+        return imp.status === 'completed' ? imp : null;
+      },
+      120000,
+    );
+    expect(done.counts).toMatchObject({ total: n, processed: n, created: n, failed: 0 });
+    const stored = await api.sql<{ n: string }>(`SELECT count(DISTINCT lower(email))::text AS n FROM contacts WHERE email LIKE '%@twice.test'`);
+    expect(Number(stored[0].n)).toBe(n);
+  }, 300000);
+
+  it('a broadcast whose worker is killed twice resumes within seconds and completes; every message handed over once', async () => {
+    const n = 1200;
+    await api.sql(
+      `INSERT INTO contacts (name, email, phone) SELECT 'R' || i, 'r' || i || '@bcast-twice.test', '+1415666' || lpad(i::text, 4, '0') FROM generate_series(1, ${n}) i`,
+    );
+    const ids = (await api.sql<{ id: number }>(`SELECT id FROM contacts WHERE email LIKE '%@bcast-twice.test' ORDER BY id`)).map((c) => c.id);
+    const created = await api.http
+      .post('/api/text-messages/broadcasts')
+      .set('Authorization', auth)
+      .send({ content: 'Twice {{contact.name}}', audience: { contactIds: ids } });
+    expect(created.status).toBe(201);
+    const id = created.body.broadcast.id as number;
+    expect((await api.http.post(`/api/text-messages/broadcasts/${id}/send`).set('Authorization', auth)).status).toBe(202);
+    const get = async () =>
+      (await api.http.get(`/api/text-messages/broadcasts/${id}`).set('Authorization', auth)).body.broadcast as {
+        status: string;
+        counts: Record<string, number>;
+      };
+    const sent = async () => {
+      const c = (await get()).counts;
+      return c.sent + c.delivered;
+    };
+    const { secondKillAt, atSecondKill } = await killTwice(sent, 'the broadcast');
+    expect(atSecondKill).toBeLessThan(n);
+    await until('the broadcast to resume after the second kill', async () => (await sent()) > atSecondKill, 30000);
+    // Lock expiry + stalled check (JOB_LOCK_MS 2 s each) + the sweep (5 s), with slack for a loaded machine (was a minute or more).
+    expect(Date.now() - secondKillAt).toBeLessThan(25000);
+    const done = await until(
+      'the broadcast to complete',
+      async () => {
+        const b = await get();
+        return b.status === 'completed' ? b : null;
+      },
+      120000,
+    );
+    expect(done.counts.sent + done.counts.delivered).toBe(n);
+    // The log provider took each message's key once; hand-overs repeated after the kills were refused, not sent.
+    const keys = await api.sql<{ n: string }>(
+      `SELECT count(*)::text AS n FROM sms_log_sends l JOIN text_messages t ON l.message_id = t.id WHERE t.broadcast_id = $1`,
+      [id],
+    );
+    expect(Number(keys[0].n)).toBe(n);
+  }, 300000);
 
   it('Redis down: send and run answer 503 and change nothing; queued work resumes when Redis is back', async () => {
     const draft = (await api.http.post('/api/text-messages/new').set('Authorization', auth).send({ content: 'Hello', recipient: '+14155550123' })).body

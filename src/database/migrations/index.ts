@@ -26,6 +26,8 @@ import { ImportsExports1763700001700 } from './1763700001700-imports-exports.js'
 import { ImportChunks1763700001710 } from './1763700001710-import-chunks.js';
 import { BroadcastCounts1763700001800 } from './1763700001800-broadcast-counts.js';
 import { ContactTextIndex1763700001910 } from './1763700001910-contact-text-index.js';
+import { SmsLogSends1763700002600 } from './1763700002600-sms-log-sends.js';
+import { JobCredentials1763700002610 } from './1763700002610-job-credentials.js';
 
 export const MIGRATIONS = [
   Platform1763700000000,
@@ -52,4 +54,6 @@ export const MIGRATIONS = [
   ImportChunks1763700001710,
   BroadcastCounts1763700001800,
   ContactTextIndex1763700001910,
+  SmsLogSends1763700002600,
+  JobCredentials1763700002610,
 ];
