@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync, readdirSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { expectError, startApp, type TestApp } from './support/app.js';
 import { adminToken } from './support/fixtures.js';
+import { waitUntil } from './support/wait.js';
 
 /** Every regular file under a directory (recursively). */
 function filesUnder(dir: string): string[] {
@@ -96,14 +98,15 @@ describe('assets', () => {
   let storageDir: string;
 
   beforeAll(async () => {
-    app = await startApp();
+    // LOG_LEVEL info: the aborted-download test reads the line an abort logs at info.
+    app = await startApp({ env: { LOG_LEVEL: 'info' } });
     storageDir = app.env.STORAGE_DIR;
     auth = await adminToken(app);
     const [cat] = await app.sql<{ id: number }>(
       `INSERT INTO categories (title, alias, description, color, bundle, created_by_user) VALUES ('Brochures', 'brochures', 'Sales brochures', '#4e5e9e', 'asset', 'Admin') RETURNING id`,
     );
     categoryId = cat.id;
-  });
+  }, 120000);
   afterAll(async () => app?.stop());
 
   const upload = (fields: Record<string, string>, file?: { name: string; data: Buffer; type?: string }, token = auth) => {
@@ -377,6 +380,35 @@ describe('assets', () => {
     expect(res2.headers.get('content-type')).toBe('application/octet-stream');
     expect(res2.headers.get('content-disposition')).toMatch(/^attachment; filename=("blob\.dat"|blob\.dat)$/);
     expect(Buffer.from(await res2.arrayBuffer())).toEqual(bin);
+  });
+
+  it('a download the client closes early is logged as an abort, not as a failure', async () => {
+    const a = (await upload({ title: 'Big blob' }, { name: 'big.dat', data: opaqueBytes(2_000_000) })).body.asset;
+    const url = new URL(a.downloadUrl as string);
+    const from = app.logs.length;
+    // The client sends the request and closes its connection before the answer comes.
+    await new Promise<void>((resolve, reject) => {
+      const socket = connect(app.port, '127.0.0.1', () =>
+        socket.write(`GET ${url.pathname} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`, () => {
+          socket.destroy();
+          resolve();
+        }),
+      );
+      socket.on('error', reject);
+    });
+    const line = await waitUntil(
+      'the abort in the log',
+      async () =>
+        app.logs
+          .slice(from)
+          .join('')
+          .split('\n')
+          .find((l) => l.includes('asset download aborted by the client') && l.includes(`"assetId":${a.id}`)),
+      15000,
+    );
+    expect(line).toMatch(/"level":"info"/);
+    expect(app.logs.slice(from).join('')).not.toMatch(/request failed|asset download interrupted/);
+    expect((await download(a.downloadUrl)).status).toBe(200);
   });
 
   it('answers 404 on the download URL when unpublished, not yet or no longer published, or with a wrong alias', async () => {

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readdirSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { expectError, startApp, type TestApp } from './support/app.js';
 import { adminToken, tokenFor } from './support/fixtures.js';
@@ -47,7 +48,8 @@ describe('import and export jobs', () => {
   let auth: string;
 
   beforeAll(async () => {
-    app = await startApp({ noRedis: true, env: { RATE_LIMIT_ENTERPRISE: '1000000' } });
+    // LOG_LEVEL info: the client-abort test reads the line an abort logs at info.
+    app = await startApp({ noRedis: true, env: { RATE_LIMIT_ENTERPRISE: '1000000', LOG_LEVEL: 'info' } });
     auth = await adminToken(app);
     for (const [label, type] of [
       ['Score', 'number'],
@@ -119,24 +121,6 @@ describe('import and export jobs', () => {
     expect(
       notes.body.notifications.some((n: { type: string; details: { importId?: number } }) => n.type === 'import_completed' && n.details.importId === imp.id),
     ).toBe(true);
-  });
-
-  it("a cell holding NUL is that row's error (the column named), not a failed import; the other rows are in", async () => {
-    const csv = Buffer.concat([
-      Buffer.from('Full name,E-mail\nNul,'),
-      Buffer.from([0x6e, 0x00, 0x75]),
-      Buffer.from('l@imp-nul.test\nGood,good@imp-nul.test\n'),
-    ]);
-    const r = await upload(app, auth, csv, { object: 'contacts', mode: 'create', mapping: JSON.stringify({ 'Full name': 'name', 'E-mail': 'email' }) });
-    expect(r.status).toBe(202);
-    const imp = await finished(app, auth, r.body.import.id);
-    expect([imp.status, imp.error]).toEqual(['completed', null]);
-    expect(imp.counts).toMatchObject({ total: 2, processed: 2, created: 1, failed: 1 });
-    const errors = await app.http.get(`/api/imports/${imp.id}/errors`).set('Authorization', auth);
-    expect(errors.body.errors).toEqual([
-      expect.objectContaining({ row: 1, column: 'E-mail', code: 'validation_failed', message: expect.stringContaining('NUL') as unknown }),
-    ]);
-    expect(await app.sql(`SELECT name FROM contacts WHERE email LIKE '%@imp-nul.test'`)).toEqual([{ name: 'Good' }]);
   });
 
   it('detects ; and tab delimiters; upsert updates existing contacts by email; emptyValues clear sets null', async () => {
@@ -616,6 +600,171 @@ describe('import and export jobs', () => {
     await sleep(1500);
     const [{ stored }] = await app.sql<{ stored: string }>(`SELECT count(*)::text AS stored FROM contacts WHERE email LIKE '%@revoked.test'`);
     expect(Number(stored)).toBe(imp.counts.created);
+  });
+
+  // Runs after the round trip: the contacts made here have names a spreadsheet would run as formulas.
+  it('a file that does not parse (a stray quote) ends the import at once, never retried; a binary upload is a 400, nothing kept', async () => {
+    const started = Date.now();
+    const quote = await upload(app, auth, 'name,email\nJo "x",jo@imp9.test\n', { object: 'contacts', mode: 'create' });
+    expect(quote.status).toBe(202);
+    const failed = await finished(app, auth, quote.body.import.id);
+    expect(failed.status).toBe('failed');
+    expect(failed.error).toMatch(/^The file is not valid CSV near line 2: Invalid Opening Quote/);
+    // Ended by its first run: the retries (5 attempts, a 2 s backoff doubling) would take 30 s.
+    expect(Date.now() - started).toBeLessThan(15000);
+
+    const before = readdirSync(join(app.env.STORAGE_DIR, 'imports')).length;
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52, 0, 0, 1, 0]);
+    const binary = expectError(await upload(app, auth, png, { object: 'contacts', mode: 'create' }), 400, 'validation_failed');
+    expect(binary.message).toMatch(/^The file is not a UTF-8 text \(CSV\) file/);
+    const nul = expectError(
+      await upload(app, auth, Buffer.from('name,email\nJo\u0000,jo@imp9.test\n'), { object: 'contacts', mode: 'create' }),
+      400,
+      'validation_failed',
+    );
+    expect(nul.message).toMatch(/NUL byte at byte 13/);
+    expectError(await upload(app, auth, Buffer.from('name,city\nJo,Z\xfcrich\n', 'latin1'), { object: 'contacts', mode: 'create' }), 400, 'validation_failed');
+    expect(readdirSync(join(app.env.STORAGE_DIR, 'imports')).length).toBe(before);
+  });
+
+  it('mapping targets are own properties: constructor, toString, __proto__ are a 400; a file whose only column is toString maps nothing', async () => {
+    for (const target of ['constructor', 'toString', 'hasOwnProperty', '__proto__', 'valueOf', 'fields.constructor']) {
+      const json = expectError(
+        await app.http
+          .post('/api/imports')
+          .set('Authorization', auth)
+          .send({ object: 'contacts', mode: 'create', mapping: { name: target }, rows: [{ name: 'Jo', email: 'jo@imp10.test' }] }),
+        400,
+        'validation_failed',
+      );
+      expect(json.details).toEqual([{ field: 'mapping.name', message: expect.stringContaining('is not a writable property of contacts') }]);
+      const form = expectError(
+        await upload(app, auth, 'name,email\nJo,jo@imp10.test\n', { object: 'contacts', mode: 'create', mapping: JSON.stringify({ name: target }) }),
+        400,
+        'validation_failed',
+      );
+      expect(form.details?.[0]).toMatchObject({ field: 'mapping.name' });
+    }
+    for (const column of ['toString', 'constructor']) {
+      const r = await upload(app, auth, `${column}\nJo\n`, { object: 'contacts', mode: 'create' });
+      expect(r.status).toBe(202);
+      const imp = await finished(app, auth, r.body.import.id);
+      expect(imp.status).toBe('failed');
+      expect(imp.error).toBe('No column of the file maps to a property');
+    }
+  });
+
+  it('CSV exports neutralise formula cells (escapeFormulas, default true), numbers stay numbers; so does the import errors CSV', async () => {
+    const made = await app.http
+      .post('/api/contacts/batch')
+      .set('Authorization', auth)
+      .send({
+        mode: 'create',
+        items: [
+          { name: '=HYPERLINK("http://evil.test","x")', email: 'f1@imp11.test', phone: '+14155550100', title: '@SUM(1)' },
+          { name: '-2+3', email: 'f2@imp11.test', title: '+cmd|/C calc!A0' },
+        ],
+      });
+    expect(made.status).toBeLessThan(300);
+    const download = async (body: Record<string, unknown>) => {
+      const r = await app.http
+        .post('/api/exports')
+        .set('Authorization', auth)
+        .send({ object: 'contacts', format: 'csv', fields: ['name', 'email', 'phone', 'title'], filter: 'email[endsWith]:@imp11.test', ...body });
+      expect(r.status).toBe(202);
+      const exp = await until('the export', async () => {
+        const g = await app.http.get(`/api/exports/${r.body.export.id}`).set('Authorization', auth);
+        return g.body.export.status === 'completed' ? g.body.export : null;
+      });
+      const url = new URL(exp.download.url as string);
+      return { exp, text: (await app.http.get(`${url.pathname}${url.search}`)).text };
+    };
+    const safe = await download({});
+    expect(safe.exp.escapeFormulas).toBe(true);
+    expect(safe.text.trim().split('\n')).toEqual([
+      'name,email,phone,title',
+      `"'=HYPERLINK(""http://evil.test"",""x"")",f1@imp11.test,+14155550100,'@SUM(1)`,
+      `'-2+3,f2@imp11.test,,'+cmd|/C calc!A0`,
+    ]);
+    const exact = await download({ escapeFormulas: false });
+    expect(exact.exp.escapeFormulas).toBe(false);
+    expect(exact.text.trim().split('\n')).toEqual([
+      'name,email,phone,title',
+      `"=HYPERLINK(""http://evil.test"",""x"")",f1@imp11.test,+14155550100,@SUM(1)`,
+      `-2+3,f2@imp11.test,,+cmd|/C calc!A0`,
+    ]);
+    expectError(
+      await app.http.post('/api/exports').set('Authorization', auth).send({ object: 'contacts', format: 'csv', escapeFormulas: 'no' }),
+      400,
+      'validation_failed',
+    );
+
+    // The errors CSV quotes the file's column names and the messages.
+    const imp = await upload(app, auth, csvOf([['=cmd()'], ['x']]), { object: 'contacts', mode: 'create', mapping: JSON.stringify({ '=cmd()': 'email' }) });
+    expect(imp.status).toBe(202);
+    const done = await finished(app, auth, imp.body.import.id);
+    expect(done.counts.failed).toBe(1);
+    const errorsCsv = await app.http.get(`/api/imports/${done.id}/errors?format=csv`).set('Authorization', auth);
+    expect(errorsCsv.text.trim().split('\n')[1]).toMatch(/^1,'=cmd\(\),validation_failed,/);
+  });
+
+  it('the OpenAPI document declares the 400s of the import errors and the export download', async () => {
+    const doc = (await app.http.get('/api/docs-json')).body as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+    const errors = doc.paths['/api/imports/{id}/errors'].get.responses;
+    const download = doc.paths['/api/exports/{id}/download'].get.responses;
+    for (const status of ['200', '400', '401', '403', '404', '429', '503']) expect(errors[status]).toBeDefined();
+    for (const status of ['200', '400', '401', '404', '429', '503']) expect(download[status]).toBeDefined();
+  });
+
+  it('a download the client closes early is logged as an abort, not as a 500 with a stack (export, import errors)', async () => {
+    const r = await app.http.post('/api/exports').set('Authorization', auth).send({ object: 'contacts', format: 'csv' });
+    const exp = await until('the export', async () => {
+      const g = await app.http.get(`/api/exports/${r.body.export.id}`).set('Authorization', auth);
+      return g.body.export.status === 'completed' ? g.body.export : null;
+    });
+    const url = new URL(exp.download.url as string);
+    const imp = await app.http
+      .post('/api/imports')
+      .set('Authorization', auth)
+      .send({ object: 'contacts', mode: 'create', rows: [{ email: 'not an email' }] });
+    expect(imp.status).toBe(202);
+    await finished(app, auth, imp.body.import.id);
+    // The signed link takes no token; the errors take one.
+    const requests = [
+      { path: `${url.pathname}${url.search}`, headers: '' },
+      { path: `/api/imports/${imp.body.import.id}/errors?format=csv`, headers: `Authorization: ${auth}\r\n` },
+    ];
+    for (const { path, headers } of requests) {
+      const from = app.logs.length;
+      // The client sends the request and closes its connection before the answer comes.
+      await new Promise<void>((resolve, reject) => {
+        const socket = connect(app.port, '127.0.0.1', () =>
+          socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}\r\n`, () => {
+            socket.destroy();
+            resolve();
+          }),
+        );
+        socket.on('error', reject);
+      });
+      const pathname = path.split('?')[0];
+      const line = await waitUntil(
+        `the abort of ${pathname} in the log`,
+        async () =>
+          app.logs
+            .slice(from)
+            .join('')
+            .split('\n')
+            .find((l) => l.includes('request aborted by the client') && l.includes(pathname)),
+        15000,
+      );
+      expect(line).not.toMatch(/stack|"level":"?(error|50)/);
+      await sleep(200);
+      const after = app.logs.slice(from).join('');
+      expect(after).not.toContain('request failed');
+      expect(after).not.toContain('ERR_STREAM_PREMATURE_CLOSE');
+    }
+    // The server still answers.
+    expect((await app.http.get(requests[0].path)).status).toBe(200);
   });
 });
 

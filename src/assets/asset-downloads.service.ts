@@ -4,6 +4,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
 import { AppError } from '../common/errors.js';
+import { isClientAbort } from '../common/http-exception.filter.js';
 import { AssetStorage, StoredObjectMissingError } from './asset-storage.js';
 import { ALIAS_MAX, ALIAS_PATTERN, dispositionType } from './asset-file.js';
 import { AssetsRepository } from './assets.repository.js';
@@ -93,10 +94,9 @@ export class AssetDownloadsService {
     try {
       await pipeline(stream, res);
     } catch (e) {
-      // The client went away, or the disk failed mid-file: the connection is closed either way.
-      if ((e as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') {
-        this.log.warn({ msg: 'asset download interrupted', assetId: row.id, err: (e as Error).message });
-      }
+      // The client went away (an abort, not a failure), or the disk failed mid-file: the connection is closed either way.
+      if (isClientAbort(e, res)) this.log.log({ msg: 'asset download aborted by the client', assetId: row.id, bytes: length });
+      else this.log.warn({ msg: 'asset download interrupted', assetId: row.id, err: (e as Error).message });
     }
   }
 

@@ -62,6 +62,10 @@ describe('detectType', () => {
     expect(await detectType(Buffer.from('<script>alert(1)</script>'), 'x.html')).toEqual({ mime: 'text/plain', extension: 'txt' });
     expect(await detectType(Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>'), 'x.svg')).toEqual({ mime: 'text/plain', extension: 'txt' });
     expect(await detectType(Buffer.alloc(0), 'empty.txt')).toEqual({ mime: 'text/plain', extension: 'txt' });
+    // An extension named after a member of Object.prototype is no allow-listed extension.
+    for (const name of ['x.constructor', 'x.toString', 'x.valueOf', 'x.hasOwnProperty']) {
+      expect(await detectType(Buffer.from('hello\n'), name)).toEqual({ mime: 'text/plain', extension: 'txt' });
+    }
   });
 
   it('falls back to application/octet-stream for unknown binaries', async () => {

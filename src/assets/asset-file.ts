@@ -89,7 +89,8 @@ export async function detectType(sample: Uint8Array, filename: string): Promise<
   if (found) return { mime: found.mime, extension: found.ext };
   const ext = clientExtension(filename);
   if (looksLikeText(sample)) {
-    if (ext && TEXT_TYPES[ext]) return { mime: TEXT_TYPES[ext], extension: ext };
+    // Own properties only: an extension such as `.constructor` names no entry (not Object.prototype's member).
+    if (ext && Object.hasOwn(TEXT_TYPES, ext)) return { mime: TEXT_TYPES[ext], extension: ext };
     return { mime: 'text/plain', extension: 'txt' };
   }
   return { mime: 'application/octet-stream', extension: ext ?? 'bin' };

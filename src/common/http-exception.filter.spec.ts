@@ -1,6 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import { BadRequestException } from '@nestjs/common';
-import { labelBodyError } from './http-exception.filter.js';
+import { createServer, type ServerResponse } from 'node:http';
+import { type AddressInfo, connect } from 'node:net';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { isClientAbort, labelBodyError } from './http-exception.filter.js';
 
 const req = (contentType?: string) => ({ headers: contentType ? { 'content-type': contentType } : {} });
 
@@ -38,5 +42,36 @@ describe('labelBodyError (issue 11.16)', () => {
     );
     const uri = new URIError('Failed to decode param');
     expect(labelBodyError(new BadRequestException(uri.message, { cause: uri }), req(), uri.message)).toBe('Failed to decode param');
+  });
+});
+
+describe('isClientAbort', () => {
+  /** What piping a file into a real response gives when the client has closed its connection first, and the response. */
+  async function abortedPipe(): Promise<{ error: unknown; res: ServerResponse }> {
+    return new Promise((resolve, reject) => {
+      const server = createServer((req, res) => {
+        // The client's close arrives while the handler still waits (the database, in the app).
+        setTimeout(() => {
+          pipeline(Readable.from(['x'.repeat(100_000)]), res).then(
+            () => reject(new Error('the pipe finished although the client had gone')),
+            (error: unknown) => resolve({ error, res }),
+          );
+          server.close();
+        }, 100);
+      });
+      server.listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as AddressInfo;
+        const socket = connect(port, '127.0.0.1', () => socket.write('GET /download HTTP/1.1\r\nHost: x\r\n\r\n', () => socket.destroy()));
+      });
+    });
+  }
+
+  it('tells a download the client closed from a server failure', async () => {
+    const { error, res } = await abortedPipe();
+    expect(isClientAbort(error, res)).toBe(true);
+    // The same code while the response is still open (a database connection reset) is a failure of the server.
+    expect(isClientAbort(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }), { destroyed: false, writableFinished: false })).toBe(false);
+    expect(isClientAbort(new Error('disk failed'), res)).toBe(false);
+    expect(isClientAbort(null, res)).toBe(false);
   });
 });

@@ -50,6 +50,20 @@ export function labelBodyError(exception: HttpException, req: Pick<Request, 'hea
   return message;
 }
 
+/** Stream errors that mean the other end of the connection went away. */
+const ABORT_CODES = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET', 'EPIPE', 'ECONNABORTED']);
+
+/**
+ * Whether a failure is the client closing the connection before the response was complete (a
+ * download cancelled midway): the response's side of the connection is gone and the error is a
+ * stream's "closed early". The same codes from elsewhere (a database connection reset while the
+ * client still waits) are not: then the response is still open.
+ */
+export function isClientAbort(exception: unknown, res: Pick<Response, 'destroyed' | 'writableFinished'>): boolean {
+  const code = (exception as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && ABORT_CODES.has(code) && res.destroyed && !res.writableFinished;
+}
+
 export interface Normalized {
   code: ErrorCode;
   status: number;
@@ -103,6 +117,18 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const ctx = host.switchToHttp();
     const req = ctx.getRequest<Request & { id?: string }>();
     const res = ctx.getResponse<Response>();
+    if (isClientAbort(exception, res)) {
+      // Not a failure of the server: nobody is left to answer, and there is no stack worth keeping.
+      this.logger.log({
+        msg: 'request aborted by the client',
+        requestId: req.id,
+        method: req.method,
+        path: req.path,
+        status: res.headersSent ? res.statusCode : undefined,
+        bytesSent: req.socket?.bytesWritten,
+      });
+      return;
+    }
     const n = normalizeError(exception, req, (path) => this.routes.methodsFor(path));
     if (n.status >= 500) {
       const level = n.code === 'unavailable' ? 'warn' : 'error';

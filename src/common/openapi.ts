@@ -455,6 +455,13 @@ export function completeOpenApi(document: OpenAPIObject, routes: RouteInfo[]): v
         'Invalid list parameters (unknown parameter, value out of range, orderBy not in the list, a filter with an unknown field, an operator the field does not take, a bad value or a broken limit, a cursor of another walk); `details` names each parameter',
       );
     }
+    // Every query parameter a route declares is checked (and the query string's text is, for every route): a bad one is a 400.
+    if ((op.parameters ?? []).some((p) => p.in === 'query')) {
+      add(
+        400,
+        'Invalid query parameter (unknown, malformed, out of range or not one of its values; or text that is not UTF-8 or holds NUL); `details` names it',
+      );
+    }
     if ((op.parameters ?? []).some((p) => p.in === 'path')) add(404);
     if (r.permission !== 'public') {
       add(401);

@@ -49,13 +49,18 @@ export class ExportsController {
     description: 'The URL comes from GET /api/exports/{id} (`download.url`). A link that is altered, expired or for an export not completed is a 401.',
   })
   @ApiQuery({ name: 'expires', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } })
+  @ApiQuery({ name: 'signature', required: true, schema: { type: 'string', pattern: '^[0-9a-f]{64}$' } })
   @ApiProduces('text/csv', 'application/x-ndjson')
   @ApiResponse({
     status: 200,
     description: 'The file',
     content: { 'text/csv': { schema: { type: 'string' } }, 'application/x-ndjson': { schema: { type: 'string' } } },
   })
-  @ApiErrors({ status: 401, description: 'The link is not valid or has expired' })
+  @ApiErrors(
+    { status: 400, description: 'The query string is not UTF-8 text or holds a NUL character' },
+    { status: 401, description: 'The link is not valid or has expired' },
+    { status: 404, description: 'No such export, or its result is no longer stored' },
+  )
   async download(@Param('id', IdPipe) id: number, @Res() res: Response) {
     await this.exports.download(id, res);
   }

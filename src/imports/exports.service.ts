@@ -93,7 +93,7 @@ export class ExportsService implements OnModuleInit {
       {
         object: dto.object,
         format: dto.format,
-        options: { filter: dto.filter ?? null, fields: dto.fields ?? null },
+        options: { filter: dto.filter ?? null, fields: dto.fields ?? null, escapeFormulas: dto.escapeFormulas !== false },
         linkSecret: randomBytes(32).toString('hex'),
         apiTokenId: jobCredentialOf(who)?.apiTokenId ?? null,
         accessTokenId: jobCredentialOf(who)?.accessTokenId ?? null,
@@ -127,6 +127,7 @@ export class ExportsService implements OnModuleInit {
       status: r.status,
       filter: r.options.filter,
       fields: r.options.fields,
+      escapeFormulas: r.options.escapeFormulas !== false,
       rows: r.rowCount,
       size: r.byteSize === null ? null : Number(r.byteSize),
       error: r.error,
@@ -202,6 +203,7 @@ export class ExportsService implements OnModuleInit {
   private async *lines(row: ExportRow, counter: { rows: number }, credential: CredentialWatch): AsyncGenerator<string> {
     const columns = exportColumns(BASE_COLUMNS[row.object], await this.customAliases(row.object), row.options.fields ?? undefined);
     const csv = row.format === 'csv';
+    const escapeFormulas = row.options.escapeFormulas !== false;
     if (csv) yield stringify([columns]);
     let cursor: string | number | null = null;
     for (;;) {
@@ -212,7 +214,7 @@ export class ExportsService implements OnModuleInit {
       if (records.length) {
         counter.rows += records.length;
         yield csv
-          ? records.map((r) => csvLine(columns.map((c) => csvCell(r, c)))).join('')
+          ? records.map((r) => csvLine(columns.map((c) => csvCell(r, c, escapeFormulas)))).join('')
           : records.map((r) => `${JSON.stringify(pick(r, columns))}\n`).join('');
       }
       if (next === null) return;

@@ -1,6 +1,7 @@
 import type { Request } from 'express';
 import type { StorageEngine } from 'multer';
 import { pipeline } from 'node:stream';
+import { TextCheck } from './import-source.js';
 import { type JobFiles, SizeLimit } from './job-files.js';
 
 /** What an import upload left in storage, on `req.file`. */
@@ -12,7 +13,8 @@ export interface StoredImportFile {
 
 /**
  * multer storage engine for import uploads: streams the `file` part through a size limit
- * (IMPORT_MAX_BYTES, 413 beyond) into the job files, never buffering it. On failure nothing is kept.
+ * (IMPORT_MAX_BYTES, 413 beyond) and a check that it is UTF-8 text (a binary file is a 400 at
+ * once, not a failed job later) into the job files, never buffering it. On failure nothing is kept.
  */
 export class ImportUploadEngine implements StorageEngine {
   constructor(
@@ -22,7 +24,7 @@ export class ImportUploadEngine implements StorageEngine {
 
   _handleFile(_req: Request, file: Express.Multer.File, cb: (error?: unknown, info?: Partial<StoredImportFile>) => void): void {
     const limit = new SizeLimit(this.maxBytes);
-    const source = pipeline(file.stream, limit, () => undefined);
+    const source = pipeline(file.stream, limit, new TextCheck(), () => undefined);
     this.files.write('imports', source).then(
       ({ key, size }) => cb(null, { storageKey: key, size }),
       (e: unknown) => cb(e),

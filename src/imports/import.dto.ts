@@ -170,6 +170,17 @@ export class CreateExportDto {
   @IsIn(EXPORT_FORMATS)
   @ApiProperty({ enum: EXPORT_FORMATS })
   format: ExportFormat;
+
+  /**
+   * CSV: `true` (the default) writes a text cell that begins with `=`, `+`, `-`, `@`, a tab or a
+   * carriage return with a leading `'`, so a spreadsheet shows it instead of running it as a formula
+   * (a cell that is only a number, such as `-3.5` or `+14155550100`, is left as it is). `false` writes
+   * every value exactly, for exports read by programs or imported back. No effect on JSON Lines.
+   */
+  @IsOptional()
+  @IsBoolean()
+  @ApiProperty({ required: false, default: true })
+  escapeFormulas?: boolean;
 }
 
 export class ExportDownloadDto {
@@ -189,6 +200,8 @@ export class ExportRecordDto {
   filter: unknown;
   @ApiProperty({ type: 'array', items: { type: 'string' }, nullable: true })
   fields: string[] | null;
+  /** CSV: whether cells that a spreadsheet would run as formulas were neutralised with a leading `'`. */
+  escapeFormulas: boolean;
   /** Records written (so far, while running). */
   rows: number;
   /** Size of the result in bytes, once completed. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { AppError } from '../common/errors.js';
-import { columnOf, csvCell, csvLine, detectDelimiter, exportColumns, planColumns, rowRecord } from './import.rules.js';
+import { columnOf, csvCell, csvLine, detectDelimiter, exportColumns, neutraliseFormula, planColumns, rowRecord, targetProblem } from './import.rules.js';
 
 const FIELDS = [
   { alias: 'score', type: 'number' },
@@ -113,5 +113,39 @@ describe('import rules', () => {
     expect(csvCell(record, 'owner')).toBe('{"id":2}');
     expect(csvCell(record, 'none')).toBe('');
     expect(csvLine(['1', 'A, "B"', 'two\nlines', ''])).toBe('1,"A, ""B""","two\nlines",\n');
+  });
+
+  it("never takes a name of Object.prototype for a property: mapped to, as a column's own name, or as a cell", () => {
+    for (const name of ['constructor', 'toString', 'hasOwnProperty', '__proto__', 'valueOf']) {
+      expect(targetProblem(name, 'contacts', FIELDS)).toMatch(/is not a writable property of contacts/);
+      expect(problems(() => planColumns(['name', 'x'], { x: name }, 'contacts', FIELDS, 'email'))[0]).toMatch(/^mapping.x: ".+" is not a writable property/);
+      // A file whose only column is such a name maps nothing.
+      expect(problems(() => planColumns([name], {}, 'contacts', FIELDS, 'email'))).toEqual(['mapping: maps no column']);
+      expect(problems(() => planColumns([name], {}, 'deals', FIELDS, 'id'))).toEqual(['mapping: maps no column']);
+      expect(targetProblem(`fields.${name}`, 'contacts', FIELDS)).not.toBeNull();
+      expect(csvCell({ id: 1, fields: {} }, name)).toBe('');
+      expect(csvCell({ id: 1, fields: {} }, `fields.${name}`)).toBe('');
+    }
+    expect(targetProblem('name', 'contacts', FIELDS)).toBeNull();
+    expect(targetProblem('fields.score', 'contacts', FIELDS)).toBeNull();
+    expect(targetProblem('ignore', 'deals', [])).toBeNull();
+    expect(targetProblem('id', 'deals', [])).toBeNull();
+  });
+
+  it('neutralises cells a spreadsheet would run as formulas, unless asked not to; numbers stay numbers', () => {
+    for (const bad of ['=1+1', '=HYPERLINK("http://x.test","y")', '+cmd|/C calc!A0', '-2+3', '@SUM(A1)', '\t=1', '\r=1', '-', '+', '=']) {
+      expect(neutraliseFormula(bad)).toBe(`'${bad}`);
+    }
+    for (const fine of ['', 'Ann', ' =1', "'=1", '1=1', '-3.5', '+14155550100', '42', '1e3', '-.5', 'a@b.test']) {
+      expect(neutraliseFormula(fine)).toBe(fine);
+    }
+    const record = { id: 1, name: '=cmd()', title: '@x', value: -3, phone: '+14155550100', fields: { tags: ['-a', 'b'] } };
+    expect(csvCell(record, 'name')).toBe("'=cmd()");
+    expect(csvCell(record, 'title')).toBe("'@x");
+    expect(csvCell(record, 'value')).toBe('-3');
+    expect(csvCell(record, 'phone')).toBe('+14155550100');
+    expect(csvCell(record, 'fields.tags')).toBe("'-a|b");
+    expect(csvCell(record, 'name', false)).toBe('=cmd()');
+    expect(csvCell(record, 'fields.tags', false)).toBe('-a|b');
   });
 });

@@ -77,6 +77,31 @@ export function defaultIdProperty(object: ImportObject, mode: ImportMode): strin
 /** A column's target: a writable property, `id`, `fields.<alias>`, or null (ignored). */
 export type Target = { kind: 'property'; name: string; type: Kind } | { kind: 'id' } | { kind: 'field'; alias: string; type: string } | null;
 
+/**
+ * The target a name stands for (`id`, a writable property of the object, `fields.<alias>` of one of
+ * `fields`), or undefined. Names are looked up as own properties and in Maps only, so `constructor`,
+ * `toString` or `__proto__` are never taken for a property through the object prototype.
+ */
+export function targetResolver(object: ImportObject, fields: readonly CustomFieldType[]): (name: string) => Target | undefined {
+  const byAlias = new Map(fields.map((f) => [f.alias, f]));
+  const writable = WRITABLE[object];
+  return (name) => {
+    if (name === 'id') return { kind: 'id' };
+    if (Object.hasOwn(writable, name)) return { kind: 'property', name, type: writable[name] };
+    if (name.startsWith('fields.') && FIELD_OBJECT[object]) {
+      const f = byAlias.get(name.slice('fields.'.length));
+      if (f) return { kind: 'field', alias: f.alias, type: f.type };
+    }
+    return undefined;
+  };
+}
+
+/** Why a mapping target cannot be used for the object (null: it can): `ignore`, `id`, a writable property or a published custom field. */
+export function targetProblem(target: string, object: ImportObject, fields: readonly CustomFieldType[]): string | null {
+  if (target === IGNORE || targetResolver(object, fields)(target) !== undefined) return null;
+  return `"${target}" is not a writable property of ${object}, id, a published custom field (fields.<alias>) or ignore`;
+}
+
 /** How each column of a file is read: its index, header name and target. */
 export interface ColumnPlan {
   index: number;
@@ -98,24 +123,14 @@ export function planColumns(
   idProperty: string,
 ): ColumnPlan[] {
   const problems: ErrorDetail[] = [];
-  const byAlias = new Map(fields.map((f) => [f.alias, f]));
-  const resolve = (name: string): Target | undefined => {
-    if (name === 'id') return { kind: 'id' };
-    const kind = WRITABLE[object][name] as Kind | undefined;
-    if (kind) return { kind: 'property', name, type: kind };
-    if (name.startsWith('fields.') && FIELD_OBJECT[object]) {
-      const f = byAlias.get(name.slice('fields.'.length));
-      if (f) return { kind: 'field', alias: f.alias, type: f.type };
-    }
-    return undefined;
-  };
+  const resolve = targetResolver(object, fields);
   const present = new Set(header);
   for (const column of Object.keys(mapping)) {
     if (!present.has(column)) problems.push({ field: `mapping.${column}`, message: 'names a column the file does not have' });
   }
   const taken = new Map<string, string>();
   const plans = header.map((column, index): ColumnPlan => {
-    const mapped = Object.prototype.hasOwnProperty.call(mapping, column) ? mapping[column] : undefined;
+    const mapped = Object.hasOwn(mapping, column) ? mapping[column] : undefined;
     let target: Target;
     if (mapped === undefined) {
       target = resolve(column) ?? null;
@@ -125,10 +140,7 @@ export function planColumns(
     else {
       const t = resolve(mapped);
       if (t === undefined) {
-        problems.push({
-          field: `mapping.${column}`,
-          message: `"${mapped}" is not a writable property of ${object}, id, a published custom field (fields.<alias>) or ignore`,
-        });
+        problems.push({ field: `mapping.${column}`, message: targetProblem(mapped, object, fields) ?? 'is not a target' });
         target = null;
       } else target = t;
     }
@@ -223,16 +235,41 @@ export function exportColumns(base: readonly string[], fields: readonly string[]
   return all.filter((c) => chosen.includes(c));
 }
 
-/** A record's CSV cell for a column: `fields.<alias>` from its custom values, arrays joined with `|`, objects as JSON. */
-export function csvCell(record: Record<string, unknown>, column: string): string {
-  const v = column.startsWith('fields.') ? (record.fields as Record<string, unknown> | undefined)?.[column.slice(7)] : record[column];
+/** `holder[name]` when `holder` is an object that has `name` as its own property; never a value inherited from its prototype. */
+export function ownValue(holder: unknown, name: string): unknown {
+  return typeof holder === 'object' && holder !== null && Object.hasOwn(holder, name) ? (holder as Record<string, unknown>)[name] : undefined;
+}
+
+/**
+ * A record's CSV cell for a column: `fields.<alias>` from its custom values, arrays joined with `|`,
+ * objects as JSON. With `escapeFormulas`, text that a spreadsheet would run as a formula is
+ * neutralised (neutraliseFormula); numbers, booleans and dates are never formulas and stay as they are.
+ */
+export function csvCell(record: Record<string, unknown>, column: string, escapeFormulas = true): string {
+  const v = column.startsWith('fields.') ? ownValue(record.fields, column.slice(7)) : ownValue(record, column);
   if (v === null || v === undefined) return '';
-  if (Array.isArray(v)) return v.map((x) => (typeof x === 'string' ? x : JSON.stringify(x))).join('|');
+  const text = (t: string) => (escapeFormulas ? neutraliseFormula(t) : t);
+  if (Array.isArray(v)) return text(v.map((x) => (typeof x === 'string' ? x : JSON.stringify(x))).join('|'));
   if (v instanceof Date) return v.toISOString();
   if (typeof v === 'object') return JSON.stringify(v);
-  if (typeof v === 'string') return v;
+  if (typeof v === 'string') return text(v);
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
   return '';
+}
+
+/** The characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection"). */
+const FORMULA_START = /^[=+\-@\t\r]/;
+/** A cell that is only a number (`-3.5`, `1e3`, an E.164 phone number `+14155550100`): a spreadsheet reads it as that number, never as a formula. */
+const PLAIN_NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+
+/**
+ * A text cell made safe to open in a spreadsheet: one that begins with `=`, `+`, `-`, `@`, a tab or
+ * a carriage return gets a leading `'`, so Excel, LibreOffice and Google Sheets show it as text
+ * instead of evaluating it (OWASP's CSV injection advice). A cell that is only a number is left as
+ * it is (it cannot call anything).
+ */
+export function neutraliseFormula(cell: string): string {
+  return FORMULA_START.test(cell) && !PLAIN_NUMBER.test(cell) ? `'${cell}` : cell;
 }
 
 const NEEDS_QUOTES = /[",\r\n]/;

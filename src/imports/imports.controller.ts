@@ -74,7 +74,7 @@ export class ImportsController {
       'In the order they were recorded (row order within each chunk; chunks may be written in parallel), `limit` (1..1000, default 100) at a time; pass `next` as `after` for the next page. `format=csv` answers every error as a CSV file (row, column, code, message).',
   })
   @ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000 } })
-  @ApiQuery({ name: 'after', required: false, schema: { type: 'string', pattern: '^[0-9]+$' } })
+  @ApiQuery({ name: 'after', required: false, schema: { type: 'string', pattern: '^[0-9]{1,16}$' } })
   @ApiQuery({ name: 'format', required: false, schema: { type: 'string', enum: ['json', 'csv'] } })
   @ApiProduces('application/json', 'text/csv')
   @ApiResponse({
@@ -94,6 +94,10 @@ export class ImportsController {
       },
       'text/csv': { schema: { type: 'string' } },
     },
+  })
+  @ApiErrors({
+    status: 400,
+    description: 'A bad parameter: format not json or csv, limit outside 1..1000, after not a whole number, or an unknown parameter; `details` names it',
   })
   async errors(@Param('id', IdPipe) id: number, @Query() query: Record<string, unknown>, @Res() res: Response) {
     const q = this.imports.errorsQuery(query);

@@ -66,6 +66,8 @@ export interface ImportErrorRow {
 export interface ExportOptions {
   filter: unknown;
   fields: string[] | null;
+  /** CSV: neutralise cells a spreadsheet would run as formulas (absent in exports made before the option: true). */
+  escapeFormulas?: boolean;
 }
 
 export interface ExportRow {

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { stringify } from 'csv-stringify/sync';
 import type { Response } from 'express';
 import type { BatchAnswer } from '../common/batch.js';
@@ -32,8 +33,10 @@ import {
   FIELD_OBJECT,
   ID_PROPERTIES,
   type ImportObject,
+  neutraliseFormula,
   planColumns,
   rowRecord,
+  targetProblem,
 } from './import.rules.js';
 import { type ChunkCounts, type ImportErrorRow, type ImportOptions, type ImportRow, ImportsRepository, type StoredPrincipal } from './imports.repository.js';
 import { JobFiles } from './job-files.js';
@@ -230,8 +233,11 @@ export class ImportsService {
       );
     }
     const mapping = dto.mapping ?? {};
+    const fields = await this.customFields(dto.object);
     for (const [column, target] of Object.entries(mapping)) {
       if (typeof target !== 'string') throw fieldError(`mapping.${column}`, 'must be a property name, fields.<alias> or ignore');
+      const problem = targetProblem(target, dto.object, fields);
+      if (problem) throw fieldError(`mapping.${column}`, problem);
     }
     return {
       mapping,
@@ -295,13 +301,14 @@ export class ImportsService {
       for (;;) {
         const page: ImportErrorRow[] = await repository.errors(id, after, ERRORS_MAX_LIMIT);
         if (!page.length) return;
-        yield stringify(page.map((e) => [e.row, e.column ?? '', e.code, e.message]));
+        // The column is the file's header text and the message may quote a cell: neither may run as a formula.
+        yield stringify(page.map((e) => [e.row, neutraliseFormula(e.column ?? ''), e.code, neutraliseFormula(e.message)]));
         after = Number(page[page.length - 1].id);
       }
     }
-    await new Promise<void>((resolve, reject) => {
-      Readable.from(lines()).on('error', reject).pipe(res).on('finish', resolve).on('error', reject);
-    });
+    // A client that closes early ends the pipeline with ERR_STREAM_PREMATURE_CLOSE (logged as an abort by the
+    // exception filter) and stops the paging; with pipe() the promise never settled and the pages kept coming.
+    await pipeline(Readable.from(lines()), res);
   }
 
   /** Cancels an open import: the worker stops before its next chunk; what was committed stays. 409 when it has already ended. */

@@ -3,7 +3,8 @@ import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../common/route-access.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope, ApiErrors, ApiListQuery } from '../common/openapi.js';
+import { ApiEnvelope, ApiErrors, ApiListQuery, ApiListSearch } from '../common/openapi.js';
+import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
 import { CreateOrReplace, putOutcome } from '../common/put-status.js';
 import type { Principal } from '../common/request.js';
 import { BroadcastRecordDto, CreateBroadcastDto, UpdateBroadcastDto } from './broadcast.dto.js';
@@ -27,12 +28,25 @@ export class BroadcastsController {
   @RequirePermission('textMessages:read')
   @ApiOperation({
     summary: 'List text message broadcasts',
-    description: 'List parameters: search (name, content), page, limit, orderBy, orderByDir; filter status. Each with its live message counts.',
+    description:
+      'List parameters: search (name, content), page, limit, orderBy, orderByDir, filter, fields, after, count; filter status. Each with its live message counts.',
   })
   @ApiEnvelope('broadcasts', BroadcastRecordDto, { list: true })
   @ApiListQuery(BROADCAST_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.broadcasts.list(query);
+  }
+
+  @Post('search')
+  @HttpCode(200)
+  @RequirePermission('textMessages:read')
+  @ApiOperation({
+    summary: 'Search broadcasts: the list with its parameters as a JSON body (filter in its JSON form)',
+    description: 'Answers what the GET list answers.',
+  })
+  @ApiListSearch('broadcasts', BroadcastRecordDto, BROADCAST_LIST_SPEC)
+  search(@Body() body: ListSearchDto) {
+    return this.broadcasts.list(searchQuery(body));
   }
 
   @ApiErrors({ status: 503, description: 'The job queue is unreachable (with scheduledFor); nothing was created', codes: ['unavailable'] })

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import { type ListPage, type ListQuery, type ListSpec, paginate } from '../common/list.js';
 import { type Db, returning, Transactions, type Tx } from '../database/transactions.js';
 import { type Audience, Broadcast } from './broadcast.entity.js';
 
@@ -41,7 +41,7 @@ export class BroadcastsRepository {
     return (tx ?? this.dataSource.manager).getRepository(Broadcast);
   }
 
-  list(q: ListQuery, spec: ListSpec): Promise<{ total: number; items: Broadcast[] }> {
+  list(q: ListQuery, spec: ListSpec): Promise<ListPage<Broadcast>> {
     return paginate(this.repo().createQueryBuilder('b'), q, spec);
   }
 

@@ -3,7 +3,7 @@ import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
 import { jobCredentialOf } from '../auth/tokens.service.js';
 import { AppError, conflict, fieldError, notFound, unavailable } from '../common/errors.js';
-import { type ListSpec, parseListQuery } from '../common/list.js';
+import { listEnvelope, type ListSpec, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Transactions, type Tx } from '../database/transactions.js';
@@ -31,6 +31,41 @@ export const BROADCAST_LIST_SPEC: ListSpec = {
   filters: {
     status: { type: 'string', column: 'b.status', values: BROADCAST_STATUSES },
   },
+  filterable: {
+    id: { type: 'id', sql: 'b.id' },
+    name: { type: 'string', sql: 'b.name' },
+    content: { type: 'string', sql: 'b.content' },
+    status: { type: 'enum', sql: 'b.status', values: BROADCAST_STATUSES },
+    campaignId: { type: 'id', sql: `(b.audience ->> 'campaignId')::int`, description: 'the campaign of the audience (null for other audiences)' },
+    segmentId: { type: 'id', sql: `(b.audience ->> 'segmentId')::int`, description: 'the segment of the audience (null for other audiences)' },
+    scheduledFor: { type: 'datetime', sql: 'b.scheduled_for' },
+    startedAt: { type: 'datetime', sql: 'b.started_at' },
+    completedAt: { type: 'datetime', sql: 'b.completed_at' },
+    canceledAt: { type: 'datetime', sql: 'b.canceled_at' },
+    recipients: { type: 'int', sql: 'b.recipients' },
+    createdAt: { type: 'datetime', sql: 'b.created_at' },
+    modifiedAt: { type: 'datetime', sql: 'b.modified_at' },
+  },
+  properties: [
+    'id',
+    'name',
+    'content',
+    'audience',
+    'status',
+    'scheduledFor',
+    'startedAt',
+    'completedAt',
+    'canceledAt',
+    'recipients',
+    'counts',
+    'skipped',
+    'createdAt',
+    'modifiedAt',
+    'createdBy',
+    'createdByUser',
+    'modifiedBy',
+    'modifiedByUser',
+  ],
 };
 
 const MESSAGE_STATUSES = ['queued', 'sent', 'delivered', 'failed', 'canceled'] as const;
@@ -105,8 +140,8 @@ export class BroadcastsService {
 
   async list(query: Record<string, unknown>) {
     const q = parseListQuery(query, BROADCAST_LIST_SPEC);
-    const { total, items } = await this.broadcasts.list(q, BROADCAST_LIST_SPEC);
-    return { total, broadcasts: await this.toRecords(items) };
+    const page = await this.broadcasts.list(q, BROADCAST_LIST_SPEC);
+    return listEnvelope(q, 'broadcasts', page, await this.toRecords(page.items));
   }
 
   private async find(id: number, tx?: Tx): Promise<Broadcast> {
