@@ -26,6 +26,7 @@ import { ImportsExports1763700001700 } from './1763700001700-imports-exports.js'
 import { ImportChunks1763700001710 } from './1763700001710-import-chunks.js';
 import { BroadcastCounts1763700001800 } from './1763700001800-broadcast-counts.js';
 import { ContactTextIndex1763700001910 } from './1763700001910-contact-text-index.js';
+import { IdempotencyCredential1763700002610 } from './1763700002610-idempotency-credential.js';
 
 export const MIGRATIONS = [
   Platform1763700000000,
@@ -52,4 +53,5 @@ export const MIGRATIONS = [
   ImportChunks1763700001710,
   BroadcastCounts1763700001800,
   ContactTextIndex1763700001910,
+  IdempotencyCredential1763700002610,
 ];
