@@ -224,7 +224,7 @@ describe('events: outbox, feed and incremental sync', () => {
     const start = await head();
     const email = uniqueEmail('feed.perm');
     const contactId = await createContact(app, auth, { email });
-    const deal = await app.http.post('/api/deals').set('Authorization', auth).send({ title: 'Feed deal', value: 1 });
+    const deal = await app.http.post('/api/deals').set('Authorization', auth).send({ title: 'Feed deal', value: 1, contact_id: contactId });
     expect(deal.status).toBe(201);
     const everything = await readFrom(start);
     expect(everything.map((e) => e.type)).toEqual(expect.arrayContaining(['contact.created', 'deal.created']));
