@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { PERMISSIONS } from '../src/common/route-access.js';
 import { ROOT, startApp, type TestApp } from './support/app.js';
 import { setPassword } from './support/console.js';
 
@@ -95,6 +96,9 @@ describe('account console in Chromium', () => {
     expect(new URL(page.url()).pathname).toBe('/account/tokens/new');
     // A user without a * token is not offered *.
     await expect(page.locator('input[value="*"]').count()).resolves.toBe(0);
+    // Every other permission the API accepts has its checkbox (the form is generated from the registry).
+    const offered = await page.locator('input[type="checkbox"][name="permissions"]').evaluateAll((inputs) => inputs.map((i) => i.getAttribute('value')));
+    expect(offered.sort()).toEqual(PERMISSIONS.filter((p) => p !== '*').sort());
     await page.getByLabel('Name').fill('CRM sync');
     await page.getByRole('group', { name: 'Contacts' }).getByLabel('read').check();
     await page.getByRole('group', { name: 'Deals' }).getByLabel('write').check();

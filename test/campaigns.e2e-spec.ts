@@ -399,7 +399,12 @@ describe('campaigns', () => {
       expectError(await app.http.get('/api/campaigns').set('Authorization', noCampaigns), 403, 'forbidden');
       expectError(await app.http.get(`/api/campaigns/${c.id}`).set('Authorization', noCampaigns), 403, 'forbidden');
       expectError(await app.http.get(`/api/campaigns/${c.id}/contacts`).set('Authorization', noCampaigns), 403, 'forbidden');
-      expect((await app.http.get(`/api/campaigns/${c.id}/contacts`).set('Authorization', readOnly)).status).toBe(200);
+      // The members are contact records: campaigns:read alone is a 403 naming contacts:read.
+      const refused = expectError(await app.http.get(`/api/campaigns/${c.id}/contacts`).set('Authorization', readOnly), 403, 'forbidden');
+      expect(refused.message).toContain('contacts:read');
+      expectError(await app.http.post(`/api/campaigns/${c.id}/contacts/search`).set('Authorization', readOnly).send({}), 403, 'forbidden');
+      const withContacts = await tokenFor(app, 'campaigns:read,contacts:read', { user: 'reader@example.com', plan: 'enterprise' });
+      expect((await app.http.get(`/api/campaigns/${c.id}/contacts`).set('Authorization', withContacts)).status).toBe(200);
       expect((await app.http.get('/api/campaigns').set('Authorization', readOnly)).status).toBe(200);
       expectError(await app.http.post('/api/campaigns/new').set('Authorization', readOnly).send({ name: 'x' }), 403, 'forbidden');
       expectError(await app.http.patch(`/api/campaigns/${c.id}`).set('Authorization', readOnly).send({ name: 'x' }), 403, 'forbidden');
@@ -434,7 +439,12 @@ describe('campaigns', () => {
         ['POST', '/api/campaigns/:campaignId/contact/:contactId/add', 'campaigns:write'],
         ['POST', '/api/campaigns/:campaignId/contact/:contactId/remove', 'campaigns:write'],
         ['POST', '/api/campaigns/:id/contacts/batch', 'campaigns:write'],
-      ].map(([method, path, permission]) => ({ method, path, permission }));
+      ].map(([method, path, permission]) => ({
+        method,
+        path,
+        permission,
+        ...(path.endsWith('/:id/contacts') || path.endsWith('/contacts/search') ? { alsoRequires: ['contacts:read'] } : {}),
+      }));
       expect(routes).toEqual(expect.arrayContaining(expected));
       expect(routes).toHaveLength(expected.length);
     });

@@ -164,6 +164,11 @@ describe('companies', () => {
       expectError(await app.http.delete(`/api/companies/${c.id}`).set('Authorization', readOnly), 403, 'forbidden');
       expectError(await post('/api/companies/backfill', {}, readOnly), 403, 'forbidden');
       expect((await get(`/api/companies/${c.id}`, readOnly)).status).toBe(200);
+      // The company's contacts are contact records: companies:read alone is a 403 naming contacts:read.
+      expect(expectError(await get(`/api/companies/${c.id}/contacts`, readOnly), 403, 'forbidden').message).toContain('contacts:read');
+      expectError(await post(`/api/companies/${c.id}/contacts/search`, {}, readOnly), 403, 'forbidden');
+      const withContacts = await tokenFor(app, 'companies:read,contacts:read', { user: 'reader@example.com', plan: 'enterprise' });
+      expect((await get(`/api/companies/${c.id}/contacts`, withContacts)).status).toBe(200);
     });
 
     it('GET /api/endpoints lists every companies route with its permission; the account console offers the permissions', async () => {
@@ -187,7 +192,12 @@ describe('companies', () => {
         ['POST', '/api/companies/:companyId/contact/:contactId/remove', 'companies:write'],
         ['POST', '/api/companies/backfill', 'companies:write'],
         ['GET', '/api/companies/backfill/:runId', 'companies:read'],
-      ].map(([method, path, permission]) => ({ method, path, permission }));
+      ].map(([method, path, permission]) => ({
+        method,
+        path,
+        permission,
+        ...(path.endsWith('/:id/contacts') || path.endsWith('/contacts/search') ? { alsoRequires: ['contacts:read'] } : {}),
+      }));
       expect(routes).toEqual(expect.arrayContaining(expected));
       expect(routes).toHaveLength(expected.length);
       // The account console's new-token form offers a Companies group with the three permissions.

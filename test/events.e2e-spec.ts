@@ -220,6 +220,29 @@ describe('events: outbox, feed and incremental sync', () => {
     expect((await feed('?limit=1', reader)).status).toBe(200);
   });
 
+  it('the feed answers only the events of resources the token may read (an event carries its record); naming another type is a 403', async () => {
+    const start = await head();
+    const email = uniqueEmail('feed.perm');
+    const contactId = await createContact(app, auth, { email });
+    const deal = await app.http.post('/api/deals').set('Authorization', auth).send({ title: 'Feed deal', value: 1, contact_id: contactId });
+    expect(deal.status).toBe(201);
+    const everything = await readFrom(start);
+    expect(everything.map((e) => e.type)).toEqual(expect.arrayContaining(['contact.created', 'deal.created']));
+
+    const eventsOnly = await tokenFor(app, 'events:read', { user: 'events@example.com', plan: 'enterprise' });
+    const seen = (await feed(`?after=${start}&limit=500`, eventsOnly)).body as { events: Event[]; next: string };
+    expect(seen.events).toEqual([]);
+    expect(JSON.stringify(seen)).not.toContain(email);
+    expect(expectError(await feed(`?after=${start}&types=contact.created`, eventsOnly), 403, 'forbidden').message).toContain('contacts:read');
+
+    const contactsReader = await tokenFor(app, 'events:read,contacts:read', { user: 'events@example.com', plan: 'enterprise' });
+    const contactsSeen = (await feed(`?after=${start}&limit=500`, contactsReader)).body as { events: Event[] };
+    expect(contactsSeen.events.map((e) => e.type)).toEqual(['contact.created']);
+    expect(contactsSeen.events[0].data.id).toBe(contactId);
+    expect((await feed(`?after=${start}&types=contact.created`, contactsReader)).status).toBe(200);
+    expectError(await feed(`?after=${start}&types=contact.created,deal.created`, contactsReader), 403, 'forbidden');
+  });
+
   it('a cursor older than the retention is 410 gone with the oldest available cursor', async () => {
     const start = await head();
     await createContact(app, auth);

@@ -123,6 +123,58 @@ describe('Idempotency-Key', () => {
     expect(await countEmail(e3)).toBe(1);
   });
 
+  it("replays only to the token that made the request, never a token's secret, and with the original's cache headers", async () => {
+    // A * token of the admin, with its OAuth access token; and a tokens:write-only token of the same account.
+    const parent = await post(app, '/api/account/tokens', { name: 'parent', permissions: ['*'] }, null);
+    expect(parent.status).toBe(201);
+    const { id: parentId, secret: parentSecret } = parent.body.token as { id: number; secret: string };
+    const parentAuth = `Bearer ${parentSecret}`;
+    const oauth = await app.http
+      .post('/api/oauth/v2/token')
+      .send({ grant_type: 'client_credentials', client_id: String(parentId), client_secret: parentSecret });
+    expect(oauth.status).toBe(200);
+    const accessAuth = `Bearer ${oauth.body.access_token as string}`;
+    const writerOnly = await tokenFor(app, 'tokens:write', { plan: 'enterprise' });
+
+    const k = newKey();
+    const body = { name: 'deploy', permissions: ['*'] };
+    const original = await post(app, '/api/account/tokens', body, k, parentAuth);
+    expect(original.status).toBe(201);
+    expect(original.headers['cache-control']).toBe('no-store');
+    const secret = (original.body.token as { secret: string }).secret;
+    expect(secret).toMatch(/^sf_/);
+
+    // Another token of the account (which may not grant *), or the OAuth access token (which may not create tokens), gets no replay.
+    for (const other of [writerOnly, accessAuth]) {
+      const res = await post(app, '/api/account/tokens', body, k, other);
+      expectError(res, 422, 'idempotency_key_mismatch');
+      expect(JSON.stringify(res.body)).not.toContain(secret);
+    }
+    // Without the key, both are refused by the service's own checks, as a replay must not bypass.
+    expectError(await post(app, '/api/account/tokens', body, null, writerOnly), 403, 'forbidden');
+    expectError(await post(app, '/api/account/tokens', body, null, accessAuth), 403, 'forbidden');
+
+    // The token that made it gets the record without its secret, a notice, and the original's Cache-Control.
+    const replay = await post(app, '/api/account/tokens', body, k, parentAuth);
+    expect(replay.status).toBe(201);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.headers['cache-control']).toBe('no-store');
+    expect(replay.headers.pragma).toBe('no-cache');
+    expect(replay.body.token).toMatchObject({ id: (original.body.token as { id: number }).id, name: 'deploy', permissions: ['*'] });
+    expect((replay.body.token as { secret?: string }).secret).toBeUndefined();
+    expect(replay.body.notice).toMatch(/shown only in that answer/);
+    expect(JSON.stringify(replay.body)).not.toContain(secret);
+
+    // The secret is never in the database in plaintext.
+    const stored = await app.sql<{ body: string; credential: string }>(
+      `SELECT convert_from(response_body, 'UTF8') AS body, credential FROM idempotency_keys WHERE key = $1`,
+      [k],
+    );
+    expect(stored).toHaveLength(1);
+    expect(stored[0].body).not.toContain(secret);
+    expect(stored[0].credential).toBe(`api_token:${parentId}`);
+  });
+
   it('replays 4xx answers made by the exception filter (404, 409 with its details, 400)', async () => {
     const k404 = newKey();
     const missing = await app.http.patch('/api/contacts/2000000000').set('Authorization', auth).set('Idempotency-Key', k404).send({ name: 'x' });

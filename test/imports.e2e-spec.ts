@@ -470,6 +470,34 @@ describe('import and export jobs', () => {
     ]);
   });
 
+  it("reading an export needs the object's read permission; another user's export is a 404 unless the token holds *", async () => {
+    const r = await app.http.post('/api/exports').set('Authorization', auth).send({ object: 'contacts', format: 'jsonl' });
+    expect(r.status).toBe(202);
+    const id = r.body.export.id as number;
+    await until('the export', async () => {
+      const g = await app.http.get(`/api/exports/${id}`).set('Authorization', auth);
+      return g.body.export.status === 'completed' ? g.body.export : null;
+    });
+    // The same user: exports:read alone is a 403 naming contacts:read; with it, the link (not cached).
+    const exportsRead = await tokenFor(app, 'exports:read');
+    expect(expectError(await app.http.get(`/api/exports/${id}`).set('Authorization', exportsRead), 403, 'forbidden').message).toContain('contacts:read');
+    const reader = await tokenFor(app, 'exports:read,contacts:read');
+    const mine = await app.http.get(`/api/exports/${id}`).set('Authorization', reader);
+    expect(mine.status).toBe(200);
+    expect(mine.body.export.download.url).toContain(`/api/exports/${id}/download?`);
+    expect(mine.headers['cache-control']).toBe('private, no-store');
+    // Another user: a 404 (as for an id that does not exist), unless the token holds *.
+    const otherReader = await tokenFor(app, 'exports:read,exports:write,contacts:read', { user: 'other-exporter@example.com' });
+    expectError(await app.http.get(`/api/exports/${id}`).set('Authorization', otherReader), 404, 'not_found');
+    const otherAdmin = await tokenFor(app, '*', { user: 'other-exporter@example.com' });
+    expect((await app.http.get(`/api/exports/${id}`).set('Authorization', otherAdmin)).status).toBe(200);
+    // The other user's own export is theirs to read, and not the first user's limited token's.
+    const theirs = await app.http.post('/api/exports').set('Authorization', otherReader).send({ object: 'contacts', format: 'csv' });
+    expect(theirs.status).toBe(202);
+    expect((await app.http.get(`/api/exports/${theirs.body.export.id}`).set('Authorization', otherReader)).status).toBe(200);
+    expectError(await app.http.get(`/api/exports/${theirs.body.export.id}`).set('Authorization', reader), 404, 'not_found');
+  });
+
   it('deals and companies: import through their own batch paths (create, update by id), export with a filter', async () => {
     const [ann] = await app.sql<{ id: number }>(`SELECT id FROM contacts WHERE email = 'ann@imp1.test'`);
     const csv = csvOf([

@@ -38,12 +38,14 @@ describe('segments', () => {
   let app: TestApp;
   let auth: string;
   let reader: string;
+  let contactReader: string;
   let writer: string;
 
   beforeAll(async () => {
     app = await startApp({ env: { SEGMENT_REFRESH_INTERVAL_MS: '200' } });
     auth = await adminToken(app);
     reader = await tokenFor(app, 'segments:read', { user: 'seg-reader@example.com', plan: 'enterprise' });
+    contactReader = await tokenFor(app, 'segments:read,contacts:read', { user: 'seg-reader@example.com', plan: 'enterprise' });
     writer = await tokenFor(app, 'segments:read,segments:write', { user: 'seg-writer@example.com', plan: 'enterprise' });
   }, 120000);
   afterAll(async () => {
@@ -224,6 +226,11 @@ describe('segments', () => {
       const noSegments = await tokenFor(app, 'contacts:read', { user: 'seg-none@example.com', plan: 'enterprise' });
       expectError(await get('/api/segments', noSegments), 403, 'forbidden');
       expectError(await post('/api/segments/preview', { filter: 'name[eq]:a' }, noSegments), 403, 'forbidden');
+      // The preview and the member lists answer contact records: segments:read alone is a 403 naming contacts:read.
+      expect(expectError(await post('/api/segments/preview', { filter: 'name[eq]:a' }, reader), 403, 'forbidden').message).toContain('contacts:read');
+      expect(expectError(await get(`/api/segments/${s.id}/contacts`, reader), 403, 'forbidden').message).toContain('contacts:read');
+      expectError(await post(`/api/segments/${s.id}/contacts/search`, {}, reader), 403, 'forbidden');
+      expect((await get(`/api/segments/${s.id}/count`, reader)).status).toBe(200);
     });
   });
 
@@ -431,7 +438,7 @@ describe('segments', () => {
       const t = tag();
       const [a, b] = await contactsInOrder([{ title: t }, { title: t }]);
       const before = await app.sql<{ n: number }>(`SELECT count(*)::int AS n FROM segments`);
-      const res = await post('/api/segments/preview', { filter: byTitle(t) }, reader);
+      const res = await post('/api/segments/preview', { filter: byTitle(t) }, contactReader);
       expect(res.status).toBe(200);
       expect(res.body.count).toBe(2);
       expect(res.body.sample.map((x: { id: number }) => x.id)).toEqual([a, b]);

@@ -162,6 +162,90 @@ describe('webhooks', () => {
     expectError(await api.http.get(`/api/webhooks/${id}`).set('Authorization', auth), 404, 'not_found');
   });
 
+  it('subscribing to events needs the read permission of their resource (403 naming it); "*" needs every one', async () => {
+    const writer = bearer(await api.token('webhooks:write', { plan: 'enterprise' }));
+    const subscribe = (token: string, events: string[]) =>
+      api.http
+        .post('/api/webhooks')
+        .set('Authorization', token)
+        .send({ url: rx.url('/perm'), events });
+    const refused = expectError(await subscribe(writer, ['contact.created']), 403, 'forbidden');
+    expect(refused.message).toContain('contacts:read');
+    expect(expectError(await subscribe(writer, ['*']), 403, 'forbidden').message).toMatch(/contacts:read.*deals:read/);
+    const withContacts = bearer(await api.token('webhooks:write,contacts:read', { plan: 'enterprise' }));
+    const ok = await subscribe(withContacts, ['contact.created', 'contact.updated']);
+    expect(ok.status).toBe(201);
+    // Widening a webhook by PATCH or PUT is held to the same rule.
+    const id = ok.body.webhook.id as number;
+    expect(
+      expectError(
+        await api.http
+          .patch(`/api/webhooks/${id}`)
+          .set('Authorization', withContacts)
+          .send({ events: ['deal.won'] }),
+        403,
+        'forbidden',
+      ).message,
+    ).toContain('deals:read');
+    expectError(
+      await api.http
+        .put(`/api/webhooks/${id}`)
+        .set('Authorization', withContacts)
+        .send({ url: rx.url('/perm'), events: ['*'] }),
+      403,
+      'forbidden',
+    );
+    expect(
+      (
+        await api.http
+          .patch(`/api/webhooks/${id}`)
+          .set('Authorization', withContacts)
+          .send({ events: ['contact.deleted'] })
+      ).status,
+    ).toBe(200);
+    // Nor can a token without contacts:read point an existing contact webhook elsewhere.
+    const moved = await api.http
+      .patch(`/api/webhooks/${id}`)
+      .set('Authorization', writer)
+      .send({ url: rx.url('/elsewhere') });
+    expect(expectError(moved, 403, 'forbidden').message).toContain('contacts:read');
+    expect((await api.http.get(`/api/webhooks/${id}`).set('Authorization', auth)).body.webhook.url).toBe(rx.url('/perm'));
+    expect((await api.http.delete(`/api/webhooks/${id}`).set('Authorization', auth)).status).toBe(200);
+  });
+
+  it('answers carrying a secret are not cached, and an Idempotency-Key replay of them leaves the secret out (never stored)', async () => {
+    const body = { url: rx.url('/secret'), events: ['contact.created'] };
+    const first = await api.http.post('/api/webhooks').set('Authorization', auth).set('Idempotency-Key', 'wh-secret-1').send(body);
+    expect(first.status).toBe(201);
+    expect(first.headers['cache-control']).toBe('no-store');
+    const secret = first.body.webhook.secret as string;
+    expect(secret).toMatch(/^whsec_/);
+    const replay = await api.http.post('/api/webhooks').set('Authorization', auth).set('Idempotency-Key', 'wh-secret-1').send(body);
+    expect(replay.status).toBe(201);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.headers['cache-control']).toBe('no-store');
+    expect(replay.body.webhook).toMatchObject({ id: first.body.webhook.id, url: body.url });
+    expect(replay.body.webhook.secret).toBeUndefined();
+    expect(replay.body.notice).toMatch(/shown only/);
+    const id = first.body.webhook.id as number;
+
+    const rotated = await api.http.post(`/api/webhooks/${id}/rotate-secret`).set('Authorization', auth).set('Idempotency-Key', 'wh-rotate-1').send();
+    expect(rotated.status).toBe(200);
+    expect(rotated.headers['cache-control']).toBe('no-store');
+    expect(rotated.body.webhook.secret).toMatch(/^whsec_/);
+    const rotatedAgain = await api.http.post(`/api/webhooks/${id}/rotate-secret`).set('Authorization', auth).set('Idempotency-Key', 'wh-rotate-1').send();
+    expect(rotatedAgain.headers['idempotent-replayed']).toBe('true');
+    expect(rotatedAgain.headers['cache-control']).toBe('no-store');
+    expect(rotatedAgain.body.webhook.secret).toBeUndefined();
+    const created = await api.http.put('/api/webhooks/999999').set('Authorization', auth).send(body);
+    expect(created.status).toBe(201);
+    expect(created.headers['cache-control']).toBe('no-store');
+
+    const stored = await api.sql<{ body: string }>(`SELECT convert_from(response_body, 'UTF8') AS body FROM idempotency_keys WHERE key LIKE 'wh-%'`);
+    expect(stored).toHaveLength(2);
+    for (const r of stored) expect(r.body).not.toContain('whsec_');
+  });
+
   it('PUT replaces a webhook (200, secret kept) or creates one for an unknown id (201, new id, secret once); parallel PUTs lose nothing', async () => {
     const w = await create({ url: rx.url('/put-a'), events: ['contact.created'], description: 'before', isActive: false });
     const r = await api.http

@@ -2,7 +2,7 @@
  * Server-rendered pages of the account console: plain HTML, one stylesheet and one small script
  * (both served by the app), no inline script or style (the CSP forbids them). Every value is escaped.
  */
-import { ACTIONS, RESOURCES } from '../auth/permissions.js';
+import { permissionGroups } from './token-form.js';
 import type { AccountTokenRecord } from '../auth/account-tokens.service.js';
 import type { NotificationRecord } from '../notifications/notifications.service.js';
 
@@ -180,14 +180,12 @@ export function newTokenPage(
 ): string {
   const checked = new Set(opts.values?.permissions ?? []);
   const label = (r: string) => r.replace(/([A-Z])/g, ' $1').replace(/^./, (c) => c.toUpperCase());
-  const groups = RESOURCES.map(
-    (r) =>
-      h`<fieldset class="perm-group"><legend>${label(r)}</legend>${ACTIONS.map((a) => {
-        const p = `${r}:${a}`;
-        return opts.granted.has('*') || opts.granted.has(p)
-          ? h`<label class="check"><input type="checkbox" name="permissions" value="${p}"${checked.has(p) ? raw(' checked') : ''}> ${a}</label>`
-          : '';
-      })}</fieldset>`,
+  const groups = permissionGroups(opts.granted).map(
+    (g) =>
+      h`<fieldset class="perm-group"><legend>${label(g.resource)}</legend>${g.permissions.map(
+        (p) =>
+          h`<label class="check"><input type="checkbox" name="permissions" value="${p.value}"${checked.has(p.value) ? raw(' checked') : ''}> ${p.action}</label>`,
+      )}</fieldset>`,
   );
   const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
   return layout(

@@ -1,6 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { validate } from 'class-validator';
 import { CreateAccountTokenDto } from '../auth/account-token.dto.js';
+import { PERMISSIONS } from '../auth/permissions.js';
 import { AppError, fieldError } from '../common/errors.js';
 
 /**
@@ -21,4 +22,28 @@ export async function tokenRequestFromForm(values: { name: string; permissions: 
     throw new AppError('validation_failed', details.map((d) => d.message).join('; '), details);
   }
   return dto;
+}
+
+/** A group of the token form: a resource (the part of a permission before `:`) and its actions. */
+export interface PermissionGroup {
+  resource: string;
+  permissions: { value: string; action: string }[];
+}
+
+/**
+ * The form's checkboxes, generated from the permission registry (every permission the API accepts
+ * but `*`, which the form offers on its own), grouped by resource in the registry's order: a
+ * permission added to the registry gets its checkbox without touching the form. Only the permissions
+ * `granted` covers are offered (a token never grants more than its creator holds).
+ */
+export function permissionGroups(granted: ReadonlySet<string>): PermissionGroup[] {
+  const groups = new Map<string, PermissionGroup>();
+  for (const value of PERMISSIONS) {
+    if (value === '*' || (!granted.has('*') && !granted.has(value))) continue;
+    const [resource, action] = value.split(':');
+    let group = groups.get(resource);
+    if (!group) groups.set(resource, (group = { resource, permissions: [] }));
+    group.permissions.push({ value, action });
+  }
+  return [...groups.values()];
 }

@@ -44,6 +44,9 @@ export class AccountTokenRecordDto {
 
 /** A token just created: the record plus its secret, shown this once and never again. */
 export class CreatedAccountTokenRecordDto extends AccountTokenRecordDto {
-  /** The secret (`sf_...`): send it as `Authorization: Bearer <secret>`, or use it as an OAuth2 client_secret with the id as client_id. */
-  secret: string;
+  /**
+   * The secret (`sf_...`): send it as `Authorization: Bearer <secret>`, or use it as an OAuth2 client_secret with the id as client_id.
+   * Absent in a replay of this answer (Idempotency-Key), which carries a `notice` instead: the secret is never kept.
+   */
+  secret?: string;
 }

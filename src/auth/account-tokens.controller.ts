@@ -1,6 +1,7 @@
-import { Body, Controller, Delete, Get, Header, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { IdPipe } from '../common/id.pipe.js';
+import { AnswersSecret } from '../common/idempotency.js';
 import { ApiEnvelope, ApiListQuery, ApiListSearch } from '../common/openapi.js';
 import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
 import type { Principal } from '../common/request.js';
@@ -43,17 +44,17 @@ export class AccountTokensController {
   @Post(['new', '/'])
   @HttpCode(201)
   @RequirePermission('tokens:write')
-  // The response carries the secret: no cache may keep it.
-  @Header('Cache-Control', 'no-store')
-  @Header('Pragma', 'no-cache')
+  // The response carries the secret: no cache may keep it, nor an Idempotency-Key's record.
+  @AnswersSecret('token.secret')
   @ApiOperation({
     summary: 'Create an API token for the calling user; the secret is in this response only',
     description:
       'Body: name, permissions (from the permission list), optional expiresAt (ISO 8601 with offset, in the future). The permissions may not exceed those of the calling token: asking for one it lacks (or `*` without holding `*`) is 403 `forbidden`, naming them. ' +
       "Only an API token may create tokens: an OAuth access token gets 403 `forbidden`. The new token never outlives the calling token: its expiry is capped at the caller's (an omitted or later expiresAt becomes the caller's expiry), and revoking the calling token later revokes this one too (and what it creates, in turn). " +
-      'The secret is stored only as a SHA-256 hash and cannot be shown again; the response is sent with `Cache-Control: no-store`. The token id is its OAuth2 client_id.',
+      'The secret is stored only as a SHA-256 hash and cannot be shown again; the response is sent with `Cache-Control: no-store`. The token id is its OAuth2 client_id. ' +
+      'A retry with the same Idempotency-Key (by the same token) answers the token without `secret`, with a `notice` saying it was shown only once.',
   })
-  @ApiEnvelope('token', CreatedAccountTokenRecordDto, { status: 201 })
+  @ApiEnvelope('token', CreatedAccountTokenRecordDto, { status: 201, secretNotice: true })
   async create(@Body() dto: CreateAccountTokenDto, @CurrentPrincipal() who: Principal) {
     return { token: await this.tokens.create(dto, who) };
   }

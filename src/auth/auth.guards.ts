@@ -114,7 +114,7 @@ export class AuthenticationGuard implements CanActivate {
 @Injectable()
 export class PermissionGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
-    const { credential, permission } = routeAccess(context);
+    const { credential, permission, alsoRequires } = routeAccess(context);
     // A public route, or a console page whose session cookie account/console.guard.ts checks.
     if (credential === 'none' || credential === 'session') return true;
     const req = context.switchToHttp().getRequest<AppRequest>();
@@ -140,6 +140,11 @@ export class PermissionGuard implements CanActivate {
     if (permission === AUTHENTICATED) return true;
     if (!hasPermission(req.principal.permissions, permission as Permission)) {
       throw new AppError('forbidden', `The token lacks the permission "${permission}"`);
+    }
+    for (const also of alsoRequires) {
+      if (!hasPermission(req.principal.permissions, also)) {
+        throw new AppError('forbidden', `The token lacks the permission "${also}" (this route answers ${also.split(':')[0]} records too)`);
+      }
     }
     return true;
   }

@@ -129,7 +129,7 @@ export class CampaignsController {
 
   @Post(':id/contacts/search')
   @HttpCode(200)
-  @RequirePermission('campaigns:read')
+  @RequirePermission('campaigns:read', 'contacts:read')
   @ApiOperation({
     summary: "Search the campaign's member contacts (the list parameters as a JSON body)",
     description: 'Answers what GET /api/campaigns/{id}/contacts answers. 404 when the campaign does not exist.',
@@ -156,7 +156,7 @@ export class CampaignsController {
   }
 
   @Get(':id/contacts')
-  @RequirePermission('campaigns:read')
+  @RequirePermission('campaigns:read', 'contacts:read')
   @ApiOperation({
     summary: "The campaign's member contacts",
     description: 'Same parameters and envelope as GET /api/contacts: search, page, limit, orderBy, orderByDir. 404 when the campaign does not exist.',

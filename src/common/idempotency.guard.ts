@@ -1,10 +1,19 @@
 import { type CanActivate, type ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import type { Response } from 'express';
-import { fingerprintOf, IDEMPOTENT_METHODS, parseIdempotencyKey, RECORDED_HEADERS, scopeOf } from './idempotency.js';
+import {
+  ANSWERS_SECRET_KEY,
+  credentialOf,
+  fingerprintOf,
+  IDEMPOTENT_METHODS,
+  parseIdempotencyKey,
+  RECORDED_HEADERS,
+  scopeOf,
+  withoutSecret,
+} from './idempotency.js';
 import type { IdempotencyScope } from './idempotency.repository.js';
 import { IdempotencyService } from './idempotency.service.js';
 import type { AppRequest } from './request.js';
-import { isFallbackRoute, routeAccess } from './route-access.js';
+import { isFallbackRoute, routeAccess, routeMetadata } from './route-access.js';
 
 /**
  * Idempotency-Key on every POST, PUT, PATCH and DELETE under /api that a token calls: the last global
@@ -36,11 +45,19 @@ export class IdempotencyGuard implements CanActivate {
     const { credential } = routeAccess(context);
     if (!req.principal || credential === 'none' || credential === 'session' || credential === 'sms-signature') return true;
     const key = parseIdempotencyKey(header);
-    const scope: IdempotencyScope = { userId: req.principal.userId, scope: scopeOf(req.method, req.path), key, method: req.method, path: req.path };
+    const scope: IdempotencyScope = {
+      userId: req.principal.userId,
+      scope: scopeOf(req.method, req.path),
+      key,
+      method: req.method,
+      path: req.path,
+      credential: credentialOf(req.principal),
+    };
     const fingerprint = fingerprintOf(req);
     const res = context.switchToHttp().getResponse<Response>();
+    const secretPath = (routeMetadata(ANSWERS_SECRET_KEY, context) as string[] | undefined) ?? [];
     return this.idempotency.begin(scope, fingerprint).then((claim) => {
-      this.recordAnswer(res, scope, claim);
+      this.recordAnswer(res, scope, claim, secretPath);
       return true;
     });
   }
@@ -48,9 +65,10 @@ export class IdempotencyGuard implements CanActivate {
   /**
    * Wraps res.send for this response: the first answer sent (by the route or by the exception
    * filter) is recorded, then sent. A response that ends without res.send (a stream) is not
-   * replayable: its key is released so a retry runs again.
+   * replayable: its key is released so a retry runs again. An answer carrying a secret (`secretPath`,
+   * from @AnswersSecret()) is recorded without it: the database never holds it in plaintext.
    */
-  private recordAnswer(res: Response, scope: IdempotencyScope, claim: string): void {
+  private recordAnswer(res: Response, scope: IdempotencyScope, claim: string, secretPath: readonly string[]): void {
     const original = res.send.bind(res);
     let seen = false;
     const wrapped = (body?: unknown): Response => {
@@ -68,7 +86,8 @@ export class IdempotencyGuard implements CanActivate {
       const send = () => {
         original(body);
       };
-      this.idempotency.finish(scope, claim, { status: res.statusCode, headers, body: bytes }).then(send, (err: unknown) => {
+      const kept = res.statusCode < 300 ? withoutSecret(bytes, secretPath) : bytes;
+      this.idempotency.finish(scope, claim, { status: res.statusCode, headers, body: kept }).then(send, (err: unknown) => {
         this.logger.warn({ msg: 'could not record the answer of an idempotent request', err: err instanceof Error ? err.message : String(err) });
         send();
       });

@@ -3,13 +3,15 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { returning } from '../database/transactions.js';
 
-/** Where a key lives: the account, the method + path (hashed into `scope`) and the key itself. */
+/** Where a key lives: the account, the method + path (hashed into `scope`) and the key itself; and who is using it. */
 export interface IdempotencyScope {
   userId: number;
   scope: string;
   key: string;
   method: string;
   path: string;
+  /** The credential making the request (its kind and API token id): only it is answered a replay. */
+  credential: string;
 }
 
 export interface StoredAnswer {
@@ -20,6 +22,8 @@ export interface StoredAnswer {
 
 export interface IdempotencyRow {
   fingerprint: string;
+  /** The credential that made the original request (null for keys recorded before credentials were kept). */
+  credential: string | null;
   state: 'running' | 'done';
   /** Seconds until an in-progress claim lapses (negative once it has). */
   leaseLeft: number;
@@ -30,6 +34,7 @@ export interface IdempotencyRow {
 
 interface Row {
   fingerprint: string;
+  credential: string | null;
   state: 'running' | 'done';
   lease_left: string;
   expired: boolean;
@@ -46,10 +51,10 @@ export class IdempotencyRepository {
   /** Claims a key that nobody holds: true when this call inserted the in-progress row. */
   async claimNew(s: IdempotencyScope, fingerprint: string, claim: string, leaseSeconds: number, ttlHours: number): Promise<boolean> {
     const rows = await this.dataSource.query<unknown[]>(
-      `INSERT INTO idempotency_keys (user_id, scope, key, method, path, fingerprint, claim, state, lease_until, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', now() + make_interval(secs => $8), now() + make_interval(hours => $9))
+      `INSERT INTO idempotency_keys (user_id, scope, key, method, path, fingerprint, claim, state, lease_until, expires_at, credential)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', now() + make_interval(secs => $8), now() + make_interval(hours => $9), $10)
        ON CONFLICT DO NOTHING RETURNING 1`,
-      [s.userId, s.scope, s.key, s.method, s.path, fingerprint, claim, leaseSeconds, ttlHours],
+      [s.userId, s.scope, s.key, s.method, s.path, fingerprint, claim, leaseSeconds, ttlHours, s.credential],
     );
     return rows.length === 1;
   }
@@ -63,19 +68,19 @@ export class IdempotencyRepository {
       this.dataSource,
       `UPDATE idempotency_keys
           SET fingerprint = $4, claim = $5, state = 'running', lease_until = now() + make_interval(secs => $6),
-              expires_at = now() + make_interval(hours => $7), created_at = now(),
+              expires_at = now() + make_interval(hours => $7), created_at = now(), credential = $8,
               response_status = NULL, response_headers = NULL, response_body = NULL
         WHERE user_id = $1 AND scope = $2 AND key = $3
           AND ((state = 'running' AND lease_until < now()) OR expires_at < now())
         RETURNING 1`,
-      [s.userId, s.scope, s.key, fingerprint, claim, leaseSeconds, ttlHours],
+      [s.userId, s.scope, s.key, fingerprint, claim, leaseSeconds, ttlHours, s.credential],
     );
     return rows.length === 1;
   }
 
   async find(s: IdempotencyScope): Promise<IdempotencyRow | null> {
     const rows = await this.dataSource.query<Row[]>(
-      `SELECT fingerprint, state, EXTRACT(EPOCH FROM lease_until - now()) AS lease_left, expires_at < now() AS expired,
+      `SELECT fingerprint, credential, state, EXTRACT(EPOCH FROM lease_until - now()) AS lease_left, expires_at < now() AS expired,
               response_status, response_headers, response_body
          FROM idempotency_keys WHERE user_id = $1 AND scope = $2 AND key = $3`,
       [s.userId, s.scope, s.key],
@@ -84,6 +89,7 @@ export class IdempotencyRepository {
     if (!r) return null;
     return {
       fingerprint: r.fingerprint,
+      credential: r.credential,
       state: r.state,
       leaseLeft: Number(r.lease_left),
       expired: r.expired,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
 import { AppError } from './errors.js';
-import { canonicalJson, fingerprintOf, parseIdempotencyKey, ReplayedResponse, scopeOf } from './idempotency.js';
+import { canonicalJson, fingerprintOf, parseIdempotencyKey, ReplayedResponse, SECRET_NOT_KEPT_NOTICE, scopeOf, withoutSecret } from './idempotency.js';
 import type { IdempotencyScope } from './idempotency.repository.js';
 import { IdempotencyService } from './idempotency.service.js';
 
@@ -10,7 +10,14 @@ describe('IdempotencyService (service layer, real PostgreSQL)', () => {
   let svc: IdempotencyService;
   let userId: number;
   let n = 0;
-  const scope = (key = `k${++n}`): IdempotencyScope => ({ userId, scope: scopeOf('POST', '/api/things'), key, method: 'POST', path: '/api/things' });
+  const scope = (key = `k${++n}`, credential = 'api_token:1'): IdempotencyScope => ({
+    userId,
+    scope: scopeOf('POST', '/api/things'),
+    key,
+    method: 'POST',
+    path: '/api/things',
+    credential,
+  });
   const fp = 'a'.repeat(64);
   const rows = (key: string) => ctx.query<{ state: string }>(`SELECT state FROM idempotency_keys WHERE key = $1`, [key]);
 
@@ -34,6 +41,22 @@ describe('IdempotencyService (service layer, real PostgreSQL)', () => {
       expect(mismatch).toBeInstanceOf(AppError);
       expect((mismatch as AppError).code).toBe('idempotency_key_mismatch');
     }
+  });
+
+  it('replays an answer only to the credential that made the request: another token of the account gets a 422, the key stays held', async () => {
+    const s = scope();
+    const claim = await svc.begin(s, fp);
+    await svc.finish(s, claim, { status: 201, headers: {}, body: Buffer.from('{"a":1}') });
+    for (const other of ['api_token:2', 'access_token:1']) {
+      const refused = await svc.begin({ ...s, credential: other }, fp).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(AppError);
+      expect((refused as AppError).code).toBe('idempotency_key_mismatch');
+      expect((refused as AppError).message).toMatch(/another token/);
+    }
+    expect(await svc.begin(s, fp).catch((e: unknown) => e)).toBeInstanceOf(ReplayedResponse);
+    // A key recorded without a credential (before credentials were kept) is answered to nobody.
+    await ctx.query(`UPDATE idempotency_keys SET credential = NULL WHERE key = $1`, [s.key]);
+    expect(((await svc.begin(s, fp).catch((e: unknown) => e)) as AppError).code).toBe('idempotency_key_mismatch');
   });
 
   it('forgets 5xx and 429 answers: the retry claims the key again', async () => {
@@ -83,5 +106,17 @@ describe('IdempotencyService (service layer, real PostgreSQL)', () => {
     expect(fingerprintOf(req({ a: 1 }))).not.toBe(fingerprintOf(req({ a: 2 })));
     expect(fingerprintOf(req({ a: 1 }))).not.toBe(fingerprintOf(req({ a: 1 }, 'application/x-www-form-urlencoded')));
     expect(fingerprintOf(req({ a: 1 }))).not.toBe(fingerprintOf(req({ a: 1 }, 'application/json', { x: '1' })));
+  });
+
+  it('keeps an answer that carried a secret without it, with a notice; other bodies as they are', () => {
+    const body = Buffer.from(JSON.stringify({ token: { id: 7, name: 'ci', secret: 'sf_abc' } }));
+    const kept = withoutSecret(body, ['token', 'secret']);
+    expect(kept?.toString()).not.toContain('sf_abc');
+    expect(JSON.parse(kept?.toString() ?? '')).toEqual({ token: { id: 7, name: 'ci' }, notice: SECRET_NOT_KEPT_NOTICE });
+    const error = Buffer.from('{"error":{"code":"forbidden","message":"no","status":403}}');
+    expect(withoutSecret(error, ['token', 'secret'])).toBe(error);
+    expect(withoutSecret(Buffer.from('not json'), ['token', 'secret'])?.toString()).toBe('not json');
+    expect(withoutSecret(null, ['token', 'secret'])).toBeNull();
+    expect(withoutSecret(body, [])).toBe(body);
   });
 });

@@ -19,8 +19,8 @@ export class IdempotencyService {
 
   /**
    * Claims the key for this request and answers the claim id; or throws the recorded answer
-   * (ReplayedResponse), a 422 when the key was used for another request, or a 409 while the request
-   * that holds the key is still running.
+   * (ReplayedResponse), a 422 when the key was used for another request or by another credential,
+   * or a 409 while the request that holds the key is still running.
    */
   async begin(scope: IdempotencyScope, fingerprint: string): Promise<string> {
     const { idempotencyLeaseSeconds: lease, idempotencyTtlHours: ttl } = this.config;
@@ -33,6 +33,16 @@ export class IdempotencyService {
         // Forgotten, or its request crashed: the first retry to take it over runs the request.
         if (await this.keys.claimLapsed(scope, fingerprint, claim, lease, ttl)) return claim;
         continue;
+      }
+      if (row.credential !== scope.credential) {
+        // The original's authorisation (the guards' and the service's: which token may create
+        // tokens, grant which permissions...) held for its credential only: another credential,
+        // even of the same account, is never answered with it.
+        throw new AppError(
+          'idempotency_key_mismatch',
+          `This ${IDEMPOTENCY_HEADER} was used by another token of this account for ${scope.method} ${scope.path}; an answer is replayed only to the token that made the request: use a new key`,
+          [{ field: IDEMPOTENCY_HEADER, message: 'was used by another token' }],
+        );
       }
       if (row.fingerprint !== fingerprint) {
         throw new AppError(

@@ -3,9 +3,11 @@
  * makes two requests "the same" (the fingerprint), and which parts of an answer are replayed.
  * The claim/replay machinery is idempotency.service.ts (PostgreSQL) and idempotency.guard.ts.
  */
+import { applyDecorators, Header, SetMetadata } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
 import { AppError } from './errors.js';
+import type { Principal } from './request.js';
 
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
@@ -18,6 +20,8 @@ const KEY_PATTERN = /^[A-Za-z0-9_:-]{1,255}$/;
  */
 export const RECORDED_HEADERS = [
   'content-type',
+  'cache-control',
+  'pragma',
   'location',
   'etag',
   'last-modified',
@@ -27,6 +31,52 @@ export const RECORDED_HEADERS = [
   'deprecation',
   'sunset',
 ];
+
+/** Route metadata: where in a success answer's JSON body a secret is (e.g. `['token', 'secret']`). */
+export const ANSWERS_SECRET_KEY = 'sf:answers-secret';
+
+/**
+ * The route's success answer carries a secret shown only once, at `path` in its JSON body (e.g.
+ * `token.secret`): it is sent with `Cache-Control: no-store` (and `Pragma: no-cache`), so that no cache keeps
+ * it, and an Idempotency-Key's record of it keeps everything but the secret (see withoutSecret).
+ */
+export const AnswersSecret = (path: string) =>
+  applyDecorators(Header('Cache-Control', 'no-store'), Header('Pragma', 'no-cache'), SetMetadata(ANSWERS_SECRET_KEY, path.split('.')));
+
+/** What a replay of an answer that carried a secret says in place of it (the `notice` beside the envelope). */
+export const SECRET_NOT_KEPT_NOTICE =
+  'This is a replay of an earlier answer (Idempotency-Key): the secret was shown only in that answer and is not kept, so it is left out here. If it was lost, revoke the credential (or rotate its secret) and make a new one.';
+
+/**
+ * The JSON body to keep for replays of an answer whose `path` holds a secret: the same body without
+ * the secret, with a top-level `notice` saying so. Bodies that are not JSON objects, or hold no
+ * secret there (an error answer), are kept as they are.
+ */
+export function withoutSecret(body: Buffer | null, path: readonly string[]): Buffer | null {
+  if (body === null || !path.length) return body;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    return body;
+  }
+  let holder: unknown = parsed;
+  for (const part of path.slice(0, -1)) {
+    holder = holder !== null && typeof holder === 'object' ? (holder as Record<string, unknown>)[part] : undefined;
+  }
+  const last = path[path.length - 1];
+  if (holder === null || typeof holder !== 'object' || !Object.prototype.hasOwnProperty.call(holder, last)) return body;
+  delete (holder as Record<string, unknown>)[last];
+  return Buffer.from(JSON.stringify({ ...(parsed as Record<string, unknown>), notice: SECRET_NOT_KEPT_NOTICE }));
+}
+
+/**
+ * The credential a key's answer is replayed to: the kind of token and its API token (an OAuth
+ * access token counts as its API token's: it holds the same permissions, and the same kind meets the
+ * same rules). Another token of the same account, with other permissions or another kind, is not
+ * answered the original's result, since its authorisation was checked for the original's credential.
+ */
+export const credentialOf = (principal: Pick<Principal, 'kind' | 'apiTokenId'>): string => `${principal.kind}:${principal.apiTokenId}`;
 
 /** The key as sent, or a 400 naming the header. */
 export function parseIdempotencyKey(value: string | string[]): string {

@@ -60,6 +60,7 @@ const route = (method: string, path: string, permission: string, handlerName: st
   method,
   path,
   permission,
+  alsoRequires: [],
   credential: permission === 'public' ? 'none' : 'token',
   handlerName,
   controller: WidgetsController,

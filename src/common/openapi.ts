@@ -19,7 +19,11 @@ import type { RouteInfo } from './route-table.js';
  * `{ total, <plural>: Record[] }`. Record classes live in the resource's .dto.ts file, where the
  * swagger plugin reads their TypeScript types.
  */
-export function ApiEnvelope(key: string, record: Type<unknown>, opts: { list?: boolean; status?: number; description?: string; sparse?: boolean } = {}) {
+export function ApiEnvelope(
+  key: string,
+  record: Type<unknown>,
+  opts: { list?: boolean; status?: number; description?: string; sparse?: boolean; secretNotice?: boolean } = {},
+) {
   if (opts.sparse) SPARSE_MODELS.add(record.name);
   const items = { $ref: opts.sparse ? `#/components/schemas/${record.name}Sparse` : getSchemaPath(record) };
   const schema = opts.list
@@ -36,7 +40,13 @@ export function ApiEnvelope(key: string, record: Type<unknown>, opts: { list?: b
           },
         },
       }
-    : { type: 'object', required: [key], properties: { [key]: { $ref: getSchemaPath(record) } } };
+    : { type: 'object', required: [key], properties: { [key]: { $ref: getSchemaPath(record) } } as Record<string, object> };
+  if (opts.secretNotice && !opts.list) {
+    schema.properties.notice = {
+      type: 'string',
+      description: 'Only in a replay (Idempotency-Key) of this answer: the secret was shown once, in the original answer, and is left out.',
+    };
+  }
   return applyDecorators(ApiExtraModels(record), ApiResponse({ status: opts.status ?? 200, description: opts.description ?? '', schema }));
 }
 
@@ -283,6 +293,7 @@ type Operation = {
   requestBody?: unknown;
   responses: Record<string, { description?: string; content?: Record<string, { schema?: Schema }> }>;
   'x-permission'?: string;
+  'x-also-requires'?: string[];
 };
 
 /** Request bodies, as the global validation pipe checks them (class-validator metadata of the DTO classes). */
@@ -401,7 +412,9 @@ export function completeOpenApi(document: OpenAPIObject, routes: RouteInfo[]): v
 
     // Who may call it, from the same route table as GET /api/endpoints.
     op['x-permission'] = r.permission;
-    op.description = `${op.description ? op.description + '\n\n' : ''}Permission: \`${r.permission}\``;
+    const also = r.alsoRequires.length ? ` and ${r.alsoRequires.map((p) => `\`${p}\``).join(', ')}` : '';
+    if (r.alsoRequires.length) op['x-also-requires'] = [...r.alsoRequires];
+    op.description = `${op.description ? op.description + '\n\n' : ''}Permission: \`${r.permission}\`${also}`;
     const readsAuthorization = (op.parameters ?? []).some((p) => p.in === 'header' && p.name.toLowerCase() === 'authorization');
     if (readsAuthorization) {
       // The route reads the Authorization header itself (OAuth client authentication): HTTP Basic, optional.

@@ -47,6 +47,8 @@ export const PERMISSIONS = [
 export type Permission = (typeof PERMISSIONS)[number];
 
 export const PERMISSION_KEY = 'sf:permission';
+/** Permissions a route needs besides its main one (a route that answers another resource's records needs that resource's read). */
+export const ALSO_REQUIRES_KEY = 'sf:also-requires';
 /** Any valid token, whatever its permissions (shown as "authenticated" in GET /api/endpoints). */
 export const AUTHENTICATED = 'authenticated';
 export const PUBLIC_KEY = 'sf:public';
@@ -70,8 +72,13 @@ export const FALLBACK_ROUTE_KEY = 'sf:fallback-route';
 export const CREDENTIALS = ['none', 'token', 'token-or-basic', 'metrics-token', 'sms-signature', 'session', 'signed-link'] as const;
 export type Credential = (typeof CREDENTIALS)[number];
 
-/** The permission a route needs from a token. Every route carries this, @Authenticated(), @Public() or a credential of its own. */
-export const RequirePermission = (permission: Permission) => SetMetadata(PERMISSION_KEY, permission);
+/**
+ * The permission a route needs from a token. Every route carries this, @Authenticated(), @Public() or a credential of its own.
+ * Further permissions are needed too: a route of one resource that answers records of another (a segment's member contacts)
+ * also needs that resource's read permission, e.g. `@RequirePermission('segments:read', 'contacts:read')`.
+ */
+export const RequirePermission = (permission: Permission, ...also: Permission[]) =>
+  also.length ? applyDecorators(SetMetadata(PERMISSION_KEY, permission), SetMetadata(ALSO_REQUIRES_KEY, also)) : SetMetadata(PERMISSION_KEY, permission);
 
 /** A route any valid token may call, whatever its permissions (e.g. GET /api/version). */
 export const Authenticated = () => SetMetadata(PERMISSION_KEY, AUTHENTICATED);
@@ -102,6 +109,8 @@ export interface RouteAccess {
   credential: Credential;
   /** A permission, `authenticated`, `public`, or `signature` (sms-signature and signed-link routes). */
   permission: string | null;
+  /** Permissions needed besides `permission` (empty for most routes). */
+  alsoRequires: readonly Permission[];
 }
 
 const reflector = new Reflector();
@@ -111,11 +120,16 @@ export function routeAccessOf(handler: object, controller: object): RouteAccess 
   const targets = [handler, controller] as Parameters<Reflector['getAllAndOverride']>[1];
   const isPublic = reflector.getAllAndOverride<boolean | undefined>(PUBLIC_KEY, targets) === true;
   const credential = reflector.getAllAndOverride<Credential | undefined>(CREDENTIAL_KEY, targets) ?? (isPublic ? 'none' : 'token');
-  if (credential === 'none') return { credential, permission: 'public' };
-  if (credential === 'sms-signature') return { credential, permission: SIGNATURE_PERMISSION };
-  if (credential === 'session') return { credential, permission: 'session' };
-  if (credential === 'signed-link') return { credential, permission: SIGNATURE_PERMISSION };
-  return { credential, permission: reflector.getAllAndOverride<string | undefined>(PERMISSION_KEY, targets) ?? null };
+  const alsoRequires: readonly Permission[] = [];
+  if (credential === 'none') return { credential, permission: 'public', alsoRequires };
+  if (credential === 'sms-signature') return { credential, permission: SIGNATURE_PERMISSION, alsoRequires };
+  if (credential === 'session') return { credential, permission: 'session', alsoRequires };
+  if (credential === 'signed-link') return { credential, permission: SIGNATURE_PERMISSION, alsoRequires };
+  return {
+    credential,
+    permission: reflector.getAllAndOverride<string | undefined>(PERMISSION_KEY, targets) ?? null,
+    alsoRequires: reflector.getAllAndOverride<Permission[] | undefined>(ALSO_REQUIRES_KEY, targets) ?? alsoRequires,
+  };
 }
 
 /** Route metadata is fixed once the app is built: each handler's rule is read once, not per request. */

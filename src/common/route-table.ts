@@ -7,6 +7,8 @@ export interface RouteInfo {
   method: string;
   path: string;
   permission: string;
+  /** Permissions needed besides `permission` (a route that answers another resource's records needs its read permission). */
+  alsoRequires: readonly string[];
   /** How the caller proves who it is (see Credential in route-access.ts). */
   credential: Credential;
   /** Regular expression matching concrete request paths (":id" segments match one segment). */
@@ -75,7 +77,7 @@ export class RouteTable {
         const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
         if (routePaths === undefined || method === undefined) continue;
         if (Reflect.getMetadata(FALLBACK_ROUTE_KEY, metatype)) continue;
-        const { credential, permission } = routeAccessOf(handler, metatype);
+        const { credential, permission, alsoRequires } = routeAccessOf(handler, metatype);
         if (!permission) {
           throw new Error(`Route ${metatype.name}.${name} declares neither @RequirePermission() nor @Public()`);
         }
@@ -83,7 +85,16 @@ export class RouteTable {
           for (const r of ([] as string[]).concat(routePaths)) {
             // Shown without path-to-regexp escapes and optional-group braces (`:id\:{:alias}` → `:id::alias`).
             const path = join(c, r).replace(/\\(.)/g, '$1').replace(/[{}]/g, '');
-            out.push({ method: RequestMethod[method], path, permission, credential, pattern: toPattern(path), controller: metatype, handlerName: name });
+            out.push({
+              method: RequestMethod[method],
+              path,
+              permission,
+              alsoRequires,
+              credential,
+              pattern: toPattern(path),
+              controller: metatype,
+              handlerName: name,
+            });
           }
         }
       }

@@ -157,7 +157,7 @@ export class CompaniesController {
 
   @Post(':id/contacts/search')
   @HttpCode(200)
-  @RequirePermission('companies:read')
+  @RequirePermission('companies:read', 'contacts:read')
   @ApiOperation({
     summary: "Search the company's contacts (the list parameters as a JSON body)",
     description: 'Answers what GET /api/companies/{id}/contacts answers. 404 when the company does not exist.',
@@ -168,7 +168,7 @@ export class CompaniesController {
   }
 
   @Get(':id/contacts')
-  @RequirePermission('companies:read')
+  @RequirePermission('companies:read', 'contacts:read')
   @ApiOperation({
     summary: "The company's contacts (those whose companyId is this company)",
     description:

@@ -3,6 +3,8 @@
  * `previous` hold. The OpenAPI document and the README list it; the feed and the webhooks accept
  * only these names (or "*").
  */
+import type { Permission } from '../common/route-access.js';
+
 export const EVENT_CATALOGUE = {
   'contact.created': 'A contact was created. data: the contact.',
   'contact.updated':
@@ -65,6 +67,47 @@ export const EVENT_CATALOGUE = {
 
 export type EventType = keyof typeof EVENT_CATALOGUE;
 export const EVENT_TYPES = Object.keys(EVENT_CATALOGUE) as EventType[];
+
+/**
+ * The read permission an event's `data` needs, by the part of its type before the dot: an event
+ * carries the record it is about, so a token reads it in the feed, or subscribes a webhook to it,
+ * only when it may read that record through its own route.
+ */
+const READ_PERMISSION_BY_SUBJECT: Record<string, Permission> = {
+  contact: 'contacts:read',
+  company: 'companies:read',
+  campaign: 'campaigns:read',
+  segment: 'segments:read',
+  deal: 'deals:read',
+  activity: 'activities:read',
+  text_message: 'textMessages:read',
+  broadcast: 'textMessages:read',
+  report: 'reports:read',
+  import: 'imports:read',
+  asset: 'assets:read',
+  field: 'fields:read',
+  category: 'categories:read',
+  point_group: 'pointGroups:read',
+};
+
+export function readPermissionOf(type: EventType): Permission {
+  const permission = READ_PERMISSION_BY_SUBJECT[type.slice(0, type.indexOf('.'))] as Permission | undefined;
+  // Every type of the catalogue has one (events.service.spec.ts checks it); an unmapped one is readable by `*` only.
+  return permission ?? '*';
+}
+
+/** The event types `permissions` may read (every type for `*`). */
+export function readableEventTypes(permissions: ReadonlySet<string>): EventType[] {
+  if (permissions.has('*')) return EVENT_TYPES;
+  return EVENT_TYPES.filter((t) => permissions.has(readPermissionOf(t)));
+}
+
+/** The read permissions `permissions` lacks for `types` ("*" meaning every type), each once. */
+export function missingReadPermissions(permissions: ReadonlySet<string>, types: readonly string[]): Permission[] {
+  if (permissions.has('*')) return [];
+  const wanted = types.includes('*') ? EVENT_TYPES : types.filter(isEventType);
+  return [...new Set(wanted.map(readPermissionOf))].filter((p) => !permissions.has(p));
+}
 
 export function isEventType(s: string): s is EventType {
   return Object.prototype.hasOwnProperty.call(EVENT_CATALOGUE, s);

@@ -1,7 +1,9 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { ApiErrors } from '../common/openapi.js';
+import type { Principal } from '../common/request.js';
 import { EVENT_CATALOGUE_MARKDOWN, EventPageDto } from './event.dto.js';
 import { EventsService } from './events.service.js';
 
@@ -17,7 +19,9 @@ export class EventsController {
     description:
       'Events in `sequence` order after the cursor `after` (omitted: from the oldest kept event). Every committed change ' +
       'writes its event in the same transaction, so the feed has every change, once, and a reader paging with `next` ' +
-      `never skips one. Events are kept EVENT_RETENTION_DAYS days (default 7); a cursor older than that answers 410.\n\nThe catalogue:\n\n${EVENT_CATALOGUE_MARKDOWN}`,
+      'never skips one. An event carries its record, so a token sees only the events of resources it may read (contact.* needs contacts:read, ' +
+      'deal.* deals:read...; `*` sees all), and naming another type in `types` is a 403. ' +
+      `Events are kept EVENT_RETENTION_DAYS days (default 7); a cursor older than that answers 410.\n\nThe catalogue:\n\n${EVENT_CATALOGUE_MARKDOWN}`,
   })
   @ApiQuery({ name: 'after', required: false, type: String, description: 'The cursor: `next` of the previous page (the sequence of the last event read)' })
   @ApiQuery({ name: 'types', required: false, type: String, description: 'Comma-separated event types to answer (default: all)' })
@@ -29,8 +33,9 @@ export class EventsController {
       description: 'A malformed cursor, an unknown event type (`details` names the allowed ones), a limit outside 1..500 or an unknown parameter',
     },
     { status: 410, description: 'The cursor is older than the retention: `details[0].oldestCursor` is where the kept events begin', codes: ['gone'] },
+    { status: 403, description: 'The token lacks events:read, or `types` names a type whose resource the token may not read' },
   )
-  page(@Query() query: Record<string, unknown>) {
-    return this.events.page(query);
+  page(@Query() query: Record<string, unknown>, @CurrentPrincipal() who: Principal) {
+    return this.events.page(query, who.permissions);
   }
 }

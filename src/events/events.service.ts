@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleD
 import { AppError, validationError } from '../common/errors.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import type { Tx } from '../database/transactions.js';
-import { changedProperties, EVENT_TYPES, type EventRecord, type EventType, isEventType } from './event-types.js';
+import { changedProperties, EVENT_TYPES, type EventRecord, type EventType, isEventType, missingReadPermissions, readableEventTypes } from './event-types.js';
 import { EventsRepository } from './events.repository.js';
 
 /** How often each api/worker process numbers newly committed events. */
@@ -84,8 +84,10 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
   /**
    * GET /api/events: `{ events, next }` after the cursor `after` (the sequence of the last event
    * read; omitted: from the oldest kept), of `types` (comma-separated), at most `limit` (1..500).
+   * An event carries its record, so the reader sees only the types whose resource `permissions`
+   * may read; naming another type in `types` is a 403.
    */
-  async page(query: Record<string, unknown>): Promise<{ events: EventRecord[]; next: string }> {
+  async page(query: Record<string, unknown>, permissions: ReadonlySet<string>): Promise<{ events: EventRecord[]; next: string }> {
     const unknown = Object.keys(query).filter((k) => !['after', 'types', 'limit'].includes(k));
     if (unknown.length) {
       throw validationError(
@@ -124,6 +126,17 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
           { field: 'types', message: `must be a comma-separated list of: ${EVENT_TYPES.join(', ')}`, allowed: EVENT_TYPES },
         ]);
       }
+      const missing = missingReadPermissions(permissions, types);
+      if (missing.length) {
+        throw new AppError(
+          'forbidden',
+          `The token lacks the permission${missing.length > 1 ? 's' : ''} ${missing.map((p) => `"${p}"`).join(', ')} that these event types need`,
+          [{ field: 'types', message: `needs ${missing.join(', ')}` }],
+        );
+      }
+    } else {
+      const readable = readableEventTypes(permissions);
+      if (readable.length < EVENT_TYPES.length) types = readable;
     }
     const rawAfter = one('after');
     const prunedThrough = await this.prunedThrough();
@@ -141,7 +154,8 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
         );
       }
     }
-    const events = await this.after(after, limit, types);
+    // A token that may read none of the resources sees no event (an empty type list would mean "all" to the query).
+    const events = types?.length === 0 ? [] : await this.after(after, limit, types);
     return { events, next: String(events.length ? events[events.length - 1].sequence : after) };
   }
 

@@ -51,7 +51,7 @@ export class WebhookRecordDto extends AuditRecordDto {
   failingSince: string | null;
   /** Until when the secret before the last rotation still signs beside the current one. */
   previousSecretExpiresAt: string | null;
-  /** Only in the answer to the creation and to rotate-secret: `whsec_` + base64. */
+  /** Only in the answer to the creation and to rotate-secret (not in a replay of it with the same Idempotency-Key): `whsec_` + base64. */
   secret?: string;
 }
 

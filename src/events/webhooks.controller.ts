@@ -3,12 +3,17 @@ import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
+import { AnswersSecret } from '../common/idempotency.js';
 import { CreateOrReplace, putOutcome } from '../common/put-status.js';
 import { ApiEnvelope, ApiErrors, ApiListQuery, ApiListSearch } from '../common/openapi.js';
 import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { CreateWebhookDto, UpdateWebhookDto, WebhookDeliveryDto, WebhookRecordDto, WebhookTestResultDto } from './webhook.dto.js';
 import { WEBHOOK_LIST_SPEC, WebhooksService } from './webhooks.service.js';
+
+const SUBSCRIBE_RULE =
+  "A webhook's events carry their records, so subscribing to a resource's events needs that resource's read permission (contact.* needs contacts:read, " +
+  '"*" every resource\'s read permission): 403 `forbidden` naming each one missing.';
 
 @ApiTags('webhooks')
 @Controller('api/webhooks')
@@ -39,12 +44,15 @@ export class WebhooksController {
   @Post(['new', '/'])
   @HttpCode(201)
   @RequirePermission('webhooks:write')
+  @AnswersSecret('webhook.secret')
   @ApiOperation({
-    summary: 'Create a webhook; the answer holds its signing secret, shown only this once',
+    summary: 'Create a webhook; the answer holds its signing secret, shown only this once (sent with Cache-Control: no-store)',
     description:
-      'url: https (http only with WEBHOOK_ALLOW_HTTP=true), not resolving to a loopback, link-local or private address (unless WEBHOOK_ALLOW_PRIVATE=true). events: types from the catalogue, or ["*"]. 400 names the allowed types.',
+      'url: https (http only with WEBHOOK_ALLOW_HTTP=true), not resolving to a loopback, link-local or private address (unless WEBHOOK_ALLOW_PRIVATE=true). events: types from the catalogue, or ["*"]. 400 names the allowed types. ' +
+      `${SUBSCRIBE_RULE} A retry with the same Idempotency-Key (by the same token) answers the webhook without \`secret\`, with a \`notice\` saying it was shown only once.`,
   })
-  @ApiEnvelope('webhook', WebhookRecordDto, { status: 201 })
+  @ApiEnvelope('webhook', WebhookRecordDto, { status: 201, secretNotice: true })
+  @ApiErrors({ status: 403, description: "The token lacks webhooks:write, or the read permission of a subscribed event's resource" })
   async create(@Body() dto: CreateWebhookDto, @CurrentPrincipal() who: Principal) {
     return { webhook: await this.webhooks.create(dto, who) };
   }
@@ -61,9 +69,10 @@ export class WebhooksController {
   @RequirePermission('webhooks:write')
   @ApiOperation({
     summary: 'Edit a webhook: changes only the supplied properties',
-    description: 'isActive: true on a disabled webhook re-enables it; with requeueDead: true its dead deliveries are queued again.',
+    description: `isActive: true on a disabled webhook re-enables it; with requeueDead: true its dead deliveries are queued again. ${SUBSCRIBE_RULE}`,
   })
   @ApiEnvelope('webhook', WebhookRecordDto)
+  @ApiErrors({ status: 403, description: "The token lacks webhooks:write, or the read permission of a subscribed event's resource" })
   async patch(@Param('id', IdPipe) id: number, @Body() dto: UpdateWebhookDto, @CurrentPrincipal() who: Principal) {
     return { webhook: await this.webhooks.patch(id, dto, who) };
   }
@@ -71,13 +80,16 @@ export class WebhooksController {
   @Put([':id/edit', ':id'])
   @CreateOrReplace()
   @RequirePermission('webhooks:write')
+  @AnswersSecret('webhook.secret')
   @ApiOperation({
     summary: 'Replace a webhook (200), or create one when the id does not exist (201, with a new id and its secret, shown this once)',
     description:
-      'Full replace: url and events are required; omitted description becomes null and omitted isActive true. The signing secret is kept on a replace. Activating a disabled webhook restarts its failure clock.',
+      'Full replace: url and events are required; omitted description becomes null and omitted isActive true. The signing secret is kept on a replace. Activating a disabled webhook restarts its failure clock. ' +
+      `Sent with Cache-Control: no-store. ${SUBSCRIBE_RULE}`,
   })
   @ApiEnvelope('webhook', WebhookRecordDto)
-  @ApiEnvelope('webhook', WebhookRecordDto, { status: 201 })
+  @ApiEnvelope('webhook', WebhookRecordDto, { status: 201, secretNotice: true })
+  @ApiErrors({ status: 403, description: "The token lacks webhooks:write, or the read permission of a subscribed event's resource" })
   async replace(@Param('id', IdPipe) id: number, @Body() dto: CreateWebhookDto, @CurrentPrincipal() who: Principal) {
     const { created, webhook } = await this.webhooks.replace(id, dto, who);
     return putOutcome(created, { webhook });
@@ -94,11 +106,14 @@ export class WebhooksController {
   @Post(':id/rotate-secret')
   @HttpCode(200)
   @RequirePermission('webhooks:write')
+  @AnswersSecret('webhook.secret')
   @ApiOperation({
     summary: 'Give a webhook a new signing secret (answered once); the previous one keeps signing beside it for 24 h',
-    description: 'While both sign, Webhook-Signature holds both signatures, space-separated.',
+    description:
+      'While both sign, Webhook-Signature holds both signatures, space-separated. Sent with Cache-Control: no-store; a retry with the same ' +
+      'Idempotency-Key (by the same token) answers the webhook without `secret`, with a `notice` saying it was shown only once.',
   })
-  @ApiEnvelope('webhook', WebhookRecordDto)
+  @ApiEnvelope('webhook', WebhookRecordDto, { secretNotice: true })
   async rotate(@Param('id', IdPipe) id: number, @CurrentPrincipal() who: Principal) {
     return { webhook: await this.webhooks.rotateSecret(id, who) };
   }

@@ -6,7 +6,7 @@ import { AppError, type ErrorDetail, fieldError, notFound, validationError } fro
 import { listEnvelope, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions } from '../database/transactions.js';
-import { EVENT_TYPES, isEventType } from './event-types.js';
+import { EVENT_TYPES, isEventType, missingReadPermissions } from './event-types.js';
 import { newWebhookSecret } from './signature.js';
 import { DELIVERY_STATUSES, type DeliveryStatus, WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
 import { toDeliveryRecord, WebhookDeliveriesService } from './webhook-deliveries.service.js';
@@ -59,6 +59,21 @@ export function checkEventTypes(events: readonly string[]): string[] {
   return list;
 }
 
+/**
+ * A webhook hands out the records its events carry, so subscribing to a resource's events needs
+ * that resource's read permission ("*": every resource's), as reading them through the API does: a 403 naming each one missing.
+ */
+export function checkMayReceive(who: Principal, events: readonly string[]): void {
+  const missing = missingReadPermissions(who.permissions, events);
+  if (!missing.length) return;
+  const list = missing.map((p) => `"${p}"`).join(', ');
+  throw new AppError(
+    'forbidden',
+    `The token lacks the permission${missing.length > 1 ? 's' : ''} ${list} that the subscribed events need (their data is those records)`,
+    [{ field: 'events', message: `needs ${missing.join(', ')}` }],
+  );
+}
+
 const DELIVERY_PARAMS = ['status', 'page', 'limit'];
 
 @Injectable()
@@ -83,6 +98,7 @@ export class WebhooksService {
   /** Creates a webhook; the answer carries its signing secret, the only time it is shown. */
   async create(dto: CreateWebhookDto, who: Principal): Promise<WebhookRecord & { secret: string }> {
     const events = checkEventTypes(dto.events);
+    checkMayReceive(who, events);
     const url = await this.checkUrl(dto.url);
     const w = stampCreated(this.webhooks.create(), who);
     Object.assign(w, {
@@ -108,10 +124,14 @@ export class WebhooksService {
   async patch(id: number, dto: UpdateWebhookDto, who: Principal): Promise<WebhookRecord> {
     for (const f of ['url', 'events', 'isActive'] as const) if (dto[f] === null) throw fieldError(f, 'must not be null');
     const events = dto.events !== undefined ? checkEventTypes(dto.events) : undefined;
+    if (events !== undefined) checkMayReceive(who, events);
     const url = dto.url !== undefined ? await this.checkUrl(dto.url) : undefined;
     const { record, requeued } = await this.transactions.run(async (tx) => {
       const w = await this.webhooks.findForUpdate(id, tx);
       if (!w) throw notFound('Webhook', id);
+      // Changing a webhook (pointing it elsewhere, turning it back on) decides where its records go,
+      // as subscribing does: the events it keeps need their read permissions too.
+      if (events === undefined) checkMayReceive(who, w.events);
       const enabling = dto.isActive === true && !w.isActive;
       if (url !== undefined) w.url = url;
       if (events !== undefined) w.events = events;
@@ -137,6 +157,7 @@ export class WebhooksService {
    */
   async replace(id: number, dto: CreateWebhookDto, who: Principal): Promise<{ created: boolean; webhook: WebhookRecord & { secret?: string } }> {
     const events = checkEventTypes(dto.events);
+    checkMayReceive(who, events);
     const url = await this.checkUrl(dto.url);
     const replaced = await this.transactions.run(async (tx) => {
       const w = await this.webhooks.findForUpdate(id, tx);

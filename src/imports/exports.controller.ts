@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, Get, Header, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { ApiOperation, ApiProduces, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
@@ -33,13 +33,19 @@ export class ExportsController {
 
   @Get(':id')
   @RequirePermission('exports:read')
+  // The download link is a credential: no cache may keep it.
+  @Header('Cache-Control', 'private, no-store')
   @ApiOperation({
     summary: 'An export job: status, rows, size and, once completed, a signed download link',
-    description: 'Each read signs a new link, valid for EXPORT_LINK_TTL_SECONDS (default 1 hour); the link needs no token.',
+    description:
+      'Each read signs a new link, valid for EXPORT_LINK_TTL_SECONDS (default 1 hour); the link needs no token (sent with `Cache-Control: private, no-store`). ' +
+      "Needs the exported object's read permission too, as creating the export does (403 otherwise). An export made by another user is a 404, " +
+      'unless the token holds `*`.',
   })
   @ApiEnvelope('export', ExportRecordDto)
-  async get(@Param('id', IdPipe) id: number) {
-    return { export: await this.exports.get(id) };
+  @ApiErrors({ status: 403, description: "The token lacks exports:read or the exported object's read permission" })
+  async get(@Param('id', IdPipe) id: number, @CurrentPrincipal() who: Principal) {
+    return { export: await this.exports.get(id, who) };
   }
 
   @Get(':id/download')

@@ -82,10 +82,7 @@ export class ExportsService implements OnModuleInit {
   }
 
   async create(dto: CreateExportDto, who: Principal): Promise<ExportRecord> {
-    const needed = READ_PERMISSION[dto.object];
-    if (!who.permissions.has('*') && !who.permissions.has(needed)) {
-      throw new AppError('forbidden', `The token lacks the permission "${needed}" (exporting ${dto.object})`);
-    }
+    mayRead(who, dto.object);
     exportColumns(BASE_COLUMNS[dto.object], await this.customAliases(dto.object), dto.fields);
     // The filter is checked by the list it belongs to (the same 400s as its `filter` parameter).
     await this.page(dto.object, dto.filter, null, true);
@@ -104,9 +101,15 @@ export class ExportsService implements OnModuleInit {
     return this.toRecord(row);
   }
 
-  async get(id: number): Promise<ExportRecord> {
+  /**
+   * An export as its reader may see it. The answer holds a download link to every exported record,
+   * so reading it needs what creating it needed (the object's read permission, else 403); and an
+   * export made by another user is a 404, unless the token holds `*` (which reads every export).
+   */
+  async get(id: number, who: Principal): Promise<ExportRecord> {
     const row = await this.repository.findExport(id);
-    if (!row) throw notFound('Export', id);
+    if (!row || (row.createdBy !== who.userId && !who.permissions.has('*'))) throw notFound('Export', id);
+    mayRead(who, row.object);
     return this.toRecord(row);
   }
 
@@ -253,6 +256,14 @@ export class ExportsService implements OnModuleInit {
 
   async openExportIds(): Promise<number[]> {
     return this.repository.openExportIds();
+  }
+}
+
+/** Exporting, or reading an export of, `object` needs its read permission: 403 naming it otherwise. */
+function mayRead(who: Principal, object: ImportObject): void {
+  const needed = READ_PERMISSION[object];
+  if (!who.permissions.has('*') && !who.permissions.has(needed)) {
+    throw new AppError('forbidden', `The token lacks the permission "${needed}" (an export of ${object} holds ${object} records)`);
   }
 }
 

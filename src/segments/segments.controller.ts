@@ -55,7 +55,7 @@ export class SegmentsController {
 
   @Post('preview')
   @HttpCode(200)
-  @RequirePermission('segments:read')
+  @RequirePermission('segments:read', 'contacts:read')
   @ApiOperation({
     summary: 'Preview a segment: how many contacts a filter matches now, and the first ten (by id)',
     description:
@@ -163,7 +163,7 @@ export class SegmentsController {
 
   @Post(':id/contacts/search')
   @HttpCode(200)
-  @RequirePermission('segments:read')
+  @RequirePermission('segments:read', 'contacts:read')
   @ApiOperation({
     summary: "Search the segment's member contacts (the list parameters as a JSON body)",
     description: 'Answers what GET /api/segments/{id}/contacts answers. 404 when the segment does not exist.',
@@ -174,7 +174,7 @@ export class SegmentsController {
   }
 
   @Get(':id/contacts')
-  @RequirePermission('segments:read')
+  @RequirePermission('segments:read', 'contacts:read')
   @ApiOperation({
     summary: "The segment's member contacts",
     description:

@@ -43,10 +43,14 @@ export class SystemController {
   @ApiOkResponse({ type: EndpointsDto })
   endpoints() {
     return {
-      endpoints: this.routes.all().map(({ method, path, permission, credential }) =>
-        // A bearer token (or nothing, on public routes) is the rule; other credentials are named.
-        credential === 'token' || credential === 'none' ? { method, path, permission } : { method, path, permission, credential },
-      ),
+      endpoints: this.routes.all().map(({ method, path, permission, alsoRequires, credential }) => ({
+        method,
+        path,
+        permission,
+        // Named only where a route needs more than its permission, or another credential than a bearer token (or nothing).
+        ...(alsoRequires.length ? { alsoRequires } : {}),
+        ...(credential === 'token' || credential === 'none' ? {} : { credential }),
+      })),
     };
   }
 

@@ -16,6 +16,9 @@ export class EndpointDto {
   path: string;
   /** The permission a token needs, `*`, `authenticated` (any valid token), `public`, or `signature` (a signed callback). */
   permission: string;
+  /** Present when the route needs further permissions besides `permission` (it answers records of another resource, e.g. contacts). */
+  @ApiProperty({ type: [String], required: false })
+  alsoRequires?: string[];
   /**
    * Present when the route takes a credential other than `Authorization: Bearer <token>` (or none, on
    * public routes): `token-or-basic` (also a token as the HTTP Basic password), `metrics-token`

@@ -28,6 +28,7 @@ import { BroadcastCounts1763700001800 } from './1763700001800-broadcast-counts.j
 import { ContactTextIndex1763700001910 } from './1763700001910-contact-text-index.js';
 import { SmsLogSends1763700002600 } from './1763700002600-sms-log-sends.js';
 import { JobCredentials1763700002610 } from './1763700002610-job-credentials.js';
+import { IdempotencyCredential1763700002620 } from './1763700002620-idempotency-credential.js';
 
 export const MIGRATIONS = [
   Platform1763700000000,
@@ -56,4 +57,5 @@ export const MIGRATIONS = [
   ContactTextIndex1763700001910,
   SmsLogSends1763700002600,
   JobCredentials1763700002610,
+  IdempotencyCredential1763700002620,
 ];
