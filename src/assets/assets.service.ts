@@ -18,6 +18,7 @@ import type { UploadedAssetFile } from './asset-upload.engine.js';
 import { type AssetCategoryRow, AssetsRepository } from './assets.repository.js';
 
 export const ASSET_LIST_SPEC: ListSpec = {
+  name: 'assets',
   sortable: {
     id: 'a.id',
     title: 'a.title',

@@ -20,6 +20,7 @@ import { NotificationsService } from '../notifications/notifications.service.js'
 import { ContactsService } from '../contacts/contacts.service.js';
 
 export const TEXT_MESSAGE_LIST_SPEC: ListSpec = {
+  name: 'text messages',
   sortable: {
     id: 't.id',
     recipient: 't.recipient',
