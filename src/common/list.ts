@@ -371,7 +371,7 @@ export function listQueryParameters(spec: ListSpec): QueryParameterDoc[] {
       ),
       q(
         'after',
-        'Keyset paging: the `next` of the previous answer, or empty to start a walk at the first record. The answer then carries `next` (null after the last page). A cursor is tied to its list (another list's cursor is a 400) and to orderBy, orderByDir, filter and search (400 otherwise), and cannot be combined with page > 1. As fast at any depth as on the first page.',
+        'Keyset paging: the `next` of the previous answer, or empty to start a walk at the first record. The answer then carries `next` (null after the last page). A cursor is tied to its list (a cursor of another list is a 400) and to orderBy, orderByDir, filter and search (400 otherwise), and cannot be combined with page > 1. As fast at any depth as on the first page.',
         { type: 'string', maxLength: MAX_CURSOR },
       ),
       q('count', 'false: do not count the matching records (`total` is then -1, and the answer carries `next`).', { type: 'boolean', default: true }),
