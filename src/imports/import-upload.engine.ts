@@ -1,6 +1,5 @@
 import type { Request } from 'express';
 import type { StorageEngine } from 'multer';
-import { pipeline } from 'node:stream';
 import { type JobFiles, SizeLimit } from './job-files.js';
 
 /** What an import upload left in storage, on `req.file`. */
@@ -12,7 +11,8 @@ export interface StoredImportFile {
 
 /**
  * multer storage engine for import uploads: streams the `file` part through a size limit
- * (IMPORT_MAX_BYTES, 413 beyond) into the job files, never buffering it. On failure nothing is kept.
+ * (IMPORT_MAX_BYTES, 413 beyond) into the job files, never buffering it. On failure nothing is kept,
+ * and the failure is reported only once the partial file is gone.
  */
 export class ImportUploadEngine implements StorageEngine {
   constructor(
@@ -22,8 +22,17 @@ export class ImportUploadEngine implements StorageEngine {
 
   _handleFile(_req: Request, file: Express.Multer.File, cb: (error?: unknown, info?: Partial<StoredImportFile>) => void): void {
     const limit = new SizeLimit(this.maxBytes);
-    const source = pipeline(file.stream, limit, () => undefined);
-    this.files.write('imports', source).then(
+    const upload = file.stream;
+    upload.pipe(limit);
+    // Over the limit, the write fails and removes its partial file before `cb` reports the error. The
+    // file stream itself is drained, not failed: multer answers a failed file stream at once (without
+    // waiting for `cb`), which would let the 413 go out while the partial file still exists.
+    limit.once('error', () => {
+      upload.unpipe(limit);
+      upload.resume();
+    });
+    upload.once('error', (e: Error) => limit.destroy(e));
+    this.files.write('imports', limit).then(
       ({ key, size }) => cb(null, { storageKey: key, size }),
       (e: unknown) => cb(e),
     );
