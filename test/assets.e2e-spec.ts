@@ -282,11 +282,13 @@ describe('assets', () => {
     const created = await upload({ title: 'Valid title é' }, { name: 'v.txt', data: Buffer.from('v') });
     expect(created.status).toBe(201);
     const json = Buffer.concat([Buffer.from('{"title":"A'), Buffer.from([0xff]), Buffer.from('"}')]);
-    const edit = await app.http
-      .patch(`/api/assets/${created.body.asset.id as number}`)
-      .set('Authorization', auth)
-      .set('Content-Type', 'application/json')
-      .send(json);
+    // (Sent as raw bytes: supertest would serialise a Buffer as JSON.)
+    const res = await fetch(`${app.url}/api/assets/${created.body.asset.id as number}`, {
+      method: 'PATCH',
+      headers: { Authorization: auth, 'Content-Type': 'application/json' },
+      body: json,
+    });
+    const edit = { status: res.status, body: await res.json() };
     expect(expectError(edit, 400, 'validation_failed').details).toEqual([{ field: 'body', message: 'must be valid UTF-8' }]);
     expect((await app.http.get(`/api/assets/${created.body.asset.id as number}`).set('Authorization', auth)).body.asset.title).toBe('Valid title é');
   });
