@@ -186,7 +186,10 @@ describe('ContactsService (service layer, real PostgreSQL)', () => {
     const all = await contacts.list({ limit: '1' });
     const [{ n }] = await ctx.query<{ n: string }>(`SELECT count(*)::text AS n FROM contacts`);
     expect(all.total).toBe(Number(n));
-    const scoped = await contacts.list({}, { name: 'some contacts', where: (qb) => qb.andWhere('c.id IN (:...ids)', { ids: ids.slice(1, 3) }), count: async () => 2 });
+    const scoped = await contacts.list(
+      {},
+      { name: 'some contacts', where: (qb) => qb.andWhere('c.id IN (:...ids)', { ids: ids.slice(1, 3) }), count: async () => 2 },
+    );
     expect(scoped).toMatchObject({ total: 2 });
     expect(scoped.contacts.map((c) => c.id).sort()).toEqual(ids.slice(1, 3).sort());
     expect((await appError(Promise.resolve().then(() => contacts.list({ orderBy: 'password' })))).status).toBe(400);

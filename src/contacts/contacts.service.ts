@@ -185,7 +185,11 @@ export class ContactsService {
 
   /** A company's contacts (GET /api/companies/{id}/contacts): exactly the contacts list's parameters and envelope. */
   listOfCompany(companyId: number, query: Record<string, unknown>) {
-    return this.list(query, { name: `company ${companyId} contacts`, where: this.contacts.companyScope(companyId), count: () => this.contacts.countByCompany(companyId) });
+    return this.list(query, {
+      name: `company ${companyId} contacts`,
+      where: this.contacts.companyScope(companyId),
+      count: () => this.contacts.countByCompany(companyId),
+    });
   }
 
   async get(id: number): Promise<ContactRecord> {
