@@ -1,6 +1,6 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import type { AppConfig } from './config/config.js';
 import { completeOpenApi } from './common/openapi.js';
@@ -16,6 +16,20 @@ import { MetricsService } from './metrics/metrics.service.js';
 
 /** The batch routes' paths: /api/<resource>/batch and /api/campaigns/<id>/contacts/batch. */
 const BATCH_PATH = /^\/api\/(?:(?:[a-z-]+|campaigns\/[^/]+\/contacts)\/batch|imports)\/?$/;
+
+/**
+ * The HTTP server's connection timeouts. Node closes a keep-alive connection after 5 s idle by
+ * default: a load balancer or client pool that reuses it after a longer pause gets a reset socket.
+ * The server keeps idle connections for HTTP_KEEP_ALIVE_TIMEOUT_MS (default 65 s, above the 60 s
+ * idle timeout of common load balancers, so that they close first), and waits for a request's
+ * headers a second longer than that (headersTimeout must exceed keepAliveTimeout, or a request
+ * arriving on a connection about to time out is cut off); requestTimeout is never below it.
+ */
+export function configureServerTimeouts(server: Server, config: Pick<AppConfig, 'httpKeepAliveTimeoutMs'>): void {
+  server.keepAliveTimeout = config.httpKeepAliveTimeoutMs;
+  server.headersTimeout = config.httpKeepAliveTimeoutMs + 1000;
+  if (server.requestTimeout > 0 && server.requestTimeout < server.headersTimeout) server.requestTimeout = server.headersTimeout;
+}
 
 /** Express-level settings of the API process: parsers and limits, security headers, CORS, the OpenAPI document. */
 export function configureHttp(app: NestExpressApplication, config: AppConfig): void {
@@ -114,7 +128,13 @@ function buildOpenApi(app: NestExpressApplication, config: AppConfig): OpenAPIOb
       'basic',
     )
     .addApiKey(
-      { type: 'apiKey', in: 'header', name: 'X-Signature', description: 'sha256=<hex HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>' },
+      {
+        type: 'apiKey',
+        in: 'header',
+        name: 'X-Signature',
+        description:
+          't=<unix seconds>,sha256=<hex HMAC-SHA256 of "<t>.<raw body>" with SMS_WEBHOOK_SECRET>; a timestamp more than 5 minutes from the server\'s time is refused',
+      },
       'smsSignature',
     )
     .addApiKey(

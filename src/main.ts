@@ -14,7 +14,7 @@ import { type AppConfig, ConfigError, loadConfig } from './config/config.js';
 import { AppLogger } from './common/logger.js';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './database/embedded.js';
 import { runMigrations } from './database/migrate.js';
-import { configureHttp } from './http.js';
+import { configureHttp, configureServerTimeouts } from './http.js';
 import { AppExpressAdapter } from './common/express-adapter.js';
 
 async function main(): Promise<void> {
@@ -65,6 +65,7 @@ async function main(): Promise<void> {
       rawBody: true,
     });
     configureHttp(http, config);
+    configureServerTimeouts(http.getHttpServer(), config);
     await http.listen(config.port, config.host);
     server = http.getHttpServer();
     answerClientErrors(server);

@@ -261,6 +261,41 @@ describe('assets', () => {
     expect(Number(after)).toBe(Number(rows) + 1);
   });
 
+  it('refuses form fields named after built-in members and field text that is not UTF-8 (400), leaving no file and no row', async () => {
+    const files = storedFileCount();
+    const [{ n: rows }] = await app.sql<{ n: string }>(`SELECT count(*) AS n FROM assets`);
+    for (const name of ['__proto__', 'constructor', 'toString', 'valueOf']) {
+      const err = expectError(await upload({ title: `Reserved ${name}`, [name]: 'x' }, { name: 'r.txt', data: Buffer.from('x') }), 400, 'validation_failed');
+      expect(err.details).toContainEqual({ field: name, message: 'should not exist' });
+    }
+    // The byte 0xFF inside the title (busboy would decode it to U+FFFD and the title would be stored with it).
+    const form = multipart({ title: 'Bad@@byte' }, { name: 'b.txt', data: Buffer.from('x') });
+    const at = form.body.indexOf('@@');
+    const body = Buffer.concat([form.body.subarray(0, at), Buffer.from([0xff]), form.body.subarray(at + 2)]);
+    const bad = expectError(
+      await app.http.post('/api/assets/new').set('Authorization', auth).set('Content-Type', form.contentType).send(body),
+      400,
+      'validation_failed',
+    );
+    expect(bad.details).toEqual([{ field: 'title', message: 'must be valid UTF-8' }]);
+    expect(storedFileCount()).toBe(files);
+    const [{ n: after }] = await app.sql<{ n: string }>(`SELECT count(*) AS n FROM assets`);
+    expect(after).toBe(rows);
+    // A JSON edit with the same byte is refused as well.
+    const created = await upload({ title: 'Valid title é' }, { name: 'v.txt', data: Buffer.from('v') });
+    expect(created.status).toBe(201);
+    const json = Buffer.concat([Buffer.from('{"title":"A'), Buffer.from([0xff]), Buffer.from('"}')]);
+    // (Sent as raw bytes: supertest would serialise a Buffer as JSON.)
+    const res = await fetch(`${app.url}/api/assets/${created.body.asset.id as number}`, {
+      method: 'PATCH',
+      headers: { Authorization: auth, 'Content-Type': 'application/json' },
+      body: json,
+    });
+    const edit = { status: res.status, body: await res.json() };
+    expect(expectError(edit, 400, 'validation_failed').details).toEqual([{ field: 'body', message: 'must be valid UTF-8' }]);
+    expect((await app.http.get(`/api/assets/${created.body.asset.id as number}`).set('Authorization', auth)).body.asset.title).toBe('Valid title é');
+  });
+
   it('a client that disconnects mid-upload leaves no partial file and no row', async () => {
     const files = storedFileCount();
     const [{ n: rows }] = await app.sql<{ n: string }>(`SELECT count(*) AS n FROM assets`);

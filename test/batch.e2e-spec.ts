@@ -76,6 +76,26 @@ describe('batch writes', () => {
     expect(await countEmail(fresh)).toBe(1);
   });
 
+  it('create refuses an item with an id exactly as the single-record route refuses the body (contacts, deals, activities)', async () => {
+    const contactId = await createContact(app, auth, { name: 'Id owner', email: uniqueEmail('batch.test') });
+    const cases: [string, () => Record<string, unknown>][] = [
+      ['contacts', () => ({ name: 'With id', email: uniqueEmail('batch.test') })],
+      ['deals', () => ({ title: 'With id', value: 1, contact_id: contactId })],
+      ['activities', () => ({ type: 'call', subject: 'With id', contact_id: contactId })],
+    ];
+    for (const [resource, body] of cases) {
+      const withId = { ...body(), id: 1999999999 };
+      const single = await app.http.post(`/api/${resource}`).set('Authorization', auth).send(withId);
+      const err = expectError(single, 400, 'validation_failed');
+      expect(err.details).toEqual([{ field: 'id', message: 'should not exist' }]);
+      const a = await ok(resource, { mode: 'create', items: [body(), withId] });
+      expect(a.results.map((r) => r.status)).toEqual([201, 400]);
+      expect(a.results[1]).toEqual({ index: 1, status: 400, error: single.body.error });
+      expect(a.summary).toMatchObject({ created: 1, failed: 1 });
+    }
+    expect(await app.sql(`SELECT id FROM contacts WHERE id = 1999999999`)).toEqual([]);
+  });
+
   it('update and delete: 404 for a missing id, 200 otherwise; a second delete of one id in a batch is a 409', async () => {
     const id = await createContact(app, auth, { name: 'To change', email: uniqueEmail('batch.test') });
     const gone = await createContact(app, auth, { name: 'To delete', email: uniqueEmail('batch.test') });

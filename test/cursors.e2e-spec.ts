@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
-import { adminToken, createContact, uniqueEmail } from './support/fixtures.js';
+import { adminToken, createCampaign, createContact, createRecord, uniqueEmail } from './support/fixtures.js';
 
 type Page = { total: number; next?: string | null; contacts: { id: number; name: string; title: string | null }[] };
 
@@ -139,6 +139,46 @@ describe('keyset cursors, sparse fields and count=false', () => {
     const viaPost = await app.http.post('/api/contacts/search').set('Authorization', admin).send({ orderBy: 'name', limit: 3, after: '' });
     expect(viaPost.status).toBe(200);
     expect((viaPost.body as Page).next).toBe(next);
+  });
+
+  it("a cursor is tied to its list: another list's cursor (same order, no filter) is a 400 naming both lists", async () => {
+    const contacts = await page({ limit: 2, after: '' });
+    const next = contacts.next as string;
+    expect(typeof next).toBe('string');
+    const campaignId = (await createCampaign(app, admin, { name: 'Cursor scope' })).id;
+    const companyId = (await createRecord(app, admin, '/api/companies/new', 'company', { name: 'Cursor scope Inc' })).id;
+    for (const path of [
+      '/api/deals',
+      '/api/account/tokens',
+      '/api/companies',
+      '/api/webhooks',
+      `/api/campaigns/${campaignId}/contacts`,
+      `/api/companies/${companyId}/contacts`,
+    ]) {
+      const res = await app.http.get(path).query({ limit: 2, after: next }).set('Authorization', admin);
+      const err = expectError(res, 400, 'validation_failed');
+      expect(err.message).toMatch(/after is a cursor of the contacts list, not of the .+ list/);
+      expect(err.details).toEqual([{ field: 'after', message: expect.stringMatching(/^is a cursor of the contacts list/) }]);
+      // The list's own walk still starts with an empty after=.
+      expect((await app.http.get(path).query({ limit: 2, after: '' }).set('Authorization', admin)).status).toBe(200);
+    }
+    // One campaign's cursor does not continue another campaign's list either.
+    const otherId = (await createCampaign(app, admin, { name: 'Cursor scope 2' })).id;
+    const members = initial.slice(0, 3);
+    for (const id of [campaignId, otherId]) {
+      const added = await app.http.post(`/api/campaigns/${id}/contacts/batch`).set('Authorization', admin).send({ add: members });
+      expect(added.status).toBe(200);
+    }
+    const first = await app.http.get(`/api/campaigns/${campaignId}/contacts`).query({ limit: 1, after: '' }).set('Authorization', admin);
+    expect(typeof first.body.next).toBe('string');
+    const crossed = await app.http
+      .get(`/api/campaigns/${otherId}/contacts`)
+      .query({ limit: 1, after: first.body.next as string })
+      .set('Authorization', admin);
+    expectError(crossed, 400, 'validation_failed');
+    // And the same list through its POST /search twin continues the walk.
+    const twin = await app.http.post('/api/contacts/search').set('Authorization', admin).send({ limit: 2, after: next });
+    expect(twin.status).toBe(200);
   });
 
   it('count=false answers total -1 and next; plain lists keep their envelope', async () => {

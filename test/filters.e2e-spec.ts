@@ -92,6 +92,23 @@ describe('filter language', () => {
   it('ids, owners, campaign membership and date-times with relative dates', async () => {
     expect(await filtered(`id[in]:[${ids.Ada},${ids.Bob}]`)).toEqual(['Ada', 'Bob']);
     expect(await filtered(`id[neq]:${ids.Ada}`)).toHaveLength(4);
+    // Ids compare like every integer (created in this order: Ada, Bob, Cy, Dee, Émile).
+    expect(await filtered(`id[gt]:${ids.Cy}`)).toEqual(['Dee', 'Émile']);
+    expect(await filtered(`id[gte]:${ids.Cy}`)).toEqual(['Cy', 'Dee', 'Émile']);
+    expect(await filtered(`id[lt]:${ids.Bob}`)).toEqual(['Ada']);
+    expect(await filtered(`id[lte]:${ids.Bob}`)).toEqual(['Ada', 'Bob']);
+    expect(await filtered(`id[between]:[${ids.Bob},${ids.Dee}]`)).toEqual(['Bob', 'Cy', 'Dee']);
+    expect(await filtered({ field: 'id', op: 'gt', value: ids.Dee })).toEqual(['Émile']);
+    expect((await refused('id[gt]:0')).error.message).toMatch(/out of range/);
+    for (const path of ['/api/deals', '/api/account/tokens', '/api/webhooks']) {
+      const res = await app.http.get(path).query({ filter: 'id[gt]:1' }).set('Authorization', admin);
+      expect(res.status).toBe(200);
+    }
+    const doc = (await app.http.get('/api/docs-json').set('Authorization', admin)).body as {
+      paths: Record<string, { get?: { parameters?: { name: string; description?: string }[] } }>;
+    };
+    const described = doc.paths['/api/deals'].get?.parameters?.find((x) => x.name === 'filter')?.description ?? '';
+    expect(described).toContain('`id` id: eq, neq, gt, gte, lt, lte, between, in, nin, isEmpty, isNotEmpty');
     expect(await filtered('owner.id[isEmpty]')).toHaveLength(5);
     expect(await filtered('owner.id[eq]:1')).toEqual([]);
     expect(await filtered(`campaign.id[eq]:${campaignId}`)).toEqual(['Ada', 'Cy']);

@@ -6,7 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
+import type { Socket } from 'node:net';
 import { startApp, type TestApp } from './support/app.js';
 import { PERMISSIONS } from '../src/common/route-access.js';
 
@@ -376,4 +377,92 @@ describe('hostile input over every route', () => {
     expect(lying.status).toBeLessThan(500);
     expect(await dbFingerprint()).toBe(fingerprint);
   });
+
+  it('bytes that are not UTF-8 inside a JSON string, a form value or a multipart field, and reserved multipart field names, are 400s that change nothing', async () => {
+    const json = { 'Content-Type': 'application/json', Authorization: admin };
+    const withFF = (before: string, after: string) => Buffer.concat([Buffer.from(before), Buffer.from([0xff]), Buffer.from(after)]);
+    // Bodies that are valid apart from the one byte (each is a 201 with a proper letter in its place).
+    for (const [path, body] of [
+      ['/api/contacts/new', withFF('{"name":"Ada', '","email":"utf8-one@example.com"}')],
+      ['/api/contacts/batch', withFF('{"mode":"create","items":[{"name":"Bob', '","email":"utf8-batch@example.com"}]}')],
+      ['/api/categories/new', withFF('{"title":"Cat', '","bundle":"global"}')],
+    ] as const) {
+      const res = await raw('POST', path, json, body);
+      expect({ path, status: res.status }).toEqual({ path, status: 400 });
+      const parsed = JSON.parse(res.body) as { error: { code: string; details?: unknown[] } };
+      expect(isErrorShape(parsed, 400)).toBe(true);
+      expect(parsed.error.details).toEqual([{ field: 'body', message: 'must be valid UTF-8' }]);
+    }
+    // A form body (the OAuth token endpoint): a percent-encoding that is not UTF-8.
+    const form = await raw(
+      'POST',
+      '/api/oauth/v2/token',
+      { 'Content-Type': 'application/x-www-form-urlencoded' },
+      'grant_type=client_credentials&client_id=a%FF&client_secret=x',
+    );
+    expect(form.status).toBe(400);
+
+    // Multipart: the import upload (asset uploads are checked in their own suite).
+    const boundary = 'hostileBoundary7MA4';
+    const field = (name: string, value: Buffer | string) =>
+      Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n`), Buffer.from(value), Buffer.from('\r\n')]);
+    const upload = (...fields: Buffer[]) =>
+      raw(
+        'POST',
+        '/api/imports',
+        { 'Content-Type': `multipart/form-data; boundary=${boundary}`, Authorization: admin },
+        Buffer.concat([
+          field('object', 'contacts'),
+          field('mode', 'create'),
+          ...fields,
+          Buffer.from(
+            `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\nContent-Type: text/csv\r\n\r\nname,email\nA,a@utf8.test\n\r\n--${boundary}--\r\n`,
+          ),
+        ]),
+      );
+    for (const name of ['__proto__', 'constructor', 'toString', 'valueOf']) {
+      const res = await upload(field(name, 'x'));
+      expect({ name, status: res.status }).toEqual({ name, status: 400 });
+      expect((JSON.parse(res.body) as { error: { details: unknown[] } }).error.details).toContainEqual({ field: name, message: 'should not exist' });
+    }
+    const badMapping = await upload(field('mapping', withFF('{"name":"name","email":"e', 'mail"}')));
+    expect(badMapping.status).toBe(400);
+    expect((JSON.parse(badMapping.body) as { error: { details: unknown[] } }).error.details).toEqual([{ field: 'mapping', message: 'must be valid UTF-8' }]);
+    expect(await dbFingerprint()).toBe(fingerprint);
+  });
+
+  it("keeps an idle keep-alive connection open past Node's 5 s default (HTTP_KEEP_ALIVE_TIMEOUT_MS, 65 s by default)", async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const get = () =>
+      new Promise<{ status: number; keepAlive: string | undefined; socket: Socket; reused: boolean }>((resolvePromise, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port: app.port, path: '/health', agent }, (res) => {
+          res.resume();
+          res.on('end', () =>
+            resolvePromise({
+              status: res.statusCode ?? 0,
+              keepAlive: String(res.headers['keep-alive']),
+              socket: req.socket as Socket,
+              reused: req.reusedSocket,
+            }),
+          );
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    try {
+      const first = await get();
+      expect(first.status).toBe(200);
+      expect(first.keepAlive).toBe('timeout=65');
+      let closed = false;
+      first.socket.once('close', () => (closed = true));
+      await new Promise((r) => setTimeout(r, 6500));
+      expect(closed).toBe(false);
+      const second = await get();
+      expect(second.status).toBe(200);
+      expect(second.reused).toBe(true);
+      expect(second.socket).toBe(first.socket);
+    } finally {
+      agent.destroy();
+    }
+  }, 20_000);
 });

@@ -4,8 +4,8 @@
  * in account-tokens.e2e-spec.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createHmac } from 'node:crypto';
 import { expectError, startApp, type TestApp } from './support/app.js';
+import { sign } from './support/sms-gateway.js';
 
 const TOKEN = '/api/oauth/v2/token';
 const DASHBOARD = '/api/admin/queues';
@@ -100,11 +100,7 @@ describe('security: the queue dashboard behind the guard chain, and unmatched ro
   it('checks SMS delivery-report signatures and the metrics token in the guard chain: refused ones count per address, valid ones are not limited', async () => {
     const body = JSON.stringify({ reference: 'textmessage-999999-1', status: 'delivered' });
     const report = (secret: string) =>
-      app.http
-        .post('/api/text-messages/delivery-reports')
-        .set('Content-Type', 'application/json')
-        .set('X-Signature', 'sha256=' + createHmac('sha256', secret).update(body).digest('hex'))
-        .send(body);
+      app.http.post('/api/text-messages/delivery-reports').set('Content-Type', 'application/json').set('X-Signature', sign(secret, body)).send(body);
     const forged = await report('wrong');
     expectError(forged, 401, 'unauthorized');
     expect(forged.headers['x-ratelimit-limit']).toBe('60');

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
 import { adminToken, createContact, tokenFor, uniqueEmail } from './support/fixtures.js';
@@ -164,6 +165,31 @@ describe('SMS opt-out: do-not-contact entries, inbound STOP/START, refused and c
     expect(stored[0].n).toBe(8); // the repeated messageId and the badly signed one are not stored
     const ev = await events('contact.updated', b);
     expect(ev.map((e) => e.data.doNotContact)).toEqual([{ sms: expect.objectContaining({ reason: 'unsubscribed' }) }, { sms: null }]);
+  });
+
+  it('a captured signed STOP or START (no messageId) cannot be replayed: signatures older than 5 minutes, or without a timestamp, are 401s', async () => {
+    const p = nextPhone();
+    const id = await contact(p);
+    const post = (raw: string, signature: string, path = '/api/text-messages/inbound') =>
+      api.http.post(path).set('Content-Type', 'application/json').set('X-Signature', signature).send(raw);
+    const stop = JSON.stringify({ from: p, body: 'STOP' });
+    // Signed 6 minutes ago (a request captured then), and 6 minutes ahead.
+    const replayed = expectError(await post(stop, sign(SECRET, stop, Date.now() - 6 * 60_000)), 401, 'unauthorized');
+    expect(replayed.message).toMatch(/more than 5 minutes/);
+    expectError(await post(stop, sign(SECRET, stop, Date.now() + 6 * 60_000)), 401, 'unauthorized');
+    // The body-only HMAC (no timestamp) is refused, and so is a fresh timestamp on an old HMAC.
+    const bodyOnly = 'sha256=' + createHmac('sha256', SECRET).update(stop).digest('hex');
+    expect(expectError(await post(stop, bodyOnly), 401, 'unauthorized').message).toMatch(/timestamp/);
+    const old = sign(SECRET, stop, Date.now() - 6 * 60_000);
+    expectError(await post(stop, `t=${Math.floor(Date.now() / 1000)},${old.split(',')[1]}`), 401, 'unauthorized');
+    expect((await getContact(id)).doNotContact.sms).toBeNull();
+    expect((await api.sql<{ n: number }>(`SELECT count(*)::int AS n FROM inbound_text_messages WHERE from_number = $1`, [p]))[0].n).toBe(0);
+    // A fresh signature (4 minutes old: within the tolerance) is taken.
+    expect((await post(stop, sign(SECRET, stop, Date.now() - 4 * 60_000))).body).toMatchObject({ accepted: true, action: 'opt_out', contactsUpdated: 1 });
+    // Delivery reports share the scheme.
+    const report = JSON.stringify({ reference: 'textmessage-999999-1', status: 'delivered' });
+    expectError(await post(report, sign(SECRET, report, Date.now() - 6 * 60_000), '/api/text-messages/delivery-reports'), 401, 'unauthorized');
+    expect((await post(report, sign(SECRET, report), '/api/text-messages/delivery-reports')).status).toBe(200);
   });
 
   it('refuses malformed inbound bodies with 400', async () => {

@@ -7,6 +7,7 @@ import { Activity } from './activity.entity.js';
 import { ACTIVITY_TYPES } from './activity.rules.js';
 
 export const ACTIVITY_LIST_SPEC: ListSpec = {
+  name: 'activities',
   sortable: {
     id: 'a.id',
     type: 'a.type',

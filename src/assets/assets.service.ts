@@ -6,6 +6,7 @@ import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
 import { fieldError, notFound, validationError } from '../common/errors.js';
 import { type ListSpec, listEnvelope, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
+import { assertFormFields } from '../common/request-text.middleware.js';
 import { AppValidationPipe } from '../common/validation.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Transactions, type Tx } from '../database/transactions.js';
@@ -18,6 +19,7 @@ import type { UploadedAssetFile } from './asset-upload.engine.js';
 import { type AssetCategoryRow, AssetsRepository } from './assets.repository.js';
 
 export const ASSET_LIST_SPEC: ListSpec = {
+  name: 'assets',
   sortable: {
     id: 'a.id',
     title: 'a.title',
@@ -317,6 +319,8 @@ export class AssetsService {
   private async readBody<T extends object>(input: AssetInput, dto: new () => T): Promise<T> {
     let raw: unknown = input.body ?? {};
     if (input.multipart) {
+      // Reserved names (`__proto__`, `toString`, ...) and text that is not valid UTF-8: a 400, as in a JSON body.
+      assertFormFields(raw);
       const { body, errors } = formFieldsToBody((raw ?? {}) as Record<string, unknown>);
       if (errors.length) throw validationError(`Validation failed: ${errors.map((d) => `${d.field}: ${d.message}`).join('; ')}`, errors);
       raw = body;

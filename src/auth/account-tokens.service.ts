@@ -10,6 +10,7 @@ import { canGrant, lackingPermissions } from './permissions.js';
 import { TokensService } from './tokens.service.js';
 
 export const ACCOUNT_TOKEN_LIST_SPEC: ListSpec = {
+  name: 'account tokens',
   sortable: {
     id: 't.id',
     name: 't.name',

@@ -6,7 +6,7 @@ import type { AppRequest, Principal } from '../common/request.js';
 import { AUTHENTICATED, type Permission, routeAccess } from '../common/route-access.js';
 import { SignedLinks } from '../common/signed-links.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { verifySignature, SIGNATURE_HEADER } from '../sms/signature.js';
+import { signatureProblem, SIGNATURE_HEADER } from '../sms/signature.js';
 import { hasPermission } from './permissions.js';
 import { TokensService } from './tokens.service.js';
 
@@ -45,8 +45,9 @@ export class AuthenticationGuard implements CanActivate {
     req.credential = undefined;
     const { credential } = routeAccess(context);
     if (credential === 'sms-signature') {
-      if (verifySignature(this.config.smsWebhookSecret, req.rawBody, req.headers[SIGNATURE_HEADER])) req.credential = 'sms-signature';
-      else req.authError = 'The delivery report is not signed with the webhook secret (X-Signature: sha256=<hex HMAC-SHA256 of the body>)';
+      const problem = signatureProblem(this.config.smsWebhookSecret, req.rawBody, req.headers[SIGNATURE_HEADER]);
+      if (problem === null) req.credential = 'sms-signature';
+      else req.authError = `The SMS gateway's request is refused: ${problem}`;
       return true;
     }
     if (credential === 'signed-link') {
@@ -120,7 +121,7 @@ export class PermissionGuard implements CanActivate {
     const req = context.switchToHttp().getRequest<AppRequest>();
     if (credential === 'sms-signature') {
       if (req.credential === 'sms-signature') return true;
-      throw new AppError('unauthorized', req.authError ?? 'The delivery report is not signed with the webhook secret');
+      throw new AppError('unauthorized', req.authError ?? "The SMS gateway's request is not signed with SMS_WEBHOOK_SECRET");
     }
     if (credential === 'signed-link') {
       if (req.credential === 'signed-link') return true;

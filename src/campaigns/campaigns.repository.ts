@@ -7,6 +7,7 @@ import { Campaign } from './campaign.entity.js';
 import { CAMPAIGN_STATUSES } from './campaign.rules.js';
 
 export const CAMPAIGN_LIST_SPEC: ListSpec = {
+  name: 'campaigns',
   sortable: {
     id: 'cp.id',
     name: 'cp.name',

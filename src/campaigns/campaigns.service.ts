@@ -224,12 +224,12 @@ export class CampaignsService {
   /** The campaign's member contacts, with exactly the contacts list's parameters and envelope. */
   async listContacts(campaignId: number, query: Record<string, unknown>) {
     if (!(await this.campaigns.exists(campaignId))) throw notFound('Campaign', campaignId);
-    return this.contacts.list(
-      query,
-      this.members.memberScope(campaignId),
-      () => this.members.count(campaignId),
-      this.members.memberChangedExpression(campaignId),
-    );
+    return this.contacts.list(query, {
+      name: `campaign ${campaignId} contacts`,
+      where: this.members.memberScope(campaignId),
+      count: () => this.members.count(campaignId),
+      changedExpression: this.members.memberChangedExpression(campaignId),
+    });
   }
 
   /** The periodic job: one idempotent UPDATE and a campaign.updated event per completed campaign, in one transaction; answers how many it completed. */

@@ -8,6 +8,7 @@ import { CATEGORY_BUNDLES } from './category.dto.js';
 import { Category } from './category.entity.js';
 
 export const CATEGORY_LIST_SPEC: ListSpec = {
+  name: 'categories',
   sortable: {
     id: 'c.id',
     title: 'c.title',

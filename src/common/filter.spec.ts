@@ -82,6 +82,16 @@ describe('compileFilter', () => {
     expect(c.params).toEqual({ __flt0: '%50\\%\\_off%', __flt1: 1, __flt2: 2.5, __flt3: ['open', 'won'], __flt4: true });
   });
 
+  it('ids compare like every integer: gt, gte, lt, lte and between, with the id range checked', () => {
+    const c = compile('and(id[gt]:5,id[lte]:2147483647,id[between]:[10,20])');
+    expect(c.sql).toBe('((c.id > :__flt0) AND (c.id <= :__flt1) AND (c.id BETWEEN :__flt2 AND :__flt3))');
+    expect(c.params).toEqual({ __flt0: 5, __flt1: 2147483647, __flt2: 10, __flt3: 20 });
+    expect(compile({ field: 'id', op: 'gte', value: 3 }).sql).toBe('(c.id >= :__flt0)');
+    expect(compile('id[lt]:9').sql).toBe('(c.id < :__flt0)');
+    expect(refusal('id[gt]:0')).toMatch(/out of range/);
+    expect(refusal('id[contains]:1')).toMatch(/allowed: eq, neq, gt, gte, lt, lte, between, in, nin, isEmpty, isNotEmpty/);
+  });
+
   it('a string field with a textIndex also tests it with a substring match (which the column match implies)', () => {
     const withIndex: FilterRegistry = { email: { type: 'string', sql: 'c.email', textIndex: 'c.search_text' } };
     const c = compileFilter('or(email[startsWith]:Ada_,email[endsWith]:"@x.test")', withIndex, NOW).compiled;

@@ -50,7 +50,7 @@ export const FILTER_LIMITS = {
 /**
  * The kinds of filterable field:
  * - string: exact text (eq/neq/in/nin, case-insensitive contains/startsWith/endsWith, ordering);
- * - int, number: numeric; id: a record id (1..2147483647);
+ * - int, number: numeric; id: a record id (1..2147483647), compared as an integer;
  * - boolean; datetime (ISO 8601 with offset, or now±N<unit>); date (YYYY-MM-DD, or now±N<unit>);
  * - enum: one of `values`;
  * - json-*: a contact custom value in the `fields` jsonb column (see contactCustomField);
@@ -91,11 +91,10 @@ export function operatorsOf(f: FilterField): readonly FilterOperator[] {
       return ['eq', 'neq', 'in', 'nin', 'contains', 'startsWith', 'endsWith', 'gt', 'gte', 'lt', 'lte', 'between', 'isEmpty', 'isNotEmpty'];
     case 'int':
     case 'number':
+    case 'id':
     case 'datetime':
     case 'date':
       return ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'between', 'in', 'nin', 'isEmpty', 'isNotEmpty'];
-    case 'id':
-      return ['eq', 'neq', 'in', 'nin', 'isEmpty', 'isNotEmpty'];
     case 'boolean':
       return ['eq', 'neq', 'isEmpty', 'isNotEmpty'];
     case 'enum':

@@ -3,6 +3,7 @@ import { AppError } from './errors.js';
 import { changedExpression, likePattern, listQueryParameters, type ListSpec, parseListQuery } from './list.js';
 
 const spec: ListSpec = {
+  name: 'things',
   sortable: { id: 't.id', name: 't.name' },
   searchExpression: 'sf_text(t.name)',
   filters: {
@@ -90,14 +91,14 @@ describe('likePattern', () => {
 });
 
 describe('modifiedSince (incremental sync)', () => {
-  const audited: ListSpec = { sortable: { id: 'a.id', createdAt: 'a.created_at', modifiedAt: 'a.modified_at' } };
+  const audited: ListSpec = { name: 'audited', sortable: { id: 'a.id', createdAt: 'a.created_at', modifiedAt: 'a.modified_at' } };
 
   it('compares with the last change time: modifiedAt, or the creation time of a record never changed', () => {
     expect(changedExpression(audited)).toBe('COALESCE(a.modified_at, a.created_at)');
-    expect(changedExpression({ sortable: { id: 'f.id', dateAdded: 'f.created_at', dateModified: 'f.modified_at' } })).toBe(
+    expect(changedExpression({ name: 'f', sortable: { id: 'f.id', dateAdded: 'f.created_at', dateModified: 'f.modified_at' } })).toBe(
       'COALESCE(f.modified_at, f.created_at)',
     );
-    expect(changedExpression({ sortable: { id: 'x.id' }, changedExpression: 'x.changed' })).toBe('x.changed');
+    expect(changedExpression({ name: 'x', sortable: { id: 'x.id' }, changedExpression: 'x.changed' })).toBe('x.changed');
   });
 
   it('parses a date-time with an offset and refuses anything else', () => {

@@ -20,6 +20,11 @@ export type FilterSpec =
   { type: 'string'; column: string; values?: readonly string[]; maxLength?: number } | { type: 'boolean'; column: string } | { type: 'int'; column: string };
 
 export interface ListSpec {
+  /**
+   * The list's name (`contacts`, `deals`, `account tokens`; a scoped list names its scope, e.g.
+   * `campaign 5 contacts`): every cursor carries it, and a cursor of another list is a 400.
+   */
+  name: string;
   /** API property name → SQL expression to order by (qualified with the query's alias). */
   sortable: Record<string, string>;
   /**
@@ -90,8 +95,10 @@ export interface ListQuery {
    * position after which the page starts. Absent: offset paging only, and no `next` in the answer.
    */
   after?: CursorPosition | null;
-  /** The value every cursor of this query carries: a hash of its order, filter and search. */
+  /** The value every cursor of this query carries: a hash of its list, order, filter and search. */
   binding?: string;
+  /** The list's name (ListSpec.name), which every cursor of this query carries. */
+  list?: string;
   /** false: `count=false`, the total is not counted (answered as -1). */
   count?: boolean;
   /** `fields=`: the properties to answer (id always), or absent for all. */
@@ -254,15 +261,16 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec, e
   const afterRaw = spec.filterable ? single(query, 'after', errors) : undefined;
   if (afterRaw !== undefined || out.count === false) {
     out.binding = createHash('sha256')
-      .update(JSON.stringify([orderBy, orderByDir, filterNode ?? null, search, filters, modifiedSince?.toISOString() ?? null]))
+      .update(JSON.stringify([spec.name, orderBy, orderByDir, filterNode ?? null, search, filters, modifiedSince?.toISOString() ?? null]))
       .digest('base64url')
       .slice(0, 16);
+    out.list = spec.name;
   }
   if (afterRaw !== undefined) {
     if (page > 1) errors.push({ field: 'after', message: 'cannot be combined with page > 1: a cursor walk pages with after and next only' });
     else if (afterRaw.trim() === '') out.after = null;
     else {
-      const pos = decodeCursor(afterRaw.trim(), out.binding ?? '');
+      const pos = decodeCursor(afterRaw.trim(), spec.name, out.binding ?? '');
       if (typeof pos === 'string') errors.push({ field: 'after', message: pos });
       else out.after = pos;
     }
@@ -274,13 +282,13 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec, e
   return out;
 }
 
-/** A cursor: base64url of JSON [binding, key, id]. */
-export function encodeCursor(binding: string, pos: CursorPosition): string {
-  return Buffer.from(JSON.stringify([binding, pos.key, pos.id])).toString('base64url');
+/** A cursor: base64url of JSON [list, binding, key, id]; the list's name, so that one list refuses another's cursor by name. */
+export function encodeCursor(list: string, binding: string, pos: CursorPosition): string {
+  return Buffer.from(JSON.stringify([list, binding, pos.key, pos.id])).toString('base64url');
 }
 
-/** The position a cursor names, or why it is refused. */
-function decodeCursor(raw: string, binding: string): CursorPosition | string {
+/** The position a cursor of the list `list` names, or why it is refused. */
+function decodeCursor(raw: string, list: string, binding: string): CursorPosition | string {
   const bad = 'is not a cursor of this list (use the `next` of a previous answer, or an empty after= to start)';
   if (raw.length > MAX_CURSOR || !/^[A-Za-z0-9_-]+$/.test(raw)) return bad;
   let parsed: unknown;
@@ -289,11 +297,23 @@ function decodeCursor(raw: string, binding: string): CursorPosition | string {
   } catch {
     return bad;
   }
-  if (!Array.isArray(parsed) || parsed.length !== 3) return bad;
-  const [b, key, id] = parsed as unknown[];
-  if (typeof b !== 'string' || (key !== null && typeof key !== 'string') || typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > 2147483647)
+  if (!Array.isArray(parsed) || parsed.length !== 4) return bad;
+  const [l, b, key, id] = parsed as unknown[];
+  if (
+    typeof l !== 'string' ||
+    typeof b !== 'string' ||
+    (key !== null && typeof key !== 'string') ||
+    typeof id !== 'number' ||
+    !Number.isInteger(id) ||
+    id < 0 ||
+    id > 2147483647
+  )
     return bad;
   if (typeof key === 'string' && (key.length > 1000 || key.includes('\u0000'))) return bad;
+  if (l !== list) {
+    const from = /^[a-z0-9 ]{1,100}$/i.test(l) ? `the ${l} list` : 'another list';
+    return `is a cursor of ${from}, not of the ${list} list: a cursor continues only the walk it came from (start this list with an empty after=)`;
+  }
   if (b !== binding) return 'was made for another orderBy, orderByDir, filter or search: a cursor continues only the walk it came from';
   return { key, id };
 }
@@ -351,7 +371,7 @@ export function listQueryParameters(spec: ListSpec): QueryParameterDoc[] {
       ),
       q(
         'after',
-        'Keyset paging: the `next` of the previous answer, or empty to start a walk at the first record. The answer then carries `next` (null after the last page). A cursor is tied to orderBy, orderByDir, filter and search (400 otherwise) and cannot be combined with page > 1. As fast at any depth as on the first page.',
+        'Keyset paging: the `next` of the previous answer, or empty to start a walk at the first record. The answer then carries `next` (null after the last page). A cursor is tied to its list (a cursor of another list is a 400) and to orderBy, orderByDir, filter and search (400 otherwise), and cannot be combined with page > 1. As fast at any depth as on the first page.',
         { type: 'string', maxLength: MAX_CURSOR },
       ),
       q('count', 'false: do not count the matching records (`total` is then -1, and the answer carries `next`).', { type: 'boolean', default: true }),
@@ -587,7 +607,7 @@ async function keysetPage<T extends ObjectLiteral, R>(
   }
   const page = keys.slice(0, q.limit);
   const last = page[page.length - 1] as KeyRow | undefined;
-  const next = keys.length > q.limit && last ? encodeCursor(q.binding ?? '', { key: byId ? null : last.k, id: last.id }) : null;
+  const next = keys.length > q.limit && last ? encodeCursor(q.list ?? '', q.binding ?? '', { key: byId ? null : last.k, id: last.id }) : null;
   if (!page.length) return { total, items: [], next };
   const pageIds = page.map((r) => r.id);
   if (load) return { total, items: await load(`${idColumn} = ANY($1)`, [pageIds], orderClause(orderExpr, idColumn, q.orderByDir)), next };

@@ -11,6 +11,7 @@ import type { RouteInfo } from './route-table.js';
 import { IsIsoDateTime } from './validation.js';
 
 const SPEC: ListSpec = {
+  name: 'widgets',
   sortable: { id: 'w.id', name: 'w.name' },
   searchExpression: 'w.name',
   filters: { colour: { type: 'string', column: 'w.colour', values: ['red', 'blue'] }, ownerId: { type: 'int', column: 'w.owner_id' } },
@@ -149,7 +150,7 @@ describe('listQueryParameters', () => {
       for (const v of values) expect(() => parseListQuery({ [p.name]: v }, SPEC)).not.toThrow();
     }
     expect(() => parseListQuery({ undocumented: '1' }, SPEC)).toThrow();
-    const noSearch = listQueryParameters({ sortable: { id: 'w.id' } }).map((p) => p.name);
+    const noSearch = listQueryParameters({ name: 'w', sortable: { id: 'w.id' } }).map((p) => p.name);
     expect(noSearch).toEqual(['page', 'limit', 'orderBy', 'orderByDir']);
   });
 });

@@ -465,7 +465,7 @@ export function completeOpenApi(document: OpenAPIObject, routes: RouteInfo[]): v
     if (spec || searchSpec) {
       add(
         400,
-        'Invalid list parameters (unknown parameter, value out of range, orderBy not in the list, a filter with an unknown field, an operator the field does not take, a bad value or a broken limit, a cursor of another walk); `details` names each parameter',
+        'Invalid list parameters (unknown parameter, value out of range, orderBy not in the list, a filter with an unknown field, an operator the field does not take, a bad value or a broken limit, a cursor of another list or another walk); `details` names each parameter',
       );
     }
     // Every query parameter a route declares is checked (and the query string's text is, for every route): a bad one is a 400.

@@ -1,15 +1,26 @@
 import { describe, expect, it } from '@jest/globals';
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from './errors.js';
-import { decodeUrlComponent, inspectBody, inspectPath, inspectQuery, isValidText, requestTextMiddleware } from './request-text.middleware.js';
+import {
+  assertFormFields,
+  decodeUrlComponent,
+  inspectBody,
+  inspectFormFields,
+  inspectPath,
+  inspectQuery,
+  inspectRawBody,
+  isValidText,
+  requestTextMiddleware,
+} from './request-text.middleware.js';
 
-/** Runs the middleware on a fake request and returns what it passed to next(). */
-function run(method: string, url: string, body?: unknown): AppError | undefined {
+/** Runs the middleware on a fake request (with the body's bytes as `rawBody`, as Nest keeps them) and returns what it passed to next(). */
+function run(method: string, url: string, body?: unknown, raw?: { bytes: Buffer; type: string }): AppError | undefined {
   let passed: unknown = 'not called';
   const next: NextFunction = (err?: unknown) => {
     passed = err;
   };
-  requestTextMiddleware({ method, originalUrl: url, url, body } as unknown as Request, {} as Response, next);
+  const req = { method, originalUrl: url, url, body, rawBody: raw?.bytes, headers: raw ? { 'content-type': raw.type } : {} };
+  requestTextMiddleware(req as unknown as Request, {} as Response, next);
   if (passed === 'not called') throw new Error('next() was not called');
   return passed as AppError | undefined;
 }
@@ -68,7 +79,68 @@ describe('inspectBody', () => {
   });
 });
 
+describe('inspectRawBody', () => {
+  const json = 'application/json';
+  it('refuses bytes that are not UTF-8 in a UTF-8 body (body-parser would store U+FFFD)', () => {
+    const bad = Buffer.concat([Buffer.from('{"name":"a'), Buffer.from([0xff]), Buffer.from('"}')]);
+    expect(inspectRawBody(bad, json)).toEqual([{ field: 'body', message: 'must be valid UTF-8' }]);
+    expect(inspectRawBody(bad, 'application/json; charset=UTF-8')).toHaveLength(1);
+    expect(inspectRawBody(Buffer.from([0x22, 0xed, 0xa0, 0x80, 0x22]), json)).toHaveLength(1); // an encoded surrogate
+    expect(inspectRawBody(Buffer.from([0x22, 0xc3, 0x22]), json)).toHaveLength(1); // a cut sequence
+    expect(inspectRawBody(Buffer.from('{"name":"café 😀 \ufffd"}'), json)).toEqual([]);
+    // Another declared charset is decoded by its own rules.
+    expect(inspectRawBody(bad, 'application/json; charset=utf-16le')).toEqual([]);
+  });
+
+  it('refuses percent-encodings of a form body that are not UTF-8, by field', () => {
+    const form = 'application/x-www-form-urlencoded';
+    expect(inspectRawBody(Buffer.from('grant_type=x&client_id=a%FF'), form)).toEqual([
+      { field: 'client_id', message: expect.stringContaining('invalid Unicode') },
+    ]);
+    expect(inspectRawBody(Buffer.from('a%FF=1'), form)).toEqual([{ field: 'body', message: expect.stringContaining('parameter name') }]);
+    expect(inspectRawBody(Buffer.from('name=caf%C3%A9&x=100%25'), form)).toEqual([]);
+    expect(inspectRawBody(Buffer.from([0x61, 0x3d, 0xff]), form)).toEqual([{ field: 'body', message: 'must be valid UTF-8' }]);
+  });
+});
+
+describe('inspectFormFields (multipart text fields)', () => {
+  it.each(['__proto__', 'constructor', 'toString', 'valueOf', 'hasOwnProperty'])('refuses a field named %s', (name) => {
+    const fields = Object.create(null) as Record<string, unknown>;
+    fields.title = 'x';
+    fields[name] = 'y';
+    expect(inspectFormFields(fields)).toEqual([{ field: name, message: 'should not exist' }]);
+    expect(() => assertFormFields(fields)).toThrow(AppError);
+  });
+
+  it('refuses U+FFFD (what busboy makes of bytes that are not UTF-8), NUL and lone surrogates; nested fields by path', () => {
+    expect(inspectFormFields({ title: 'a\ufffdb' })).toEqual([{ field: 'title', message: 'must be valid UTF-8' }]);
+    expect(inspectFormFields({ mapping: { Name: 'x\ufffd' } })).toEqual([{ field: 'mapping.Name', message: 'must be valid UTF-8' }]);
+    expect(inspectFormFields({ title: 'a\u0000' })).toEqual([{ field: 'title', message: expect.stringContaining('NUL') }]);
+    expect(inspectFormFields({ a: { __proto__x: '1' }, b: Object.assign(Object.create(null) as object, { ['__proto__']: 'z' }) })).toEqual([
+      { field: 'b.__proto__', message: 'should not exist' },
+    ]);
+    expect(inspectFormFields({ title: 'Café 😀', description: '' })).toEqual([]);
+    expect(() => assertFormFields({ title: 'ok' })).not.toThrow();
+    expect(() => assertFormFields(undefined)).not.toThrow();
+  });
+});
+
 describe('requestTextMiddleware', () => {
+  it('answers 400 for a JSON or form body whose bytes are not UTF-8, before any route', () => {
+    const bytes = Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xff]), Buffer.from('"}')]);
+    const err = run('POST', '/api/contacts/new', { name: '\ufffd' }, { bytes, type: 'application/json' });
+    expect(err?.code).toBe('validation_failed');
+    expect(err?.details).toEqual([{ field: 'body', message: 'must be valid UTF-8' }]);
+    const form = run(
+      'POST',
+      '/api/oauth/v2/token',
+      { client_id: '\ufffd' },
+      { bytes: Buffer.from('client_id=%FF'), type: 'application/x-www-form-urlencoded' },
+    );
+    expect(form?.code).toBe('invalid_request');
+    expect(run('POST', '/api/contacts/new', { name: 'é' }, { bytes: Buffer.from('{"name":"é"}'), type: 'application/json' })).toBeUndefined();
+  });
+
   it('passes a clean request on', () => {
     expect(run('GET', '/api/contacts?search=caf%C3%A9', undefined)).toBeUndefined();
     expect(run('POST', '/api/contacts/new', { name: 'x', fields: { a: 1 } })).toBeUndefined();

@@ -3,17 +3,23 @@
  * compared as text (issue 11 items 7 and 12):
  *
  * - path segments and query keys/values: no NUL, and percent-encodings that decode to UTF-8;
- * - JSON and form bodies: no NUL or lone surrogate in any key or string, and no key named after a
+ * - JSON and form bodies: bytes that are valid UTF-8 (the parsers would put U+FFFD in place of the
+ *   others and store it), percent-encodings of a form body that decode to UTF-8, no NUL or lone
+ *   surrogate in any key or string, and no key named after a
  *   built-in object member (`__proto__`, `constructor`, `toString`, ...). class-transformer skips
  *   such keys when it builds a DTO (it never copies `__proto__`/`constructor`, nor a key whose
  *   value on the new instance is an inherited function), so the whitelist never saw them and they
  *   were silently dropped; they are unknown properties like any other.
+ *
+ * Multipart bodies are parsed later, by the routes that take them: their text fields get the same
+ * checks through assertFormFields (below).
  *
  * Every failure is a 400 in the error shape (RFC 6749's invalid_request on the OAuth endpoints);
  * the public asset download answers 404 for an address that cannot name an asset.
  * Registered as the first Express middleware after the body parsers (src/http.ts), ahead of the
  * router, whose own parameter decoding would otherwise fail first.
  */
+import { isUtf8 } from 'node:buffer';
 import type { NextFunction, Request, Response } from 'express';
 import { AppError, type ErrorDetail } from './errors.js';
 
@@ -81,6 +87,58 @@ export function inspectBody(body: unknown): ErrorDetail[] {
   return out;
 }
 
+/**
+ * Problems in the bytes of a parsed JSON or form body (Nest keeps them as `rawBody`): bytes that are
+ * not UTF-8, where the body is UTF-8 (no charset, or utf-8), and in a form body percent-encodings
+ * that do not decode to UTF-8 (named by field). body-parser decodes both leniently.
+ */
+export function inspectRawBody(raw: Buffer, contentType: string | undefined): ErrorDetail[] {
+  const type = (contentType ?? '').toLowerCase();
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/.exec(type)?.[1];
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') return [];
+  if (!isUtf8(raw)) return [{ field: 'body', message: 'must be valid UTF-8' }];
+  if (type.startsWith('application/x-www-form-urlencoded') && raw.includes(0x25 /* % */)) {
+    return inspectQuery(raw.toString('latin1')).map((d) => (d.field === 'query' ? { ...d, field: 'body' } : d));
+  }
+  return [];
+}
+
+/**
+ * Problems in the text fields of a multipart body (multer's `req.body`): what inspectBody finds in a
+ * JSON body (reserved names such as `__proto__` or `toString`, NUL, lone surrogates), and U+FFFD.
+ * busboy decodes a field's bytes leniently and never shows them, so a replacement character is the
+ * only trace of bytes that were not valid UTF-8 (or not valid in the part's declared charset): a
+ * field holding one is refused as not valid text.
+ */
+export function inspectFormFields(fields: unknown): ErrorDetail[] {
+  const out = inspectBody(fields);
+  if (fields === null || typeof fields !== 'object') return out;
+  const stack: [unknown, string][] = Object.entries(fields).map(([k, v]) => [v, k]);
+  for (let entry = stack.pop(); entry && out.length < MAX_DETAILS; entry = stack.pop()) {
+    const [v, path] = entry;
+    if (typeof v === 'string') {
+      if (v.includes('\ufffd') && !out.some((d) => d.field === path)) out.push({ field: path, message: 'must be valid UTF-8' });
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, child] of Object.entries(v)) if (!RESERVED_PROPERTY_NAMES.has(k)) stack.push([child, `${path}.${k}`]);
+    }
+  }
+  return out;
+}
+
+/** assertFormFields: a 400 naming every field inspectFormFields refuses. */
+export function assertFormFields(fields: unknown): void {
+  const details = inspectFormFields(fields);
+  if (details.length) throw textError(details, 'validation_failed');
+}
+
+function textError(details: ErrorDetail[], code: 'validation_failed' | 'invalid_request'): AppError {
+  const summary = details
+    .slice(0, 5)
+    .map((d) => `${d.field}: ${d.message}`)
+    .join('; ');
+  return new AppError(code, `Validation failed: ${summary}`, details);
+}
+
 /** Problems in the raw query string, by parameter name. */
 export function inspectQuery(rawQuery: string): ErrorDetail[] {
   const out: ErrorDetail[] = [];
@@ -122,15 +180,14 @@ export function requestTextMiddleware(req: Request, _res: Response, next: NextFu
   }
   if (q >= 0) details.push(...inspectQuery(url.slice(q + 1)));
   const body: unknown = req.body;
-  if (body !== null && typeof body === 'object' && !Buffer.isBuffer(body)) details.push(...inspectBody(body));
+  if (body !== null && typeof body === 'object' && !Buffer.isBuffer(body)) {
+    const raw = (req as { rawBody?: unknown }).rawBody;
+    if (Buffer.isBuffer(raw)) details.push(...inspectRawBody(raw, req.headers['content-type']));
+    details.push(...inspectBody(body));
+  }
   if (!details.length) {
     next();
     return;
   }
-  const summary = details
-    .slice(0, 5)
-    .map((d) => `${d.field}: ${d.message}`)
-    .join('; ');
-  const code = rawPath.startsWith('/api/oauth/') ? 'invalid_request' : 'validation_failed';
-  next(new AppError(code, `Validation failed: ${summary}`, details));
+  next(textError(details, rawPath.startsWith('/api/oauth/') ? 'invalid_request' : 'validation_failed'));
 }

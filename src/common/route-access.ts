@@ -63,7 +63,8 @@ export const FALLBACK_ROUTE_KEY = 'sf:fallback-route';
  * - `token-or-basic`: a token as Bearer, or as the password of HTTP Basic (which browsers cache, so
  *   such routes also refuse cross-origin state-changing requests);
  * - `metrics-token`: `Authorization: Bearer <METRICS_TOKEN>`, or a token as for `token`;
- * - `sms-signature`: `X-Signature: sha256=<HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>`;
+ * - `sms-signature`: `X-Signature: t=<unix seconds>,sha256=<HMAC-SHA256 of "<t>.<raw body>" with SMS_WEBHOOK_SECRET>`,
+ *   the timestamp within 5 minutes of the server's time (sms/signature.ts);
  * - `session`: the account console's session cookie (checked by account/console.guard.ts; no token is
  *   accepted there, and the cookie is never accepted by a token route);
  * - `signed-link`: a link the service handed out, signed and expiring (`?expires=<unix seconds>&signature=<hex>`,

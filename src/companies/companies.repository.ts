@@ -7,6 +7,7 @@ import { outboxInsertSql } from '../events/events.repository.js';
 import { Company } from './company.entity.js';
 
 export const COMPANY_LIST_SPEC: ListSpec = {
+  name: 'companies',
   sortable: {
     id: 'co.id',
     name: 'co.name',

@@ -7,6 +7,7 @@ describe('loadConfig', () => {
     expect(c).toMatchObject({ role: 'all', port: 3000, databaseUrl: null, redisUrl: null, rateLimits: { basic: 1000, professional: 5000, enterprise: 10000 } });
     expect(c.baseUrl).toBe('http://localhost:3000');
     expect(c.assetMaxBytes).toBe(25 * 1024 * 1024);
+    expect(c.httpKeepAliveTimeoutMs).toBe(65000);
   });
 
   it.each([
@@ -19,6 +20,9 @@ describe('loadConfig', () => {
     ['RUN_MIGRATIONS', 'maybe'],
     ['REDIS_PREFIX', 'has space'],
     ['SMS_PROVIDER', 'carrier-pigeon'],
+    ['HTTP_KEEP_ALIVE_TIMEOUT_MS', '999'],
+    ['HTTP_KEEP_ALIVE_TIMEOUT_MS', '600001'],
+    ['HTTP_KEEP_ALIVE_TIMEOUT_MS', '5s'],
   ])('refuses %s=%s and names the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);

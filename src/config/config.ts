@@ -57,6 +57,12 @@ export interface AppConfig {
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   logFormat: 'json' | 'pretty';
   shutdownGraceMs: number;
+  /**
+   * How long the HTTP server keeps an idle keep-alive connection open (HTTP_KEEP_ALIVE_TIMEOUT_MS):
+   * above the idle timeout of the load balancers in front (60 s for most), so that they, not the
+   * server, close idle connections and never reuse one the server is closing.
+   */
+  httpKeepAliveTimeoutMs: number;
   smsProvider: 'log' | 'http';
   smsHttpUrl: string | null;
   smsHttpToken: string | null;
@@ -273,6 +279,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10000, 0, 600000),
+    httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 65000, 1000, 600000),
     smsProvider,
     smsHttpUrl,
     smsHttpToken: optional(env, 'SMS_HTTP_TOKEN'),

@@ -73,6 +73,7 @@ export interface ContactExportRow {
 export type ContactListScope = (qb: SelectQueryBuilder<Contact>) => void;
 
 export const CONTACT_LIST_SPEC: ListSpec = {
+  name: 'contacts',
   sortable: {
     id: 'c.id',
     name: 'c.name',

@@ -188,8 +188,7 @@ describe('ContactsService (service layer, real PostgreSQL)', () => {
     expect(all.total).toBe(Number(n));
     const scoped = await contacts.list(
       {},
-      (qb) => qb.andWhere('c.id IN (:...ids)', { ids: ids.slice(1, 3) }),
-      async () => 2,
+      { name: 'some contacts', where: (qb) => qb.andWhere('c.id IN (:...ids)', { ids: ids.slice(1, 3) }), count: async () => 2 },
     );
     expect(scoped).toMatchObject({ total: 2 });
     expect(scoped.contacts.map((c) => c.id).sort()).toEqual(ids.slice(1, 3).sort());

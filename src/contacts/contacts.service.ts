@@ -34,6 +34,18 @@ import {
 
 export { CONTACT_LIST_SPEC, type ContactListScope };
 
+/** A narrowed contacts list: a company's, a campaign's or a segment's contacts. */
+export interface ScopedContactList {
+  /** The list's name, which its cursors carry (e.g. `campaign 5 contacts`): another list's cursor is refused. */
+  name: string;
+  /** Narrows the query (alias `c`). */
+  where: ContactListScope;
+  /** The scope's exact size when no search or filter applies, counted more cheaply than by counting rows. */
+  count?: () => Promise<number>;
+  /** What modifiedSince compares with, when the scope counts more as a change than the contact's modifiedAt. */
+  changedExpression?: string;
+}
+
 /** The one mapper from a stored contact (with its owner's name) to the API record. */
 export function toContactRecord(r: ContactRow) {
   return {
@@ -106,15 +118,15 @@ export class ContactsService {
     private readonly batches: BatchRunner,
   ) {}
 
-  /**
-   * The contacts list; `scope` narrows it (alias `c`), and `scopeCount` gives that scope's exact size
-   * cheaply when no search or filter applies; `changedExpression` replaces what modifiedSince compares with.
-   */
-  async list(query: Record<string, unknown>, scope?: ContactListScope, scopeCount?: () => Promise<number>, changedExpression?: string) {
-    // A scope may count more as a change than the contact's own modifiedAt (e.g. joining a campaign).
-    const spec = changedExpression ? { ...CONTACT_LIST_SPEC, changedExpression } : CONTACT_LIST_SPEC;
+  /** The contacts list, or with `scoped` a narrowed one (a company's, a campaign's, a segment's contacts). */
+  async list(query: Record<string, unknown>, scoped?: ScopedContactList) {
+    // A scope is its own list (its cursors name it), and may count more as a change than the
+    // contact's own modifiedAt (e.g. joining a campaign).
+    const spec = scoped
+      ? { ...CONTACT_LIST_SPEC, name: scoped.name, ...(scoped.changedExpression ? { changedExpression: scoped.changedExpression } : {}) }
+      : CONTACT_LIST_SPEC;
     const q = parseListQuery(query, spec, await this.listExtras(query));
-    const page = await this.contacts.page(q, scope, scopeCount, spec);
+    const page = await this.contacts.page(q, scoped?.where, scoped?.count, spec);
     return listEnvelope(q, 'contacts', page, page.rows.map(toContactRecord));
   }
 
@@ -173,7 +185,11 @@ export class ContactsService {
 
   /** A company's contacts (GET /api/companies/{id}/contacts): exactly the contacts list's parameters and envelope. */
   listOfCompany(companyId: number, query: Record<string, unknown>) {
-    return this.list(query, this.contacts.companyScope(companyId), () => this.contacts.countByCompany(companyId));
+    return this.list(query, {
+      name: `company ${companyId} contacts`,
+      where: this.contacts.companyScope(companyId),
+      count: () => this.contacts.countByCompany(companyId),
+    });
   }
 
   async get(id: number): Promise<ContactRecord> {
@@ -411,8 +427,9 @@ export class ContactsService {
     for (const index of live) {
       const item = items[index];
       if (!item) continue;
+      // The id names the record only in update and upsert by id; in a create it is a property the body may not have.
       const { id: _id, ...rest } = item;
-      const body = by === 'id' ? rest : item;
+      const body = by === 'id' && mode !== 'create' ? rest : item;
       const row = plans[index].key ? current.get(plans[index].key.value) : undefined;
       try {
         if (row && applyPatch) {

@@ -7,6 +7,7 @@ import { Deal } from './deal.entity.js';
 import { DEAL_STATUSES } from './deal.rules.js';
 
 export const DEAL_LIST_SPEC: ListSpec = {
+  name: 'deals',
   sortable: {
     id: 'd.id',
     title: 'd.title',

@@ -15,6 +15,7 @@ async function returning<T>(db: { query(sql: string, params?: unknown[]): Promis
 }
 
 export const WEBHOOK_LIST_SPEC: ListSpec = {
+  name: 'webhooks',
   sortable: { id: 'w.id', url: 'w.url', createdAt: 'w.created_at', modifiedAt: 'w.modified_at' },
   searchExpression: "lower(w.url || ' ' || coalesce(w.description, ''))",
   filters: { isActive: { type: 'boolean', column: 'w.is_active' } },

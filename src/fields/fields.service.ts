@@ -33,6 +33,8 @@ const SEARCH = 'sf_text(f.label, f.alias, f.description)';
 
 /** Lists under `/api/fields/<object>`: the object comes from the path. */
 export const FIELD_LIST_SPEC: ListSpec = {
+  // Per object at request time (`contact fields`, `company fields`): see list().
+  name: 'object fields',
   sortable: SORTABLE,
   searchExpression: SEARCH,
   filters: {
@@ -81,6 +83,7 @@ export const FIELD_LIST_SPEC: ListSpec = {
 /** The collection-style list `/api/fields`: both objects, with an `object` filter. */
 export const FIELD_COLLECTION_LIST_SPEC: ListSpec = {
   ...FIELD_LIST_SPEC,
+  name: 'fields',
   filters: { ...FIELD_LIST_SPEC.filters, object: { type: 'string', column: 'f.object', values: FIELD_OBJECTS } },
   filterable: { ...FIELD_LIST_SPEC.filterable, object: { type: 'enum', sql: 'f.object', values: FIELD_OBJECTS } },
 };
@@ -131,7 +134,7 @@ export class FieldsService {
 
   /** `object` given: the path-style list of that object; omitted: the collection-style list of both. */
   async list(query: Record<string, unknown>, object?: FieldObject) {
-    const spec = object ? FIELD_LIST_SPEC : FIELD_COLLECTION_LIST_SPEC;
+    const spec = object ? { ...FIELD_LIST_SPEC, name: `${object} fields` } : FIELD_COLLECTION_LIST_SPEC;
     const q = parseListQuery(query, spec);
     const page = await this.fields.page(q, spec, object);
     return listEnvelope(

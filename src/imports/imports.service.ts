@@ -10,6 +10,7 @@ import { inspectBody } from '../common/request-text.middleware.js';
 import { jobCredentialOf } from '../auth/tokens.service.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
+import { assertFormFields } from '../common/request-text.middleware.js';
 import { AppValidationPipe } from '../common/validation.js';
 import { APP_CONFIG, type AppConfig, type Plan } from '../config/config.js';
 import { Transactions, type Tx } from '../database/transactions.js';
@@ -157,6 +158,8 @@ export class ImportsService {
   async createFromUpload(body: unknown, file: StoredImportFile | undefined, who: Principal): Promise<ImportRecord> {
     try {
       if (!file) throw fieldError('file', 'is required: upload the CSV file in the form field "file"');
+      // Reserved names (`__proto__`, `toString`, ...) and text that is not valid UTF-8: a 400, as in a JSON body.
+      assertFormFields(body);
       const form = (body ?? {}) as Record<string, unknown>;
       const typedForm: Record<string, unknown> = { ...form };
       if (typeof form.mapping === 'string') {

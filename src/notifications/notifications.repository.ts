@@ -6,6 +6,7 @@ import { type Db, Transactions, type Tx } from '../database/transactions.js';
 import { Notification, NOTIFICATION_TYPES, type NotificationType } from './notification.entity.js';
 
 export const NOTIFICATION_LIST_SPEC: ListSpec = {
+  name: 'notifications',
   sortable: { id: 'n.id', type: 'n.type', isRead: 'n.is_read', createdAt: 'n.created_at', modifiedAt: 'n.modified_at' },
   searchExpression: 'sf_text(n.message)',
   filters: {

@@ -6,6 +6,7 @@ import type { Tx } from '../database/transactions.js';
 import { PointGroup } from './point-group.entity.js';
 
 export const POINT_GROUP_LIST_SPEC: ListSpec = {
+  name: 'point groups',
   sortable: {
     id: 'g.id',
     name: 'g.name',

@@ -14,6 +14,7 @@ import { ReportsRepository } from './reports.repository.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 
 export const REPORT_LIST_SPEC: ListSpec = {
+  name: 'reports',
   sortable: {
     id: 'r.id',
     name: 'r.name',

@@ -8,6 +8,7 @@ import type { Tx } from '../database/transactions.js';
 import { BUILD_STATUSES, Segment, SEGMENT_TYPES } from './segment.entity.js';
 
 export const SEGMENT_LIST_SPEC: ListSpec = {
+  name: 'segments',
   sortable: {
     id: 's.id',
     name: 's.name',

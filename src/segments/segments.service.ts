@@ -252,7 +252,12 @@ export class SegmentsService {
   /** The segment's member contacts, with exactly the contacts list's parameters and envelope. */
   async listContacts(id: number, query: Record<string, unknown>) {
     if (!(await this.segments.exists(id))) throw notFound('Segment', id);
-    return this.contacts.list(query, this.segments.memberScope(id), () => this.segments.count(id), this.segments.memberChangedExpression(id));
+    return this.contacts.list(query, {
+      name: `segment ${id} contacts`,
+      where: this.segments.memberScope(id),
+      count: () => this.segments.count(id),
+      changedExpression: this.segments.memberChangedExpression(id),
+    });
   }
 
   async count(id: number): Promise<{ count: number; status: string }> {

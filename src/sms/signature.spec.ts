@@ -2,29 +2,51 @@ import { describe, expect, it } from '@jest/globals';
 import { createHmac } from 'node:crypto';
 import { parseRetryAfter } from './http.provider.js';
 import { idempotencyKey, parseIdempotencyKey } from './sms-provider.js';
-import { signBody, verifySignature } from './signature.js';
+import { signatureProblem, signBody, verifySignature } from './signature.js';
 
-describe('delivery report signatures (HMAC-SHA256 of the raw body)', () => {
+describe('SMS gateway signatures (HMAC-SHA256 of "<timestamp>.<raw body>", the timestamp within 5 minutes)', () => {
   const body = Buffer.from('{"reference":"textmessage-1-1","status":"delivered"}');
-  const good = 'sha256=' + createHmac('sha256', 's3cret').update(body).digest('hex');
+  const now = Date.UTC(2026, 10, 27, 12, 0, 0);
+  const t = now / 1000;
+  const hex = (secret: string, ts: number, raw: Buffer | string = body) => createHmac('sha256', secret).update(`${ts}.${raw.toString()}`).digest('hex');
+  const good = `t=${t},sha256=${hex('s3cret', t)}`;
 
-  it('accepts the right signature, with or without the sha256= prefix, any hex case', () => {
-    expect(signBody('s3cret', body)).toBe(good);
-    expect(verifySignature('s3cret', body, good)).toBe(true);
-    expect(verifySignature('s3cret', body, good.slice(7))).toBe(true);
-    expect(verifySignature('s3cret', body, good.toUpperCase().replace('SHA256=', 'sha256='))).toBe(true);
+  it('signs and accepts the timestamped signature, in any order, any hex case, with spaces, and one of several HMACs', () => {
+    expect(signBody('s3cret', body, now)).toBe(good);
+    expect(verifySignature('s3cret', body, good, now)).toBe(true);
+    expect(verifySignature('s3cret', body, `sha256=${hex('s3cret', t).toUpperCase()}, t=${t}`, now)).toBe(true);
+    expect(verifySignature('s3cret', body, `t=${t},sha256=${hex('old', t)},sha256=${hex('s3cret', t)}`, now)).toBe(true);
+    // Within 5 minutes either way (clocks differ a little, requests take a moment).
+    expect(verifySignature('s3cret', body, `t=${t - 300},sha256=${hex('s3cret', t - 300)}`, now)).toBe(true);
+    expect(verifySignature('s3cret', body, `t=${t + 300},sha256=${hex('s3cret', t + 300)}`, now)).toBe(true);
   });
 
-  it('refuses anything else', () => {
-    expect(verifySignature('other', body, good)).toBe(false);
-    expect(verifySignature('s3cret', Buffer.from(body.toString() + ' '), good)).toBe(false);
-    expect(verifySignature('s3cret', body, undefined)).toBe(false);
-    expect(verifySignature('s3cret', body, '')).toBe(false);
-    expect(verifySignature('s3cret', body, good.slice(0, -2))).toBe(false);
-    expect(verifySignature('s3cret', body, 'sha256=' + 'z'.repeat(64))).toBe(false);
-    expect(verifySignature(null, body, good)).toBe(false);
-    expect(verifySignature('s3cret', undefined, good)).toBe(false);
-    expect(verifySignature('s3cret', body, ['a'])).toBe(false);
+  it('refuses a replay: a signature older (or newer) than 5 minutes, and a timestamp changed after signing', () => {
+    const old = `t=${t - 301},sha256=${hex('s3cret', t - 301)}`;
+    expect(verifySignature('s3cret', body, old, now)).toBe(false);
+    expect(signatureProblem('s3cret', body, old, now)).toMatch(/more than 5 minutes/);
+    expect(verifySignature('s3cret', body, `t=${t + 301},sha256=${hex('s3cret', t + 301)}`, now)).toBe(false);
+    // The old signature with a fresh timestamp: the HMAC covers the timestamp.
+    expect(verifySignature('s3cret', body, `t=${t},sha256=${hex('s3cret', t - 3600)}`, now)).toBe(false);
+    expect(signatureProblem('s3cret', body, `t=${t},sha256=${hex('s3cret', t - 3600)}`, now)).toMatch(/does not match/);
+  });
+
+  it('refuses anything else, saying why', () => {
+    const bodyOnly = 'sha256=' + createHmac('sha256', 's3cret').update(body).digest('hex');
+    expect(verifySignature('s3cret', body, bodyOnly, now)).toBe(false);
+    expect(signatureProblem('s3cret', body, bodyOnly, now)).toMatch(/needs its timestamp/);
+    expect(verifySignature('other', body, good, now)).toBe(false);
+    expect(verifySignature('s3cret', Buffer.from(body.toString() + ' '), good, now)).toBe(false);
+    expect(signatureProblem('s3cret', body, undefined, now)).toMatch(/not signed/);
+    expect(verifySignature('s3cret', body, '', now)).toBe(false);
+    expect(verifySignature('s3cret', body, good.slice(0, -2), now)).toBe(false);
+    expect(signatureProblem('s3cret', body, `t=${t},sha256=${'z'.repeat(64)}`, now)).toMatch(/malformed/);
+    expect(verifySignature('s3cret', body, `t=${t},t=${t},sha256=${hex('s3cret', t)}`, now)).toBe(false);
+    expect(verifySignature('s3cret', body, `t=-1,sha256=${hex('s3cret', -1)}`, now)).toBe(false);
+    expect(verifySignature('s3cret', body, `t=${t}`, now)).toBe(false);
+    expect(verifySignature(null, body, good, now)).toBe(false);
+    expect(verifySignature('s3cret', undefined, good, now)).toBe(false);
+    expect(verifySignature('s3cret', body, ['a'], now)).toBe(false);
   });
 });
 

@@ -19,6 +19,7 @@ import { MergeFieldError, parseTemplate, templateAliases, templateSql } from './
 import { SKIP_REASONS, TextMessageRepository } from './text-message.repository.js';
 
 export const BROADCAST_LIST_SPEC: ListSpec = {
+  name: 'broadcasts',
   sortable: {
     id: 'b.id',
     name: 'b.name',

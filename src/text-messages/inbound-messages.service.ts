@@ -5,7 +5,7 @@ import { AppError, fieldError } from '../common/errors.js';
 import { toE164 } from '../common/phone.js';
 import { ContactsService } from '../contacts/contacts.service.js';
 import { Transactions } from '../database/transactions.js';
-import { verifySignature } from '../sms/signature.js';
+import { signatureProblem } from '../sms/signature.js';
 import { type InboundAction, InboundMessagesRepository } from './inbound-messages.repository.js';
 
 /** Replies that opt the sender out of text messages, and back in (compared trimmed, any case). */
@@ -46,9 +46,8 @@ export class InboundMessagesService {
   ) {}
 
   async receive(rawBody: Buffer | undefined, signature: unknown, body: unknown): Promise<InboundResult> {
-    if (!verifySignature(this.config.smsWebhookSecret, rawBody, signature)) {
-      throw new AppError('unauthorized', 'The inbound message is not signed with the webhook secret (X-Signature: sha256=<hex HMAC-SHA256 of the body>)');
-    }
+    const problem = signatureProblem(this.config.smsWebhookSecret, rawBody, signature);
+    if (problem !== null) throw new AppError('unauthorized', `The inbound message is refused: ${problem}`);
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw fieldError('body', 'must be a JSON object');
     const b = body as Record<string, unknown>;
     if (typeof b.from !== 'string') throw fieldError('from', 'is required: the sender phone number');

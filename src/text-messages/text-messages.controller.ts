@@ -64,7 +64,7 @@ export class TextMessagesController {
     return { textMessage: await this.messages.create(dto, who) };
   }
 
-  @ApiErrors({ status: 401, description: 'Missing or wrong X-Signature', codes: ['unauthorized'] })
+  @ApiErrors({ status: 401, description: 'Missing, wrong or expired X-Signature', codes: ['unauthorized'] })
   @Post('delivery-reports')
   @HttpCode(200)
   @SignedBySmsGateway()
@@ -72,7 +72,8 @@ export class TextMessagesController {
     summary: 'Delivery report callback of the HTTP SMS gateway (public, signed)',
     description:
       'Body: `{ reference, id?, status: "delivered"|"failed"|"undelivered", error?, timestamp? }` where `reference` is the Idempotency-Key the service sent (`textmessage-<id>-<sendCount>`). ' +
-      "Header `X-Signature: sha256=<hex HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>`, checked by the guard chain before the body is read; a missing or wrong signature is a 401 (and counts against the sender address's anonymous rate limit; signed reports are not rate limited). " +
+      'Header `X-Signature: t=<unix seconds>,sha256=<hex HMAC-SHA256 of "<t>.<raw body>" with SMS_WEBHOOK_SECRET>` (the timestamp is signed with the body; one more than 5 minutes from the server\'s time is refused, so a captured request cannot be replayed), ' +
+      "checked by the guard chain before the body is read; a missing, wrong or expired signature is a 401 (and counts against the sender address's anonymous rate limit; signed reports are not rate limited). " +
       'Moves a sent message to delivered or failed (failed leaves an `sms_failed` notification for the creator); reports for an earlier send, or that would move a message backwards, are acknowledged with `accepted: false`.',
   })
   @ApiBody({ type: DeliveryReportDto })
@@ -85,7 +86,7 @@ export class TextMessagesController {
   }
 
   @ApiErrors(
-    { status: 401, description: 'Missing or wrong X-Signature', codes: ['unauthorized'] },
+    { status: 401, description: 'Missing, wrong or expired X-Signature', codes: ['unauthorized'] },
     { status: 400, description: 'from is not a phone number, body missing or too long, receivedAt not a date-time' },
   )
   @Post('inbound')
@@ -94,7 +95,7 @@ export class TextMessagesController {
   @ApiOperation({
     summary: 'Inbound text message (a reply) from the HTTP SMS gateway (public, signed)',
     description:
-      'Body: `{ from, to?, body, messageId?, receivedAt? }`, signed like delivery reports (`X-Signature: sha256=<hex HMAC-SHA256 of the raw body with SMS_WEBHOOK_SECRET>`; 401 otherwise). ' +
+      'Body: `{ from, to?, body, messageId?, receivedAt? }`, signed like delivery reports (`X-Signature: t=<unix seconds>,sha256=<hex HMAC-SHA256 of "<t>.<raw body>" with SMS_WEBHOOK_SECRET>`, the timestamp within 5 minutes of the server\'s time; 401 otherwise, so a captured STOP or START cannot be replayed). ' +
       'Every message is stored. A body of STOP, UNSUBSCRIBE, CANCEL, END or QUIT (trimmed, any case) sets the sms do-not-contact entry `unsubscribed` on every contact whose phone is `from` (E.164-normalised; existing entries keep their reason); ' +
       'START or UNSTOP removes entries `unsubscribed` and `bounced` (a `manual` entry stays). Other bodies are stored and change nothing. Each changed contact gets a contact.updated event. ' +
       'A repeated `messageId` is acknowledged with `accepted: false` and not acted on again.',

@@ -11,7 +11,7 @@ import { toE164 } from '../common/validation.js';
 import { JOB_IDS } from '../jobs/job-names.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import { parseIdempotencyKey } from '../sms/sms-provider.js';
-import { verifySignature } from '../sms/signature.js';
+import { signatureProblem } from '../sms/signature.js';
 import { canEdit, canSend, deliveryTransition, TEXT_MESSAGE_STATUSES, type TextMessageStatus } from './text-message-state.js';
 import { CreateTextMessageDto, UpdateTextMessageDto } from './text-message.dto.js';
 import { TextMessage } from './text-message.entity.js';
@@ -20,6 +20,7 @@ import { NotificationsService } from '../notifications/notifications.service.js'
 import { ContactsService } from '../contacts/contacts.service.js';
 
 export const TEXT_MESSAGE_LIST_SPEC: ListSpec = {
+  name: 'text messages',
   sortable: {
     id: 't.id',
     recipient: 't.recipient',
@@ -293,16 +294,15 @@ export class TextMessagesService {
   }
 
   /**
-   * A delivery report from the HTTP gateway. The signature (HMAC-SHA256 of the raw body with
-   * SMS_WEBHOOK_SECRET, header X-Signature) is checked before anything else: 401 when it is missing
-   * or wrong. The message is found by `reference` (our Idempotency-Key) or the gateway's `id`; a
+   * A delivery report from the HTTP gateway. The signature (header X-Signature: HMAC-SHA256 of its
+   * timestamp and the raw body with SMS_WEBHOOK_SECRET, the timestamp within 5 minutes of now) is
+   * checked before anything else: 401 when it is missing, wrong or too old. The message is found by `reference` (our Idempotency-Key) or the gateway's `id`; a
    * report for an earlier send of the message, or one that would move it backwards, is acknowledged
    * and ignored.
    */
   async deliveryReport(rawBody: Buffer | undefined, signature: unknown, body: unknown): Promise<{ accepted: boolean; status: TextMessageStatus | null }> {
-    if (!verifySignature(this.config.smsWebhookSecret, rawBody, signature)) {
-      throw new AppError('unauthorized', 'The delivery report is not signed with the webhook secret (X-Signature: sha256=<hex HMAC-SHA256 of the body>)');
-    }
+    const problem = signatureProblem(this.config.smsWebhookSecret, rawBody, signature);
+    if (problem !== null) throw new AppError('unauthorized', `The delivery report is refused: ${problem}`);
     const b = (body ?? {}) as Record<string, unknown>;
     const status = b.status === 'undelivered' ? 'failed' : b.status;
     const ref = parseIdempotencyKey(b.reference);

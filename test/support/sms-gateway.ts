@@ -98,9 +98,13 @@ export class FakeGateway {
   }
 }
 
-/** The delivery report signature, computed independently of the app's code. */
-export function sign(secret: string, raw: string): string {
-  return 'sha256=' + createHmac('sha256', secret).update(raw).digest('hex');
+/**
+ * The X-Signature of a delivery report or inbound message, computed independently of the app's code:
+ * `t=<unix seconds>,sha256=<hex HMAC-SHA256 of "<t>.<raw body>">`, signed at `atMs` (now by default).
+ */
+export function sign(secret: string, raw: string, atMs = Date.now()): string {
+  const t = Math.floor(atMs / 1000);
+  return `t=${t},sha256=${createHmac('sha256', secret).update(`${t}.${raw}`).digest('hex')}`;
 }
 
 export async function waitFor<T>(fn: () => Promise<T | undefined>, ms = 20000, what = 'condition'): Promise<T> {
