@@ -4,6 +4,7 @@ import { IsIsoDateTime, NoNul } from '../common/validation.js';
 import { ACTIVITY_TYPES } from './activity.rules.js';
 import type { ActivityType } from './activity.rules.js';
 import { AuditRecordDto } from '../common/audit.dto.js';
+import { NotBlank, References } from '../common/documented-rules.js';
 
 /** Activity body. Property names are snake_case as in the spec; an optional property sent as null is cleared. */
 export class CreateActivityDto {
@@ -16,12 +17,14 @@ export class CreateActivityDto {
   @IsNotEmpty()
   @MaxLength(255)
   @NoNul()
+  @NotBlank()
   subject: string;
 
   /** Id of an existing contact (400 when it does not exist). */
   @IsInt()
   @Min(1)
   @Max(2147483647)
+  @References('contact')
   contact_id: number;
 
   /** When the activity is due: ISO 8601 date-time with an offset, e.g. `2026-11-21T10:15:00+00:00`. */

@@ -2,6 +2,7 @@ import { ApiProperty, PartialType } from '@nestjs/swagger';
 import { IsBoolean, IsInt, IsNotEmpty, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { IsIsoDateTime, NoNul } from '../common/validation.js';
 import { ALIAS_MAX, ALIAS_PATTERN } from './asset-file.js';
+import { NotBlank, References, Rule } from '../common/documented-rules.js';
 
 /**
  * Asset metadata. On create (multipart/form-data) these are form fields beside the file in
@@ -15,6 +16,7 @@ export class CreateAssetDto {
   @IsNotEmpty()
   @MaxLength(255)
   @NoNul()
+  @NotBlank()
   title: string;
 
   @IsOptional()
@@ -54,6 +56,7 @@ export class CreateAssetDto {
   /** The download URL stops serving the file at this time (null: no end); must be after publishUp. */
   @IsOptional()
   @IsIsoDateTime()
+  @Rule('must be later than publishUp')
   publishDown?: string | null;
 
   /** Id of an existing category (400 otherwise); null for none. */
@@ -61,6 +64,7 @@ export class CreateAssetDto {
   @IsInt()
   @Min(1)
   @Max(2147483647)
+  @References('category')
   category?: number | null;
 }
 

@@ -146,7 +146,14 @@ export class AssetsController {
     return { asset: await this.assets.patch(id, input, who) };
   }
 
-  @ApiErrors({ status: 409, description: 'The alias is taken by another asset' })
+  @ApiErrors(
+    {
+      status: 400,
+      description:
+        'Invalid request (malformed body or a value that breaks a rule); `details` names each field. `file`: a PUT that creates the asset (the id does not exist) needs the file, so it is multipart/form-data',
+    },
+    { status: 409, description: 'The alias is taken by another asset' },
+  )
   @Put([':id/edit', ':id'])
   @RequirePermission('assets:write')
   @Consumes('application/json', 'multipart/form-data')

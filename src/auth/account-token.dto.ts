@@ -2,6 +2,7 @@ import { ApiProperty } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
 import { IsIsoDateTime, NoNul } from '../common/validation.js';
 import { PERMISSIONS } from './permissions.js';
+import { Rule } from '../common/documented-rules.js';
 
 export class CreateAccountTokenDto {
   /** A name that tells the token apart, e.g. the application that uses it. */
@@ -22,6 +23,7 @@ export class CreateAccountTokenDto {
   /** When the token stops working: an ISO 8601 date-time with offset, in the future. Omitted or null: never. */
   @IsOptional()
   @IsIsoDateTime()
+  @Rule('must be in the future')
   expiresAt?: string | null;
 }
 

@@ -5,6 +5,7 @@ import { CAMPAIGN_STATUSES, CREATE_STATUSES } from './campaign.rules.js';
 import type { CampaignStatus } from './campaign.rules.js';
 import { AuditRecordDto } from '../common/audit.dto.js';
 import { MembersBatchDto, MembersBatchResultDto } from '../common/batch.dto.js';
+import { NotBlank, References, Rule } from '../common/documented-rules.js';
 
 export class CreateCampaignDto {
   /** Campaign name. */
@@ -12,6 +13,7 @@ export class CreateCampaignDto {
   @IsNotEmpty()
   @MaxLength(255)
   @NoNul()
+  @NotBlank()
   name: string;
 
   /** Free text; null clears it. */
@@ -44,6 +46,7 @@ export class CreateCampaignDto {
    */
   @IsOptional()
   @IsIsoDateTime()
+  @Rule('must not be before startDate')
   endDate?: string | null;
 
   /**
@@ -57,6 +60,7 @@ export class CreateCampaignDto {
   @IsInt()
   @Min(1)
   @Max(2147483647)
+  @References('segment')
   segmentId?: number | null;
 }
 

@@ -1,7 +1,9 @@
-import { PartialType } from '@nestjs/swagger';
+import { ApiPropertyOptional, PartialType } from '@nestjs/swagger';
+import { COLOR_PATTERN } from '../common/color.js';
 import { IsIn, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { NoNul } from '../common/validation.js';
 import { AuditRecordDto } from '../common/audit.dto.js';
+import { NotBlank } from '../common/documented-rules.js';
 
 /** Kinds of items a category can hold. */
 export const CATEGORY_BUNDLES = ['global', 'asset', 'campaign', 'contact', 'point', 'report', 'sms'] as const;
@@ -16,6 +18,7 @@ export class CreateCategoryDto {
   @IsNotEmpty()
   @MaxLength(255)
   @NoNul()
+  @NotBlank()
   title: string;
 
   /**
@@ -36,6 +39,7 @@ export class CreateCategoryDto {
   description?: string | null;
 
   /** A 6-digit hex colour, `#` optional (`4e5d9d` or `#4E5D9D`); returned as `#rrggbb` in lower case. */
+  @ApiPropertyOptional({ pattern: COLOR_PATTERN.source })
   @IsOptional()
   @IsString()
   @MaxLength(16)

@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsArray, IsBoolean, IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { Rule } from './documented-rules.js';
 
 export const BATCH_MODES = ['create', 'update', 'upsert', 'delete'] as const;
 export type BatchMode = (typeof BATCH_MODES)[number];
@@ -21,6 +22,7 @@ export class BatchWriteDto {
   @IsOptional()
   @IsString()
   @MaxLength(64)
+  @Rule('id on every resource; on contacts also email or the alias of a published unique-identifier contact field')
   idProperty?: string;
 
   /** With true, one transaction: any failed item answers 422 with the results, and nothing is written. */
@@ -86,6 +88,7 @@ export class MembersBatchDto {
   @IsInt({ each: true })
   @Min(1, { each: true })
   @Max(2147483647, { each: true })
+  @Rule('must not name an id that add names')
   remove?: number[];
 }
 

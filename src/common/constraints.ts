@@ -5,6 +5,7 @@
  * service catches a unique or foreign-key violation itself and no pre-check SELECT races with the
  * constraint.
  */
+import { missingReferenceMessage } from './documented-rules.js';
 import { AppError, type ErrorDetail } from './errors.js';
 
 /** The part of a `pg` error the registry reads (TypeORM's QueryFailedError keeps it as driverError). */
@@ -129,7 +130,7 @@ export async function translateConstraintError(e: unknown, lookup: (sql: string,
     case 'reference': {
       if (pg.code !== '23503') return null;
       const value = keyValues(pg.detail, 1)?.[0];
-      const message = value !== undefined ? `${rule.target} ${value} does not exist` : `the ${rule.target} does not exist`;
+      const message = value !== undefined ? missingReferenceMessage(rule.target, value) : `the ${rule.target} does not exist`;
       if (rule.status === 404) return new AppError('not_found', `${capitalize(rule.target)} ${value ?? ''} not found`.replace(/\s+not found$/, ' not found'));
       return new AppError('validation_failed', `${rule.field}: ${message}`, [{ field: rule.field, message }]);
     }

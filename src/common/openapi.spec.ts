@@ -1,14 +1,17 @@
 import { describe, expect, it } from '@jest/globals';
 import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
 import { SkipThrottle } from '@nestjs/throttler';
-import { IsInt, IsNotEmpty, IsOptional, IsString, Max, Min } from 'class-validator';
+import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { Public, RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from './id.pipe.js';
 import { type ListSpec, listQueryParameters, parseListQuery } from './list.js';
+import { NotBlank, References, Rule } from './documented-rules.js';
 import { ApiErrors, ApiListQuery, completeOpenApi } from './openapi.js';
 import type { RouteInfo } from './route-table.js';
-import { IsIsoDateTime } from './validation.js';
+import { IsIsoDateTime, IsPhone, NoNul } from './validation.js';
+
+const SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
 const SPEC: ListSpec = {
   name: 'widgets',
@@ -31,6 +34,40 @@ class CreateWidgetDto {
   @IsOptional()
   @IsIsoDateTime()
   due?: string;
+
+  @IsOptional()
+  @IsString()
+  @Matches(SLUG)
+  slug?: string;
+
+  @IsOptional()
+  @IsString()
+  @NoNul()
+  @NotBlank()
+  title?: string;
+
+  @IsOptional()
+  @IsString()
+  @NoNul()
+  note?: string;
+
+  @IsOptional()
+  @IsPhone()
+  phone?: string;
+
+  @IsOptional()
+  @IsIn(['a', 'b'])
+  kind?: string;
+
+  @IsOptional()
+  @IsInt()
+  @References('contact')
+  contactId?: number;
+
+  @IsOptional()
+  @IsIsoDateTime()
+  @Rule('must be later than due')
+  until?: string;
 }
 
 @Controller('api/widgets')
@@ -85,7 +122,27 @@ function documentFor(): OpenAPIObject {
         get: { parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'number' } }], responses: { 200: { description: '' } } },
       },
     },
-    components: { schemas: { CreateWidgetDto: { type: 'object', properties: { name: prop('string'), size: prop('number'), due: prop('string') } } } },
+    components: {
+      schemas: {
+        CreateWidgetDto: {
+          type: 'object',
+          properties: Object.fromEntries(
+            Object.entries({
+              name: 'string',
+              size: 'number',
+              due: 'string',
+              slug: 'string',
+              title: 'string',
+              note: 'string',
+              phone: 'string',
+              kind: 'string',
+              contactId: 'number',
+              until: 'string',
+            }).map(([k, t]) => [k, prop(t)]),
+          ),
+        },
+      },
+    },
   } as unknown as OpenAPIObject;
 }
 
@@ -139,6 +196,32 @@ describe('completeOpenApi', () => {
     expect(schema.properties.due).toMatchObject({ format: 'date-time' });
     expect(new RegExp(schema.properties.due.pattern as string).test('2026-11-21T10:15:00+01:00')).toBe(true);
     expect(new RegExp(schema.properties.due.pattern as string).test('2026-11-21T10:15:00')).toBe(false);
+  });
+});
+
+describe('completeOpenApi, the rules of a body', () => {
+  const doc = documentFor();
+  completeOpenApi(doc, [route('POST', '/api/widgets', 'contacts:write', 'create')]);
+  const props = (doc.components!.schemas as Record<string, { properties: Record<string, Record<string, unknown>> }>).CreateWidgetDto.properties;
+
+  it('declares patterns, formats and enums from the class-validator rules', () => {
+    expect(props.slug.pattern).toBe(SLUG.source);
+    expect(props.phone.format).toBe('phone');
+    expect(props.kind.enum).toEqual(['a', 'b']);
+    // NoNul: a pattern without NUL; with NotBlank also a character other than white space.
+    const note = new RegExp(props.note.pattern as string);
+    expect([note.test('a b'), note.test('a\u0000b')]).toEqual([true, false]);
+    const title = new RegExp(props.title.pattern as string);
+    expect([title.test(' x '), title.test(' \t '), title.test('x\u0000')]).toEqual([true, false, false]);
+  });
+
+  it('describes references and cross-field rules on the property and in the 400 of the operation', () => {
+    expect(props.contactId['x-references']).toBe('contact');
+    expect(props.until['x-rules']).toEqual(['must be later than due']);
+    expect(props.until.description).toContain('must be later than due');
+    const post = (doc.paths['/api/widgets'] as Record<string, { responses: Record<string, { description?: string }> }>).post;
+    expect(post.responses['400'].description).toContain('`contactId` names a contact that does not exist ("contact <id> does not exist")');
+    expect(post.responses['400'].description).toContain('`until`: must be later than due');
   });
 });
 

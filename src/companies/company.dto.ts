@@ -3,6 +3,7 @@ import { IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Max, MaxLength, Min 
 import { AuditRecordDto } from '../common/audit.dto.js';
 import { NoNul } from '../common/validation.js';
 import { MAX_DOMAIN_INPUT } from './company.rules.js';
+import { NotBlank, References, Rule } from '../common/documented-rules.js';
 
 /** Company body. An optional property sent as null (or, for text, blank) is cleared. */
 export class CreateCompanyDto {
@@ -11,6 +12,7 @@ export class CreateCompanyDto {
   @IsNotEmpty()
   @MaxLength(255)
   @NoNul()
+  @NotBlank()
   name: string;
 
   /**
@@ -23,6 +25,7 @@ export class CreateCompanyDto {
   @IsString()
   @MaxLength(MAX_DOMAIN_INPUT)
   @NoNul()
+  @Rule('an internet domain name with a top-level domain, e.g. example.com (a URL is reduced to its host)')
   domain?: string | null;
 
   /** Phone number; stored in E.164 when it parses (numbers without a country code are read as US numbers). */
@@ -37,6 +40,7 @@ export class CreateCompanyDto {
   @IsString()
   @MaxLength(MAX_DOMAIN_INPUT)
   @NoNul()
+  @Rule('an http(s) URL with a top-level domain, e.g. https://example.com (https:// is added when no scheme is given)')
   website?: string | null;
 
   @IsOptional()
@@ -100,6 +104,7 @@ export class CreateCompanyDto {
   @IsInt()
   @Min(1)
   @Max(2147483647)
+  @References('user')
   ownerId?: number | null;
 
   /**
@@ -111,6 +116,7 @@ export class CreateCompanyDto {
    */
   @IsOptional()
   @IsObject({ message: 'fields must be an object of custom field values by alias' })
+  @Rule('keys are aliases of published custom fields of the object, each value valid for its field type and options; required fields must be given')
   fields?: Record<string, unknown> | null;
 }
 

@@ -3,6 +3,7 @@ import { IsEmail, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, isEma
 import { NoNul } from '../common/validation.js';
 import { AuditRecordDto } from '../common/audit.dto.js';
 import { DNC_REASONS, type DncReason } from './contact.entity.js';
+import { NotBlank, References, Rule } from '../common/documented-rules.js';
 
 export class CreateContactDto {
   /** Full name. */
@@ -10,6 +11,7 @@ export class CreateContactDto {
   @IsNotEmpty()
   @MaxLength(255)
   @NoNul()
+  @NotBlank()
   name: string;
 
   /** Email address; unique across contacts, case-insensitively. */
@@ -42,6 +44,7 @@ export class CreateContactDto {
   @IsInt()
   @Min(1)
   @Max(2147483647)
+  @References('company')
   companyId?: number | null;
 
   /** Job title. */
@@ -56,6 +59,7 @@ export class CreateContactDto {
   @IsInt()
   @Min(1)
   @Max(2147483647)
+  @References('user')
   ownerId?: number | null;
 
   /**
@@ -67,6 +71,7 @@ export class CreateContactDto {
    */
   @IsOptional()
   @IsObject({ message: 'fields must be an object of custom field values by alias' })
+  @Rule('keys are aliases of published custom fields of the object, each value valid for its field type and options; required fields must be given')
   fields?: Record<string, unknown> | null;
 }
 

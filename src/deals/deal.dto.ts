@@ -5,6 +5,7 @@ import { IsIsoDateTime, NoNul } from '../common/validation.js';
 import { DEAL_STATUSES, isCalendarDate, MAX_DEAL_VALUE } from './deal.rules.js';
 import type { DealStatus } from './deal.rules.js';
 import { AuditRecordDto } from '../common/audit.dto.js';
+import { NotBlank, References, Rule } from '../common/documented-rules.js';
 
 /** A calendar date written YYYY-MM-DD. */
 function IsCalendarDate(options?: ValidationOptions) {
@@ -28,6 +29,7 @@ export class CreateDealDto {
   @IsNotEmpty()
   @MaxLength(255)
   @NoNul()
+  @NotBlank()
   title: string;
 
   /**
@@ -43,6 +45,7 @@ export class CreateDealDto {
   @IsInt()
   @Min(1)
   @Max(2147483647)
+  @References('contact')
   contact_id: number;
 
   /** Expected closing date, YYYY-MM-DD. */
@@ -93,6 +96,7 @@ export class CreateDealDto {
    */
   @IsOptional()
   @IsIsoDateTime()
+  @Rule('only for a won or lost deal: omitted or null while status is open')
   closed_at?: string | null;
 
   /** Id of the user who owns the deal (must exist); defaults to the user behind the token; null for none. */
@@ -100,6 +104,7 @@ export class CreateDealDto {
   @IsInt()
   @Min(1)
   @Max(2147483647)
+  @References('user')
   owner_id?: number | null;
 
   /** Id of the company the deal is with (400 when it does not exist); null for none. Set to null when the company is deleted. */
@@ -107,6 +112,7 @@ export class CreateDealDto {
   @IsInt()
   @Min(1)
   @Max(2147483647)
+  @References('company')
   company_id?: number | null;
 }
 

@@ -1,7 +1,9 @@
-import { PartialType } from '@nestjs/swagger';
+import { ApiProperty, PartialType } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
 import { AuditRecordDto } from '../common/audit.dto.js';
 import { NoNul } from '../common/validation.js';
+import { EVENT_TYPES } from './event-types.js';
+import { Rule } from '../common/documented-rules.js';
 
 export class CreateWebhookDto {
   /** The receiver: https (http only with WEBHOOK_ALLOW_HTTP=true), not resolving to a loopback, link-local or private address. */
@@ -9,13 +11,16 @@ export class CreateWebhookDto {
   @IsNotEmpty()
   @MaxLength(2048)
   @NoNul()
+  @Rule('an https URL (http only when the server allows it) whose host does not resolve to a loopback, link-local or private address')
   url: string;
 
   /** Event types from the catalogue, or ["*"] for every type. */
+  @ApiProperty({ type: [String], enum: ['*', ...EVENT_TYPES] })
   @IsArray()
   @ArrayNotEmpty()
   @ArrayMaxSize(200)
   @IsString({ each: true })
+  @Rule('"*" (every event type) stands alone')
   events: string[];
 
   @IsOptional()

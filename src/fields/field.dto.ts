@@ -4,6 +4,7 @@ import { RESERVED_PROPERTY_NAMES } from '../common/request-text.middleware.js';
 import { IsIsoDateTime, NoNul } from '../common/validation.js';
 import { FIELD_ALIAS_PATTERN, FIELD_OBJECTS, FIELD_TYPES } from './field-rules.js';
 import type { FieldObject, FieldType } from './field-rules.js';
+import { NotBlank, Rule } from '../common/documented-rules.js';
 
 /** One option of a select or multiselect field. */
 export class FieldOptionDto {
@@ -32,6 +33,7 @@ export class FieldBodyDto {
   @IsNotEmpty()
   @MaxLength(255)
   @NoNul()
+  @NotBlank()
   label: string;
 
   /**
@@ -83,6 +85,7 @@ export class FieldBodyDto {
   @IsString()
   @MaxLength(65535)
   @NoNul()
+  @Rule('a value of the field type (one of the options for select and multiselect)')
   defaultValue?: string | null;
 
   /** Contacts must have a value on create and PUT, and PATCH cannot clear it (default false). */
@@ -116,10 +119,12 @@ export class FieldBodyDto {
   /** The field is unavailable from this time on; must be after publishUp. */
   @IsOptional()
   @IsIsoDateTime()
+  @Rule('must be after publishUp')
   publishDown?: string | null;
 
   @ApiPropertyOptional(PROPERTIES_SCHEMA)
   @Allow()
+  @Rule('what the field type takes: a non-empty option list with distinct values for select and multiselect, empty ([] or {}) for every other type')
   properties?: FieldPropertiesDto | never[] | Record<string, never>;
 }
 
@@ -128,6 +133,7 @@ export class FieldInObjectBodyDto extends FieldBodyDto {
   /** Must match the object in the path when given. */
   @IsOptional()
   @IsIn(FIELD_OBJECTS, { message: 'object must be contact or company' })
+  @Rule('must match the object in the path; cannot be changed after creation')
   object?: FieldObject;
 }
 
@@ -135,6 +141,7 @@ export class FieldInObjectBodyDto extends FieldBodyDto {
 export class FieldCollectionBodyDto extends FieldBodyDto {
   /** Which object uses the field. Cannot be changed after creation. */
   @IsIn(FIELD_OBJECTS, { message: 'object must be contact or company' })
+  @Rule('cannot be changed after creation')
   object: FieldObject;
 }
 

@@ -2,6 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { EMPTY_VALUES, EXPORT_FORMATS, IMPORT_MODES, IMPORT_OBJECTS, IMPORT_STATUSES } from './import.rules.js';
 import type { EmptyValues, ExportFormat, ImportMode, ImportObject, ImportStatus } from './import.rules.js';
+import { References, Rule } from '../common/documented-rules.js';
 
 /** Rows a JSON import body takes (larger imports upload a CSV file). */
 export const JSON_IMPORT_MAX_ROWS = 10_000;
@@ -33,6 +34,7 @@ export class ImportOptionsDto {
   @IsOptional()
   @IsString()
   @MaxLength(64)
+  @Rule('id on every object; on contacts also email or the alias of a published unique-identifier contact field')
   idProperty?: string;
 
   /** An empty cell: `ignore` (the default: the property is left as it is) or `clear` (set to null). */
@@ -46,6 +48,8 @@ export class ImportOptionsDto {
   @IsInt()
   @Min(1)
   @Max(2147483647)
+  @References('campaign')
+  @Rule('contact imports only')
   campaignId?: number;
 
   /** Contacts only: every imported contact (created or updated) joins this static segment (a dynamic segment's members follow its filter: 400). */
@@ -53,6 +57,8 @@ export class ImportOptionsDto {
   @IsInt()
   @Min(1)
   @Max(2147483647)
+  @References('segment')
+  @Rule('contact imports only')
   segmentId?: number;
 
   /** true: every row is checked and written exactly as a real run would, then rolled back: the counts and errors are real, nothing is stored. */
@@ -157,6 +163,7 @@ export class CreateExportDto {
   /** A filter in the object's list filter language (text or JSON form), as its list's `filter` parameter takes it. */
   @IsOptional()
   @ApiProperty({ required: false, oneOf: [{ type: 'string' }, { $ref: '#/components/schemas/FilterNode' }] })
+  @Rule('a filter over the filterable fields of the list of the object (GET /api/<object>), in its text or JSON form')
   filter?: unknown;
 
   /** The properties (columns) to export, in the order of the full list; default all, custom fields as `fields.<alias>`. */
@@ -164,6 +171,7 @@ export class CreateExportDto {
   @IsArray()
   @ArrayMaxSize(200)
   @IsString({ each: true })
+  @Rule('exported properties of the object (the 400 lists them; fields.<alias> for custom fields)')
   fields?: string[];
 
   /** `csv` (a header line, custom fields as `fields.<alias>` columns, multiselect values joined with `|`) or `jsonl` (one record per line). */

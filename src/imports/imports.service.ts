@@ -41,6 +41,7 @@ import {
 } from './import.rules.js';
 import { type ChunkCounts, type ImportErrorRow, type ImportOptions, type ImportRow, ImportsRepository, type StoredPrincipal } from './imports.repository.js';
 import { JobFiles } from './job-files.js';
+import { missingReferenceMessage } from '../common/documented-rules.js';
 
 /** The permission importing into an object needs (besides imports:write). */
 const WRITE_PERMISSION: Record<ImportObject, string> = { contacts: 'contacts:write', companies: 'companies:write', deals: 'deals:write' };
@@ -213,18 +214,19 @@ export class ImportsService {
     if (!who.permissions.has('*') && !who.permissions.has(needed)) {
       throw new AppError('forbidden', `The token lacks the permission "${needed}" (importing ${dto.object})`);
     }
-    if (dto.segmentId !== undefined) {
+    const { segmentId, campaignId } = dto;
+    if (segmentId !== undefined) {
       if (dto.object !== 'contacts') throw fieldError('segmentId', 'applies to contact imports only');
-      const segment = await this.segments.get(dto.segmentId).catch((e: unknown) => {
-        if (e instanceof AppError && e.code === 'not_found') throw fieldError('segmentId', `segment ${dto.segmentId} does not exist`);
+      const segment = await this.segments.get(segmentId).catch((e: unknown) => {
+        if (e instanceof AppError && e.code === 'not_found') throw fieldError('segmentId', missingReferenceMessage('segment', segmentId));
         throw e;
       });
       if (segment.type !== 'static') throw fieldError('segmentId', "must be a static segment (a dynamic segment's members follow its filter)");
     }
-    if (dto.campaignId !== undefined) {
+    if (campaignId !== undefined) {
       if (dto.object !== 'contacts') throw fieldError('campaignId', 'applies to contact imports only');
-      await this.campaigns.get(dto.campaignId).catch((e: unknown) => {
-        if (e instanceof AppError && e.code === 'not_found') throw fieldError('campaignId', `campaign ${dto.campaignId} does not exist`);
+      await this.campaigns.get(campaignId).catch((e: unknown) => {
+        if (e instanceof AppError && e.code === 'not_found') throw fieldError('campaignId', missingReferenceMessage('campaign', campaignId));
         throw e;
       });
     }

@@ -1,13 +1,16 @@
-import { PartialType } from '@nestjs/swagger';
+import { ApiPropertyOptional, PartialType } from '@nestjs/swagger';
+import { COLOR_PATTERN } from '../common/color.js';
 import { IsBoolean, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { NoNul } from '../common/validation.js';
 import { AuditRecordDto } from '../common/audit.dto.js';
+import { NotBlank, Rule } from '../common/documented-rules.js';
 
 export class CreatePointGroupDto {
   @IsString()
   @IsNotEmpty()
   @MaxLength(255)
   @NoNul()
+  @NotBlank()
   name: string;
 
   @IsOptional()
@@ -31,9 +34,11 @@ export class CreatePointGroupDto {
   @IsInt()
   @Min(0)
   @Max(2147483647)
+  @Rule('must not be less than minimumPoints')
   maximumPoints: number;
 
   /** A 6-digit hex colour, `#` optional (`4e5d9d` or `#4E5D9D`); returned as `#rrggbb` in lower case. */
+  @ApiPropertyOptional({ pattern: COLOR_PATTERN.source })
   @IsOptional()
   @IsString()
   @MaxLength(16)

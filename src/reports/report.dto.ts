@@ -3,6 +3,7 @@ import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsNotEmpty, IsObject, IsOptiona
 import { NoNul } from '../common/validation.js';
 import { REPORT_SCHEDULES, REPORT_TYPES } from './report-definition.js';
 import type { ReportSchedule, ReportType } from './report-definition.js';
+import { NotBlank, Rule } from '../common/documented-rules.js';
 
 export class CreateReportDto {
   /** Report name. */
@@ -10,6 +11,7 @@ export class CreateReportDto {
   @IsNotEmpty()
   @MaxLength(255)
   @NoNul()
+  @NotBlank()
   name: string;
 
   @IsOptional()
@@ -44,6 +46,7 @@ export class CreateReportDto {
    */
   @IsOptional()
   @IsObject()
+  @Rule('the filters of the report type (sales: dateRange, salesTeam, products), each with its value type')
   filters?: Record<string, unknown>;
 
   /**
@@ -55,6 +58,7 @@ export class CreateReportDto {
   @IsArray()
   @ArrayMaxSize(20)
   @IsString({ each: true })
+  @Rule('columns of the report type')
   columns?: string[];
 }
 

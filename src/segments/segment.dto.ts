@@ -5,6 +5,7 @@ import { MembersBatchDto, MembersBatchResultDto } from '../common/batch.dto.js';
 import { NoNul } from '../common/validation.js';
 import { ContactRecordDto } from '../contacts/contact.dto.js';
 import { BUILD_STATUSES, SEGMENT_TYPES } from './segment.entity.js';
+import { NotBlank, Rule } from '../common/documented-rules.js';
 
 const FILTER_PROPERTY: { description: string; oneOf: Record<string, unknown>[] } = {
   description:
@@ -18,6 +19,7 @@ export class SegmentPreviewDto {
   @ApiProperty(FILTER_PROPERTY)
   @IsDefined({ message: 'filter is required' })
   @Allow()
+  @Rule('a filter over the filterable fields the operation describes (unknown field, an operator the field does not take or a bad value: 400)')
   filter: Record<string, unknown> | string;
 }
 
@@ -35,6 +37,7 @@ export class CreateSegmentDto {
   @IsNotEmpty()
   @MaxLength(255)
   @NoNul()
+  @NotBlank()
   name: string;
 
   @IsOptional()
@@ -52,6 +55,8 @@ export class CreateSegmentDto {
   @ApiProperty({ ...FILTER_PROPERTY, required: false, nullable: true })
   @IsOptional()
   @Allow()
+  @Rule('required for a dynamic segment, refused for a static one')
+  @Rule('a filter over the filterable fields the operation describes (unknown field, an operator the field does not take or a bad value: 400)')
   filter?: Record<string, unknown> | string | null;
 }
 

@@ -1,6 +1,7 @@
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Max, MaxLength, Min, ValidateNested } from 'class-validator';
 import { IsIsoDateTime, NoNul } from '../common/validation.js';
+import { NotBlank, References, Rule } from '../common/documented-rules.js';
 
 /** Exactly one of campaignId (the campaign's members at send time), segmentId (the segment's members at send time) or contactIds. */
 export class AudienceDto {
@@ -9,6 +10,7 @@ export class AudienceDto {
   @IsInt()
   @Min(1)
   @Max(2147483647)
+  @References('campaign')
   campaignId?: number;
 
   /** Every member of this segment when the broadcast is sent (a dynamic segment being rebuilt makes the send wait: 409). */
@@ -16,6 +18,7 @@ export class AudienceDto {
   @IsInt()
   @Min(1)
   @Max(2147483647)
+  @References('segment')
   segmentId?: number;
 
   /** These contacts (1 to 10,000 ids; duplicates count once; ids without a contact are skipped as contact_not_found). */
@@ -47,12 +50,15 @@ export class CreateBroadcastDto {
   @IsNotEmpty()
   @MaxLength(1600)
   @NoNul()
+  @Rule('not blank; merge fields {{contact.fields.<alias>}} name published contact fields')
+  @NotBlank()
   content: string;
 
   /** Who receives it. */
   @IsObject()
   @ValidateNested()
   @Type(() => AudienceDto)
+  @Rule('exactly one of campaignId, segmentId or contactIds')
   audience: AudienceDto;
 
   /** Send at this time (ISO 8601 with offset): the broadcast is `scheduled` until then. Without it, a `draft`. */
@@ -74,11 +80,14 @@ export class UpdateBroadcastDto {
   @IsNotEmpty()
   @MaxLength(1600)
   @NoNul()
+  @Rule('not blank; merge fields {{contact.fields.<alias>}} name published contact fields')
+  @NotBlank()
   content?: string;
 
   @IsOptional()
   @ValidateNested()
   @Type(() => AudienceDto)
+  @Rule('exactly one of campaignId, segmentId or contactIds')
   audience?: AudienceDto;
 
   @IsOptional()

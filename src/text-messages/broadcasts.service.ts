@@ -17,6 +17,7 @@ import { SegmentsService } from '../segments/segments.service.js';
 import { audienceSql, BroadcastsRepository } from './broadcasts.repository.js';
 import { MergeFieldError, parseTemplate, templateAliases, templateSql } from './merge-fields.js';
 import { SKIP_REASONS, TextMessageRepository } from './text-message.repository.js';
+import { missingReferenceMessage } from '../common/documented-rules.js';
 
 export const BROADCAST_LIST_SPEC: ListSpec = {
   name: 'broadcasts',
@@ -388,10 +389,10 @@ export class BroadcastsService {
       const given = [a.campaignId, a.segmentId, a.contactIds].filter((v) => v !== undefined && v !== null).length;
       if (given !== 1) throw fieldError('audience', 'must have exactly one of campaignId, segmentId or contactIds');
       if (a.segmentId !== undefined && a.segmentId !== null && (await this.segments.audienceState(a.segmentId)) === 'missing') {
-        throw fieldError('audience.segmentId', `segment ${a.segmentId} does not exist`);
+        throw fieldError('audience.segmentId', missingReferenceMessage('segment', a.segmentId));
       }
       if (a.campaignId !== undefined && a.campaignId !== null && !(await this.broadcasts.campaignExists(a.campaignId))) {
-        throw fieldError('audience.campaignId', `campaign ${a.campaignId} does not exist`);
+        throw fieldError('audience.campaignId', missingReferenceMessage('campaign', a.campaignId));
       }
     }
   }

@@ -1,6 +1,7 @@
 import { PartialType } from '@nestjs/swagger';
 import { IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { IsIsoDateTime, IsPhone, NoNul } from '../common/validation.js';
+import { NotBlank, References } from '../common/documented-rules.js';
 
 export class CreateTextMessageDto {
   /** Message body, 1..1600 characters. */
@@ -8,6 +9,7 @@ export class CreateTextMessageDto {
   @IsNotEmpty()
   @MaxLength(1600)
   @NoNul()
+  @NotBlank()
   content: string;
 
   /** Phone number; stored in E.164 (numbers without a country code are read as US numbers). */
@@ -20,6 +22,7 @@ export class CreateTextMessageDto {
   @IsInt()
   @Min(1)
   @Max(2147483647)
+  @References('campaign')
   campaignId?: number | null;
 
   /**
