@@ -498,6 +498,25 @@ describe('import and export jobs', () => {
     expectError(await app.http.get(`/api/exports/${theirs.body.export.id}`).set('Authorization', reader), 404, 'not_found');
   });
 
+  it("another user's import, its errors and its cancel are a 404 unless the token holds *", async () => {
+    const csv = csvOf([
+      ['name', 'email'],
+      ['Own', 'not-an-email'],
+    ]);
+    const imp = await finished(app, auth, (await upload(app, auth, csv, { object: 'contacts', mode: 'create' })).body.import.id);
+    expect(imp.counts).toMatchObject({ total: 1, failed: 1 });
+    const other = await tokenFor(app, 'imports:read,imports:write,contacts:write', { user: 'other-importer@example.com' });
+    for (const path of [`/api/imports/${imp.id}`, `/api/imports/${imp.id}/errors`, `/api/imports/${imp.id}/errors?format=csv`]) {
+      expectError(await app.http.get(path).set('Authorization', other), 404, 'not_found');
+    }
+    expectError(await app.http.post(`/api/imports/${imp.id}/cancel`).set('Authorization', other), 404, 'not_found');
+    const otherAdmin = await tokenFor(app, '*', { user: 'other-importer@example.com' });
+    expect((await app.http.get(`/api/imports/${imp.id}/errors`).set('Authorization', otherAdmin)).body.errors).toHaveLength(1);
+    // The same user's narrower token reads its own import.
+    const mine = await tokenFor(app, 'imports:read');
+    expect((await app.http.get(`/api/imports/${imp.id}`).set('Authorization', mine)).body.import.id).toBe(imp.id);
+  });
+
   it('deals and companies: import through their own batch paths (create, update by id), export with a filter', async () => {
     const [ann] = await app.sql<{ id: number }>(`SELECT id FROM contacts WHERE email = 'ann@imp1.test'`);
     const csv = csvOf([

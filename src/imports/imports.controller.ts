@@ -62,8 +62,8 @@ export class ImportsController {
   @RequirePermission('imports:read')
   @ApiOperation({ summary: 'An import job: status, counts, progress (0..1) and timings' })
   @ApiEnvelope('import', ImportRecordDto)
-  async get(@Param('id', IdPipe) id: number) {
-    return { import: await this.imports.get(id) };
+  async get(@Param('id', IdPipe) id: number, @CurrentPrincipal() who: Principal) {
+    return { import: await this.imports.get(id, who) };
   }
 
   @Get(':id/errors')
@@ -99,10 +99,10 @@ export class ImportsController {
     status: 400,
     description: 'A bad parameter: format not json or csv, limit outside 1..1000, after not a whole number, or an unknown parameter; `details` names it',
   })
-  async errors(@Param('id', IdPipe) id: number, @Query() query: Record<string, unknown>, @Res() res: Response) {
+  async errors(@Param('id', IdPipe) id: number, @Query() query: Record<string, unknown>, @CurrentPrincipal() who: Principal, @Res() res: Response) {
     const q = this.imports.errorsQuery(query);
-    if (q.format === 'csv') await this.imports.errorsCsv(id, res);
-    else res.status(200).json(await this.imports.errors(id, q));
+    if (q.format === 'csv') await this.imports.errorsCsv(id, res, who);
+    else res.status(200).json(await this.imports.errors(id, q, who));
   }
 
   @Post(':id/cancel')
@@ -114,7 +114,7 @@ export class ImportsController {
   })
   @ApiEnvelope('import', ImportRecordDto)
   @ApiErrors({ status: 409, description: 'The import has already ended' })
-  async cancel(@Param('id', IdPipe) id: number) {
-    return { import: await this.imports.cancel(id) };
+  async cancel(@Param('id', IdPipe) id: number, @CurrentPrincipal() who: Principal) {
+    return { import: await this.imports.cancel(id, who) };
   }
 }

@@ -257,10 +257,18 @@ export class ImportsService {
     };
   }
 
-  async get(id: number): Promise<ImportRecord> {
+  async get(id: number, who: Principal): Promise<ImportRecord> {
+    return toImportRecord(await this.visible(id, who));
+  }
+
+  /**
+   * An import as its reader may see it: its row errors quote the file's cells, so an import made by
+   * another user is a 404, unless the token holds `*` (which reads every import), as for exports.
+   */
+  private async visible(id: number, who: Principal): Promise<ImportRow> {
     const row = await this.repository.findImport(id);
-    if (!row) throw notFound('Import', id);
-    return toImportRecord(row);
+    if (!row || (row.createdBy !== who.userId && !who.permissions.has('*'))) throw notFound('Import', id);
+    return row;
   }
 
   /** The JSON body of POST /api/imports, checked as the validation pipe checks every body. */
@@ -281,9 +289,8 @@ export class ImportsService {
   }
 
   /** A page of an import's row errors (`after`: the `next` of the previous page). */
-  async errors(id: number, { limit, after }: { limit: number; after: number }) {
-    const row = await this.repository.findImport(id);
-    if (!row) throw notFound('Import', id);
+  async errors(id: number, { limit, after }: { limit: number; after: number }, who: Principal) {
+    await this.visible(id, who);
     const rows = await this.repository.errors(id, after, limit);
     const total = await this.repository.errorCount(id);
     return {
@@ -294,8 +301,8 @@ export class ImportsService {
   }
 
   /** Every row error of an import as CSV (row, column, code, message), streamed page by page. */
-  async errorsCsv(id: number, res: Response): Promise<void> {
-    if (!(await this.repository.findImport(id))) throw notFound('Import', id);
+  async errorsCsv(id: number, res: Response, who: Principal): Promise<void> {
+    await this.visible(id, who);
     res.status(200);
     res.setHeader('Content-Type', 'text/csv; charset=utf-8');
     res.setHeader('Content-Disposition', `attachment; filename="import-${id}-errors.csv"`);
@@ -317,7 +324,8 @@ export class ImportsService {
   }
 
   /** Cancels an open import: the worker stops before its next chunk; what was committed stays. 409 when it has already ended. */
-  async cancel(id: number): Promise<ImportRecord> {
+  async cancel(id: number, who: Principal): Promise<ImportRecord> {
+    await this.visible(id, who);
     const record = await this.transactions.run(async (tx) => {
       // One conditional UPDATE, no SELECT … FOR UPDATE first: the chunks being written hold the import's
       // row FOR KEY SHARE (their foreign keys) for their whole transaction, which FOR UPDATE waits for
