@@ -141,7 +141,7 @@ describe('AssetsService (service layer, real PostgreSQL)', () => {
     const r = await assets.patch(a.id, { body: { isPublished: '0', description: '' }, multipart: true }, who);
     expect(r).toMatchObject({ isPublished: false, description: null });
     const e = await clientError(assets.patch(a.id, { body: { title: 'a\u0000b' }, multipart: true }, who));
-    expect(e.details).toEqual([{ field: 'title', message: 'must not contain NUL characters' }]);
+    expect(e.details).toEqual([{ field: 'title', message: 'must not contain NUL characters or invalid Unicode' }]);
     const order = await clientError(
       assets.patch(a.id, { body: { publishUp: '2026-02-01T00:00:00Z', publishDown: '2026-01-01T00:00:00Z' }, multipart: false }, who),
     );
