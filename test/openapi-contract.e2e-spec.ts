@@ -56,6 +56,8 @@ describe('the OpenAPI document against the running server', () => {
   let doc: Doc;
   let ajv: InstanceType<typeof Ajv>;
   const fixtures: Record<string, number> = {};
+  /** A webhook for its deliveries list only (kept out of fixtures, so the generated requests never send to it). */
+  let webhookFixture = 0;
   const validators = new Map<string, ReturnType<InstanceType<typeof Ajv>['compile']>>();
 
   beforeAll(async () => {
@@ -89,6 +91,8 @@ describe('the OpenAPI document against the running server', () => {
     fixtures['text-messages'] = await create('/api/text-messages/new', { content: 'Hi', recipient: '+14155550100' });
     // The sweep may revoke this one (DELETE /api/account/tokens/{id}), never the tokens the suite uses.
     fixtures.account = await create('/api/account/tokens/new', { name: 'Fixture token', permissions: ['contacts:read'] });
+    // A public address literal (no name to resolve), inactive: nothing is ever sent to it.
+    webhookFixture = await create('/api/webhooks/new', { url: 'https://192.0.43.10/fixture', events: ['deal.won'], isActive: false });
   });
   afterAll(async () => app?.stop());
 
@@ -339,7 +343,10 @@ describe('the OpenAPI document against the running server', () => {
     expect(lists.length).toBeGreaterThanOrEqual(14);
     const failures: string[] = [];
     for (const { path, op } of lists) {
-      const url = path.replace('/api/fields/{id}', '/api/fields/contact').replace('{id}', String(fixtures.campaigns));
+      const url = path
+        .replace('/api/fields/{id}', '/api/fields/contact')
+        .replace('/api/webhooks/{id}', `/api/webhooks/${webhookFixture}`)
+        .replace('{id}', String(fixtures.campaigns));
       const documented = (op.parameters ?? []).filter((p) => p.in === 'query');
       const refused = await app.http.get(url).query({ undocumentedParameter: '1' }).set('Authorization', admin);
       const allowed =

@@ -337,6 +337,133 @@ describe('webhooks', () => {
     await api.http.delete(`/api/webhooks/${w.id}`).set('Authorization', auth);
   });
 
+  it('the deliveries list takes the list parameters (filter, fields, search, orderBy, after cursor, count) and has a POST .../search twin', async () => {
+    // Inactive webhooks: nothing is sent to them, their deliveries are the rows written here.
+    const a = await create({ url: rx.url('/list-a'), events: ['deal.won', 'deal.lost'], isActive: false });
+    const b = await create({ url: rx.url('/list-b'), events: ['deal.won'], isActive: false });
+    const rows: [number, string, string, number, number][] = [
+      // webhook, event type, status, attempts, minutes ago
+      [a.id, 'deal.won', 'succeeded', 1, 70],
+      [a.id, 'deal.lost', 'dead', 5, 60],
+      [a.id, 'deal.won', 'dead', 3, 50],
+      [a.id, 'deal.lost', 'succeeded', 2, 40],
+      [a.id, 'deal.won', 'succeeded', 1, 30],
+      [a.id, 'deal.lost', 'dead', 4, 20],
+      [a.id, 'deal.won', 'succeeded', 1, 10],
+      [b.id, 'deal.won', 'succeeded', 1, 5],
+      [b.id, 'deal.won', 'succeeded', 1, 4],
+    ];
+    const inserted = await api.sql<{ id: number; eventId: string }>(
+      `INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, sequence, body, status, attempt_count, next_attempt_at, created_at, completed_at, last_error)
+       SELECT w, gen_random_uuid(), t, 1000 + n, '{}', s, c, NULL, now() - m * interval '1 minute', now() - m * interval '1 minute',
+         CASE WHEN s = 'dead' THEN 'HTTP 503' END
+       FROM unnest($1::int[], $2::text[], $3::text[], $4::int[], $5::int[]) WITH ORDINALITY AS r(w, t, s, c, m, n)
+       ORDER BY n RETURNING id::int AS id, event_id::text AS "eventId"`,
+      [rows.map((r) => r[0]), rows.map((r) => r[1]), rows.map((r) => r[2]), rows.map((r) => r[3]), rows.map((r) => r[4])],
+    );
+    const aIds = inserted.slice(0, 7).map((r) => r.id);
+    const newestFirst = [...aIds].reverse();
+    const get = (id: number, query: string) => api.http.get(`/api/webhooks/${id}/deliveries${query}`).set('Authorization', auth);
+    const ids = (res: { body: { deliveries: { id: number }[] } }) => res.body.deliveries.map((d) => d.id);
+
+    // The default stays newest first, with total and deliveries (and no next without a cursor).
+    const all = await get(a.id, '');
+    expect(all.status).toBe(200);
+    expect(all.body.total).toBe(7);
+    expect(ids(all)).toEqual(newestFirst);
+    expect(all.body).not.toHaveProperty('next');
+    // status= stays a simple filter.
+    const dead = await get(a.id, '?status=dead');
+    expect(dead.body.total).toBe(3);
+    expect(ids(dead)).toEqual([aIds[5], aIds[2], aIds[1]]);
+    expectError(await get(a.id, '?status=lost'), 400, 'validation_failed');
+
+    // filter: status, eventType, eventId, attemptCount, createdAt, id.
+    const f1 = await get(a.id, `?filter=${encodeURIComponent('and(status[in]:[dead,failed],attemptCount[gte]:4)')}`);
+    expect(f1.status).toBe(200);
+    expect(ids(f1)).toEqual([aIds[5], aIds[1]]);
+    const f2 = await get(a.id, `?filter=${encodeURIComponent('eventType[eq]:deal.won,createdAt[lt]:now-45m')}`);
+    expect(ids(f2)).toEqual([aIds[2], aIds[0]]);
+    const f3 = await get(a.id, `?filter=${encodeURIComponent(`eventId[eq]:${inserted[3].eventId}`)}`);
+    expect(ids(f3)).toEqual([aIds[3]]);
+    const f4 = await get(a.id, `?filter=${encodeURIComponent(`id[gt]:${aIds[4]}`)}&orderByDir=asc`);
+    expect(ids(f4)).toEqual([aIds[5], aIds[6]]);
+    // Another webhook's delivery is not in this list, whatever the filter.
+    expect(ids(await get(a.id, `?filter=${encodeURIComponent(`id[eq]:${inserted[7].id}`)}`))).toEqual([]);
+    expectError(await get(a.id, `?filter=${encodeURIComponent('attemptCount[contains]:x')}`), 400, 'validation_failed');
+    expectError(await get(a.id, `?filter=${encodeURIComponent('secret[eq]:x')}`), 400, 'validation_failed');
+
+    // search, orderBy, fields.
+    expect(ids(await get(a.id, '?search=HTTP%20503&orderBy=createdAt&orderByDir=asc'))).toEqual([aIds[1], aIds[2], aIds[5]]);
+    expect(ids(await get(a.id, '?orderBy=attemptCount&orderByDir=desc&limit=2'))).toEqual([aIds[1], aIds[5]]);
+    const sparse = await get(a.id, '?fields=status,eventType&limit=1');
+    expect(sparse.status).toBe(200);
+    expect(sparse.body.deliveries).toEqual([{ id: aIds[6], status: 'succeeded', eventType: 'deal.won' }]);
+    expectError(await get(a.id, '?fields=secret'), 400, 'validation_failed');
+    expectError(await get(a.id, '?orderBy=body'), 400, 'validation_failed');
+
+    // A cursor walk of 3 a page visits every delivery once, newest first; count=false answers total -1.
+    const walked: number[] = [];
+    let after = '';
+    for (let i = 0; i < 5; i++) {
+      const page = await get(a.id, `?limit=3&after=${encodeURIComponent(after)}`);
+      expect(page.status).toBe(200);
+      walked.push(...ids(page));
+      if (page.body.next === null) break;
+      after = page.body.next as string;
+    }
+    expect(walked).toEqual(newestFirst);
+    const uncounted = await get(a.id, '?limit=3&count=false');
+    expect(uncounted.body.total).toBe(-1);
+    expect(typeof uncounted.body.next).toBe('string');
+
+    // A cursor of webhook B's list, or of the webhooks list, is refused by A's list.
+    const bCursor = (await get(b.id, '?limit=1&after=')).body.next as string;
+    expect(typeof bCursor).toBe('string');
+    const refused = await get(a.id, `?limit=1&after=${encodeURIComponent(bCursor)}`);
+    expectError(refused, 400, 'validation_failed');
+    expect(refused.body.error.message).toContain('after');
+    const hooksCursor = (await api.http.get('/api/webhooks?limit=1&after=').set('Authorization', auth)).body.next as string;
+    expectError(await get(a.id, `?limit=1&after=${encodeURIComponent(hooksCursor)}`), 400, 'validation_failed');
+    // B's own cursor still works on B's list.
+    const bNext = await get(b.id, `?limit=1&after=${encodeURIComponent(bCursor)}`);
+    expect(ids(bNext)).toEqual([inserted[7].id]);
+
+    // POST .../search: the same parameters as JSON, filter in its JSON form, answering what GET answers.
+    const search = (id: number, body: object) => api.http.post(`/api/webhooks/${id}/deliveries/search`).set('Authorization', auth).send(body);
+    const s1 = await search(a.id, {
+      filter: {
+        and: [
+          { field: 'status', op: 'eq', value: 'dead' },
+          { field: 'eventType', op: 'eq', value: 'deal.lost' },
+        ],
+      },
+      fields: ['status'],
+    });
+    expect(s1.status).toBe(200);
+    expect(s1.body).toEqual({
+      total: 2,
+      deliveries: [
+        { id: aIds[5], status: 'dead' },
+        { id: aIds[1], status: 'dead' },
+      ],
+    });
+    const s2 = await search(a.id, { filter: 'attemptCount[eq]:1', limit: 2, after: '' });
+    expect(s2.status).toBe(200);
+    expect(ids(s2)).toEqual([aIds[6], aIds[4]]);
+    const s3 = await search(a.id, { filter: 'attemptCount[eq]:1', limit: 2, after: s2.body.next as string });
+    expect(ids(s3)).toEqual([aIds[0]]);
+    expect(s3.body.next).toBeNull();
+    expectError(await search(a.id, { limit: 2, after: bCursor }), 400, 'validation_failed');
+    expectError(await search(a.id, { limit: 'many' }), 400, 'validation_failed');
+    expectError(await search(a.id, { nope: 1 }), 400, 'validation_failed');
+    expectError(await search(999999, {}), 404, 'not_found');
+    expectError(await get(999999, ''), 404, 'not_found');
+
+    await api.http.delete(`/api/webhooks/${a.id}`).set('Authorization', auth);
+    await api.http.delete(`/api/webhooks/${b.id}`).set('Authorization', auth);
+  });
+
   it('signs deliveries so that the standardwebhooks library verifies them; the body carries the sequence', async () => {
     const w = await create({ url: rx.url('/signed'), events: ['category.created'] });
     const eventId = await emit('category.created', { id: 41, title: 'Signed' });

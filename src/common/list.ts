@@ -34,6 +34,8 @@ export interface ListSpec {
   searchExpression?: string;
   /** Extra exact-match filters by query parameter name. */
   filters?: Record<string, FilterSpec>;
+  /** orderByDir when the request names none; default ASC (a log such as webhook deliveries: DESC, newest first). */
+  defaultOrderByDir?: 'ASC' | 'DESC';
   /** Column that breaks ties so pages never overlap; default `<alias>.id`. */
   idColumn?: string;
   /**
@@ -171,7 +173,7 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec, e
     } else orderBy = orderByRaw;
   }
   const dirRaw = single(query, 'orderByDir', errors);
-  let orderByDir: 'ASC' | 'DESC' = 'ASC';
+  let orderByDir: 'ASC' | 'DESC' = spec.defaultOrderByDir ?? 'ASC';
   if (dirRaw !== undefined && dirRaw !== '') {
     const d = dirRaw.toLowerCase();
     if (d !== 'asc' && d !== 'desc') errors.push({ field: 'orderByDir', message: 'must be asc or desc' });
@@ -350,7 +352,7 @@ export function listQueryParameters(spec: ListSpec): QueryParameterDoc[] {
     q('page', '1-based page number.', { type: 'integer', minimum: 1, maximum: MAX_PAGE, default: 1 }),
     q('limit', 'Records per page.', { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }),
     q('orderBy', 'Property to order by (ties are broken by id).', { type: 'string', enum: sortable, ...(sortable.includes('id') ? { default: 'id' } : {}) }),
-    q('orderByDir', 'Order direction (case-insensitive).', { type: 'string', enum: ['asc', 'desc'], default: 'asc' }),
+    q('orderByDir', 'Order direction (case-insensitive).', { type: 'string', enum: ['asc', 'desc'], default: (spec.defaultOrderByDir ?? 'ASC').toLowerCase() }),
   );
   if (changedExpression(spec)) {
     params.push(

@@ -1,8 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
+import { type ListPage, type ListQuery, type ListSpec, type PageLoader, paginate } from '../common/list.js';
 import { storableText } from '../common/storable-text.js';
 import type { Tx } from '../database/transactions.js';
+import { WebhookDelivery } from './webhook-delivery.entity.js';
 
 /**
  * Rows of an UPDATE/DELETE ... RETURNING: TypeORM's query() answers `[rows, affected]` for those
@@ -55,6 +57,57 @@ export interface NewDelivery {
   body: string;
 }
 
+/** A delivery's next attempt time as answered: only while one is due (pending or failed). */
+const NEXT_ATTEMPT_AT = `CASE WHEN d.status IN ('pending', 'failed') THEN d.next_attempt_at END`;
+
+/**
+ * A webhook's deliveries list (GET /api/webhooks/{id}/deliveries and its POST .../search twin):
+ * newest first unless orderByDir says otherwise. The service names each webhook's list
+ * (`webhook 5 deliveries`), so that a cursor of one webhook's list is refused by another's.
+ */
+export const WEBHOOK_DELIVERY_LIST_SPEC: ListSpec = {
+  name: 'webhook deliveries',
+  defaultOrderByDir: 'DESC',
+  sortable: {
+    id: 'd.id',
+    eventType: 'd.event_type',
+    sequence: 'd.sequence',
+    status: 'd.status',
+    attemptCount: 'd.attempt_count',
+    nextAttemptAt: NEXT_ATTEMPT_AT,
+    createdAt: 'd.created_at',
+    completedAt: 'd.completed_at',
+  },
+  searchExpression: `lower(d.event_type || ' ' || d.event_id::text || ' ' || coalesce(d.last_error, ''))`,
+  filters: { status: { type: 'string', column: 'd.status', values: DELIVERY_STATUSES } },
+  filterable: {
+    id: { type: 'id', sql: 'd.id' },
+    eventId: { type: 'string', sql: 'd.event_id::text', description: 'the event (a UUID, as in the event feed)' },
+    eventType: { type: 'string', sql: 'd.event_type' },
+    sequence: { type: 'int', sql: 'd.sequence', description: "the event's position in the event feed" },
+    status: { type: 'enum', sql: 'd.status', values: DELIVERY_STATUSES },
+    attemptCount: { type: 'int', sql: 'd.attempt_count', description: 'the attempts made so far' },
+    nextAttemptAt: { type: 'datetime', sql: NEXT_ATTEMPT_AT, description: 'when the next attempt is due (null unless pending or failed)' },
+    lastError: { type: 'string', sql: 'd.last_error' },
+    createdAt: { type: 'datetime', sql: 'd.created_at' },
+    completedAt: { type: 'datetime', sql: 'd.completed_at' },
+  },
+  properties: [
+    'id',
+    'webhookId',
+    'eventId',
+    'eventType',
+    'sequence',
+    'status',
+    'attemptCount',
+    'attempts',
+    'nextAttemptAt',
+    'lastError',
+    'createdAt',
+    'completedAt',
+  ],
+};
+
 const COLUMNS = `id::int AS "id", webhook_id AS "webhookId", event_id AS "eventId", event_type AS "eventType", sequence::float8 AS "sequence", body,
   status, attempt_count AS "attemptCount", attempts, next_attempt_at AS "nextAttemptAt", window_started_at AS "windowStartedAt",
   last_error AS "lastError", created_at AS "createdAt", completed_at AS "completedAt"`;
@@ -86,18 +139,23 @@ export class WebhookDeliveriesRepository {
     return rows[0] ?? null;
   }
 
-  async page(webhookId: number, status: DeliveryStatus | null, offset: number, limit: number): Promise<{ total: number; items: DeliveryRow[] }> {
-    const [{ n }]: { n: number }[] = await this.db().query(
-      `SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 AND ($2::text IS NULL OR status = $2)`,
-      [webhookId, status],
-    );
-    const items: DeliveryRow[] = n
-      ? await this.db().query(
-          `SELECT ${COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 AND ($2::text IS NULL OR status = $2) ORDER BY id DESC OFFSET $3 LIMIT $4`,
-          [webhookId, status, offset, limit],
-        )
-      : [];
-    return { total: n, items };
+  /**
+   * One page of a webhook's deliveries under the list parameters (`spec` names this webhook's list):
+   * the filters, order and paging run on the (webhook_id, id) scope, the page's rows are read in
+   * one statement of COLUMNS.
+   */
+  async page(webhookId: number, q: ListQuery, spec: ListSpec): Promise<ListPage<DeliveryRow>> {
+    const qb = this.dataSource.getRepository(WebhookDelivery).createQueryBuilder('d').where('d.webhook_id = :webhookId', { webhookId });
+    const load: PageLoader<DeliveryRow> = (where, params, order, page) =>
+      this.db().query(
+        `SELECT ${COLUMNS} FROM webhook_deliveries d WHERE ${where} ORDER BY ${order}${page ? ` LIMIT ${Math.trunc(page.limit)} OFFSET ${Math.trunc(page.offset)}` : ''}`,
+        params,
+      );
+    const scopeCount = async () => {
+      const [{ n }]: { n: number }[] = await this.db().query(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1`, [webhookId]);
+      return n;
+    };
+    return paginate(qb, q, spec, { scoped: true, scopeCount, load });
   }
 
   /**

@@ -9,6 +9,7 @@ import { ApiEnvelope, ApiErrors, ApiListQuery, ApiListSearch } from '../common/o
 import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { CreateWebhookDto, UpdateWebhookDto, WebhookDeliveryDto, WebhookRecordDto, WebhookTestResultDto } from './webhook.dto.js';
+import { WEBHOOK_DELIVERY_LIST_SPEC } from './webhook-deliveries.repository.js';
 import { WEBHOOK_LIST_SPEC, WebhooksService } from './webhooks.service.js';
 
 const SUBSCRIBE_RULE =
@@ -130,15 +131,29 @@ export class WebhooksController {
   @Get(':id/deliveries')
   @RequirePermission('webhooks:read')
   @ApiOperation({
-    summary: "A webhook's deliveries, newest first, with their attempts",
-    description: 'Parameters: status (pending, succeeded, failed, dead), page, limit (1..100).',
+    summary: "A webhook's deliveries, newest first by default, with their attempts",
+    description:
+      'List parameters: search (event type, event id, last error), page, limit, orderBy, orderByDir (default desc), filter, fields, after, count; filter status. ' +
+      "A cursor (after) is tied to this webhook's list: one from another webhook's deliveries is a 400.",
   })
   @ApiEnvelope('deliveries', WebhookDeliveryDto, { list: true })
+  @ApiListQuery(WEBHOOK_DELIVERY_LIST_SPEC)
   listDeliveries(@Param('id', IdPipe) id: number, @Query() query: Record<string, unknown>) {
     return this.webhooks.listDeliveries(id, query);
   }
 
-  @ApiErrors({ status: 409, description: 'The webhook is not active' })
+  @Post(':id/deliveries/search')
+  @HttpCode(200)
+  @RequirePermission('webhooks:read')
+  @ApiOperation({
+    summary: "Search a webhook's deliveries: the list with its parameters as a JSON body (filter in its JSON form)",
+    description: 'Answers what the GET deliveries list answers (newest first by default).',
+  })
+  @ApiListSearch('deliveries', WebhookDeliveryDto, WEBHOOK_DELIVERY_LIST_SPEC)
+  searchDeliveries(@Param('id', IdPipe) id: number, @Body() body: ListSearchDto) {
+    return this.webhooks.listDeliveries(id, searchQuery(body));
+  }
+
   @Post(':id/deliveries/:deliveryId/retry')
   @HttpCode(200)
   @RequirePermission('webhooks:write')

@@ -2,13 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso } from '../common/dates.js';
-import { AppError, type ErrorDetail, fieldError, notFound, validationError } from '../common/errors.js';
+import { AppError, fieldError, notFound } from '../common/errors.js';
 import { listEnvelope, parseListQuery } from '../common/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions } from '../database/transactions.js';
 import { EVENT_TYPES, isEventType, missingReadPermissions } from './event-types.js';
 import { newWebhookSecret } from './signature.js';
-import { DELIVERY_STATUSES, type DeliveryStatus, WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
+import { WEBHOOK_DELIVERY_LIST_SPEC, WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
 import { toDeliveryRecord, WebhookDeliveriesService } from './webhook-deliveries.service.js';
 import { verdictFor } from './webhook-retry.js';
 import { resolveTarget, WebhookUrlError } from './webhook-url.js';
@@ -73,8 +73,6 @@ export function checkMayReceive(who: Principal, events: readonly string[]): void
     [{ field: 'events', message: `needs ${missing.join(', ')}` }],
   );
 }
-
-const DELIVERY_PARAMS = ['status', 'page', 'limit'];
 
 @Injectable()
 export class WebhooksService {
@@ -229,29 +227,16 @@ export class WebhooksService {
     };
   }
 
+  /**
+   * A webhook's deliveries with the list parameters (WEBHOOK_DELIVERY_LIST_SPEC), newest first by
+   * default. The list is named after the webhook: a cursor of another webhook's list is a 400.
+   */
   async listDeliveries(id: number, query: Record<string, unknown>) {
-    const details: ErrorDetail[] = [];
-    for (const k of Object.keys(query))
-      if (!DELIVERY_PARAMS.includes(k)) details.push({ field: k, message: `is not a known parameter; allowed: ${DELIVERY_PARAMS.join(', ')}` });
-    const int = (k: string, min: number, max: number, fallback: number) => {
-      const v = query[k];
-      if (v === undefined) return fallback;
-      if (typeof v !== 'string' || !/^\d{1,6}$/.test(v) || Number(v) < min || Number(v) > max) {
-        details.push({ field: k, message: `must be a whole number from ${min} to ${max}` });
-        return fallback;
-      }
-      return Number(v);
-    };
-    const page = int('page', 1, 100000, 1);
-    const limit = int('limit', 1, 100, 30);
-    const status = query.status;
-    if (status !== undefined && !(DELIVERY_STATUSES as readonly unknown[]).includes(status)) {
-      details.push({ field: 'status', message: `must be one of: ${DELIVERY_STATUSES.join(', ')}` });
-    }
-    if (details.length) throw validationError(`Validation failed: ${details.map((d) => `${d.field}: ${d.message}`).join('; ')}`, details);
+    const spec = { ...WEBHOOK_DELIVERY_LIST_SPEC, name: `webhook ${id} deliveries` };
+    const q = parseListQuery(query, spec);
     await this.found(id);
-    const { total, items } = await this.deliveries.page(id, (status as DeliveryStatus | undefined) ?? null, (page - 1) * limit, limit);
-    return { total, deliveries: items.map(toDeliveryRecord) };
+    const page = await this.deliveries.page(id, q, spec);
+    return listEnvelope(q, 'deliveries', page, page.items.map(toDeliveryRecord));
   }
 
   /** Queues a delivery again now (whatever its status), with a fresh 72 h window. */
