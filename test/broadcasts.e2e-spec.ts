@@ -354,6 +354,34 @@ describe('broadcasts: merge fields, audiences, skips, send once, events (HTTP pr
     expect(expectError(await h.send(g), 409, 'conflict').message).toMatch(/no longer exists/);
   });
 
+  it('deleting a broadcast while delivery reports for its messages arrive never deadlocks: no 5xx, again and again', async () => {
+    const logsBefore = { api: api.logs.length, worker: worker.logs.length };
+    const contactIds: number[] = [];
+    for (let i = 0; i < 40; i++) contactIds.push(await h.contact({ phone: nextPhone() }));
+    const report = (body: object) => {
+      const raw = JSON.stringify(body);
+      return api.http.post('/api/text-messages/delivery-reports').set('Content-Type', 'application/json').set('X-Signature', sign(SECRET, raw)).send(raw);
+    };
+    for (let round = 0; round < 8; round++) {
+      const id = (await h.create({ content: `Late reports ${round}`, audience: { contactIds } })).body.broadcast.id as number;
+      expect((await h.send(id)).status).toBe(202);
+      await h.waitStatus(id, 'completed');
+      const messages = await h.messages(id);
+      expect(messages).toHaveLength(contactIds.length);
+      // Every message's report at once, the delete a little later into them at every round.
+      const reports = messages.map((m, i) => report({ reference: `textmessage-${m.id}-1`, status: i % 2 ? 'delivered' : 'undelivered', error: 'handset off' }));
+      await new Promise((r) => setTimeout(r, round * 3));
+      const del = api.http.delete(`/api/text-messages/broadcasts/${id}`).set('Authorization', auth);
+      const [d, ...rs] = await Promise.all([del, ...reports]);
+      expect([round, d.status]).toEqual([round, 200]);
+      expect(rs.map((r) => r.status).filter((s) => s >= 500)).toEqual([]);
+      const [{ n }] = await api.sql<{ n: number }>(`SELECT count(*)::int AS n FROM text_messages WHERE broadcast_id = $1`, [id]);
+      expect(n).toBe(0);
+    }
+    const logs = [...api.logs.slice(logsBefore.api), ...worker.logs.slice(logsBefore.worker)].join('');
+    expect(logs).not.toMatch(/deadlock detected/);
+  }, 180000);
+
   it('a broadcast with nobody to send to completes at once', async () => {
     const c = await h.contact({});
     const id = (await h.create({ content: 'Nobody', audience: { contactIds: [c] } })).body.broadcast.id;

@@ -861,6 +861,42 @@ describe('import worker killed mid-import', () => {
     const events = await api.sql<{ n: string }>(`SELECT count(*) AS n FROM events WHERE type = 'contact.created' AND data->>'email' LIKE '%@kill.test'`);
     expect(Number(events[0].n)).toBe(n);
   }, 180000);
+
+  it('a worker that dies at every run: after 5 runs the import ends failed with the reason, not queued again forever; an export too', async () => {
+    const n = 40000;
+    const rows = [['name', 'email']];
+    for (let i = 0; i < n; i++) rows.push([`P${i}`, `p${i}@poison.test`]);
+    const r = await upload(api, auth, csvOf(rows), { object: 'contacts', mode: 'create' });
+    expect(r.status).toBe(202);
+    const id = r.body.import.id as number;
+    const runs = async () => (await api.sql<{ runs: number }>(`SELECT runs FROM imports WHERE id = $1`, [id]))[0].runs;
+    // Each run is killed as soon as it has taken the import up (BullMQ's stalled-job check or the recovery sweep runs it again).
+    for (let run = 1; run <= 5; run++) {
+      await until(`run ${run} to take the import up`, async () => (await runs()) >= run);
+      await worker!.kill('SIGKILL');
+      worker = await startApp({ role: 'worker', shareWith: api, env });
+    }
+    const imp = await finished(api, auth, id).catch((e: unknown) => {
+      throw new Error(`${String(e)}\nworker: ${worker?.logs.join('').slice(-3000)}`);
+    });
+    expect(imp).toMatchObject({ status: 'failed', error: 'stopped after 5 attempts: the worker died each time' });
+    expect(imp.counts.processed).toBeLessThan(n);
+    expect(await runs()).toBe(6);
+
+    // An export whose five runs died (arranged while no worker runs): the recovery's next run ends it failed.
+    await worker!.stop();
+    worker = null;
+    const e = await api.http.post('/api/exports').set('Authorization', auth).send({ object: 'contacts', format: 'csv' });
+    expect(e.status).toBe(202);
+    const exportId = e.body.export.id as number;
+    await api.sql(`UPDATE exports SET runs = 5, status = 'running' WHERE id = $1`, [exportId]);
+    worker = await startApp({ role: 'worker', shareWith: api, env });
+    const exp = await until('the export to end', async () => {
+      const x = (await api.http.get(`/api/exports/${exportId}`).set('Authorization', auth)).body.export;
+      return ['completed', 'failed'].includes(x.status) ? x : null;
+    });
+    expect(exp).toMatchObject({ status: 'failed', error: 'stopped after 5 attempts: the worker died each time', download: null });
+  }, 240000);
 });
 
 describe('jobs acting for a token that is revoked (API and worker processes)', () => {

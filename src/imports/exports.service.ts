@@ -21,7 +21,7 @@ import { ContactFieldValuesService } from '../fields/contact-field-values.servic
 import { JOB_IDS } from '../jobs/job-names.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import type { CreateExportDto } from './import.dto.js';
-import { csvCell, csvLine, exportColumns, FIELD_OBJECT, type ImportObject } from './import.rules.js';
+import { csvCell, csvLine, exportColumns, FIELD_OBJECT, type ImportObject, MAX_JOB_RUNS, RUNS_EXHAUSTED } from './import.rules.js';
 import { type ExportRow, ImportsRepository } from './imports.repository.js';
 import { JobFiles } from './job-files.js';
 
@@ -176,6 +176,12 @@ export class ExportsService implements OnModuleInit {
   async run(exportId: number, final: boolean): Promise<void> {
     const row = await this.repository.startExport(exportId);
     if (!row) return;
+    // Each run counts; past MAX_JOB_RUNS the earlier runs all died without finishing the export.
+    if (row.runs > MAX_JOB_RUNS) {
+      this.logger.warn({ msg: 'export failed', exportId, err: RUNS_EXHAUSTED });
+      await this.repository.failExport(exportId, RUNS_EXHAUSTED);
+      return;
+    }
     const started = Date.now();
     const counter = { rows: 0 };
     try {

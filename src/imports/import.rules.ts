@@ -14,6 +14,17 @@ export type EmptyValues = (typeof EMPTY_VALUES)[number];
 export const IMPORT_STATUSES = ['queued', 'validating', 'running', 'completed', 'failed', 'canceled'] as const;
 export type ImportStatus = (typeof IMPORT_STATUSES)[number];
 export const OPEN_IMPORT_STATUSES: readonly ImportStatus[] = ['queued', 'validating', 'running'];
+/**
+ * Runs that may take up one import or export. Each death of its worker (a SIGKILL, an out-of-memory
+ * kill, a file whose processing crashes the process) leads to another run, by BullMQ's stalled-job
+ * check or by the recovery sweep; past this many the next run ends it `failed` instead of starting,
+ * so a poison file is not run again every few seconds forever.
+ */
+export const MAX_JOB_RUNS = 5;
+
+/** The reason an import or export ends with once MAX_JOB_RUNS runs did not finish it. */
+export const RUNS_EXHAUSTED = `stopped after ${MAX_JOB_RUNS} attempts: the worker died each time`;
+
 export const EXPORT_FORMATS = ['csv', 'jsonl'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 

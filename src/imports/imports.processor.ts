@@ -22,6 +22,8 @@ import { JobFiles } from './job-files.js';
  * that reason (the chunks in flight are rolled back: the import is no longer running). On shutdown a run stops between chunks and the import stays `running`, for the
  * recovery to queue again. The recovery runs at worker start and every RECOVERY_EVERY_MS: a job that
  * BullMQ gave up on (its worker died twice, more than maxStalledCount) is queued again within seconds.
+ * Every run counts (ImportsService.start; one stopped by a shutdown is given back): past MAX_JOB_RUNS
+ * the import ends `failed`, so a file whose processing kills its worker is not run again forever.
  */
 @Injectable()
 export class ImportsProcessor implements OnModuleInit, BeforeApplicationShutdown {
@@ -67,7 +69,10 @@ export class ImportsProcessor implements OnModuleInit, BeforeApplicationShutdown
         if (!imp) return;
       }
       const finished = await this.write(imp, this.credentialOf(imp));
-      if (!finished) return;
+      if (!finished) {
+        if (this.stopping) await this.imports.giveBackRun(importId);
+        return;
+      }
       if (await this.imports.finish(importId, 'completed', null)) await this.imports.dropFile(imp);
     } catch (e) {
       // A problem of the file or its mapping (a 4xx) ends the import; anything else is retried from the checkpoint.

@@ -144,15 +144,20 @@ export class ImportsRepository {
   }
 
   /** A worker takes up an open import: queued becomes validating (a running one stays running). Null when it is finished. */
-  async start(id: number): Promise<ImportRow | null> {
-    const rows = await returning<ImportRow>(
+  async start(id: number): Promise<(ImportRow & { runs: number }) | null> {
+    const rows = await returning<ImportRow & { runs: number }>(
       this.db(),
       `UPDATE imports SET status = CASE WHEN status = 'queued' THEN 'validating' ELSE status END,
-              started_at = coalesce(started_at, now()), modified_at = now()
-        WHERE id = $1 AND status IN ${OPEN} RETURNING ${IMPORT_COLUMNS}`,
+              started_at = coalesce(started_at, now()), modified_at = now(), runs = runs + 1
+        WHERE id = $1 AND status IN ${OPEN} RETURNING ${IMPORT_COLUMNS}, runs`,
       [id],
     );
     return rows[0] ?? null;
+  }
+
+  /** A run that stopped for a shutdown (not a death) does not count towards the bound on runs. */
+  async giveBackRun(id: number): Promise<void> {
+    await this.db().query(`UPDATE imports SET runs = greatest(runs - 1, 0) WHERE id = $1`, [id]);
   }
 
   /** The validation pass counted the rows: the import runs. Null when it was canceled meanwhile. */
@@ -266,10 +271,10 @@ export class ImportsRepository {
   }
 
   /** A worker takes up an export (queued or left running by a stopped worker: it starts over). */
-  async startExport(id: number): Promise<ExportRow | null> {
-    const rows = await returning<ExportRow>(
+  async startExport(id: number): Promise<(ExportRow & { runs: number }) | null> {
+    const rows = await returning<ExportRow & { runs: number }>(
       this.db(),
-      `UPDATE exports SET status = 'running', started_at = now() WHERE id = $1 AND status IN ('queued', 'running') RETURNING ${EXPORT_COLUMNS}`,
+      `UPDATE exports SET status = 'running', started_at = now(), runs = runs + 1 WHERE id = $1 AND status IN ('queued', 'running') RETURNING ${EXPORT_COLUMNS}, runs`,
       [id],
     );
     return rows[0] ?? null;

@@ -38,6 +38,8 @@ import {
   planColumns,
   rowRecord,
   targetProblem,
+  MAX_JOB_RUNS,
+  RUNS_EXHAUSTED,
 } from './import.rules.js';
 import { type ChunkCounts, type ImportErrorRow, type ImportOptions, type ImportRow, ImportsRepository, type StoredPrincipal } from './imports.repository.js';
 import { JobFiles } from './job-files.js';
@@ -347,9 +349,21 @@ export class ImportsService {
 
   // ---- the worker's side (imports.processor.ts) ----
 
-  /** Takes up an import (null when it has ended). */
-  start(id: number): Promise<ImportRow | null> {
-    return this.repository.start(id);
+  /**
+   * Takes up an import (null when it has ended). Each call is one more run; past MAX_JOB_RUNS the
+   * earlier runs all died without finishing it, and it ends `failed` (RUNS_EXHAUSTED) instead.
+   */
+  async start(id: number): Promise<ImportRow | null> {
+    const row = await this.repository.start(id);
+    if (!row || row.runs <= MAX_JOB_RUNS) return row;
+    this.logger.warn({ msg: 'import failed', importId: id, err: RUNS_EXHAUSTED });
+    if (await this.finish(id, 'failed', RUNS_EXHAUSTED)) await this.dropFile(row);
+    return null;
+  }
+
+  /** The run stopped between chunks for a shutdown: it does not count as one that died. */
+  giveBackRun(id: number): Promise<void> {
+    return this.repository.giveBackRun(id);
   }
 
   /** The published custom fields of the object, as the column plan reads them. */

@@ -49,9 +49,19 @@ export class BroadcastsRepository {
     return this.repo(tx).findOne({ where: { id } });
   }
 
-  /** The row, locked until the transaction ends: edits, sends, cancels and deletes apply one after the other. */
+  /**
+   * The row, locked until the transaction ends: edits, sends, cancels and deletes apply one after the other.
+   *
+   * The one lock order is the broadcast row, then its messages in id order (then the counter rows
+   * their statements' trigger writes). A message writer (a delivery report, a sending lane) locks
+   * only its message, yet its status change writes a counter row whose foreign key check takes
+   * FOR KEY SHARE on this row. FOR NO KEY UPDATE does not conflict with that share, so a writer
+   * holding a message never waits on a broadcast lock; only the DELETE of the row does, and
+   * `remove` runs it after it holds every message of the broadcast (TextMessageRepository
+   * `detachFromBroadcast`), when no writer of those messages is left in flight.
+   */
   findForUpdate(id: number, tx: Tx): Promise<Broadcast | null> {
-    return this.repo(tx).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
+    return this.repo(tx).findOne({ where: { id }, lock: { mode: 'for_no_key_update' } });
   }
 
   exists(id: number): Promise<boolean> {
@@ -67,6 +77,7 @@ export class BroadcastsRepository {
     await this.repo(tx).update({ id }, columns);
   }
 
+  /** Deletes the row: only after `findForUpdate` and the messages' `detachFromBroadcast` (the lock order above). */
   async delete(id: number, tx: Tx): Promise<void> {
     await this.repo(tx).delete({ id });
   }

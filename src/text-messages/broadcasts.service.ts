@@ -202,6 +202,8 @@ export class BroadcastsService {
       if (!b) throw notFound('Broadcast', id);
       if (b.status === 'sending') throw conflict(`Broadcast ${id} is sending; cancel it before deleting it`);
       const record = await this.record(b, tx);
+      // The row, then its messages in id order, then the DELETE: see BroadcastsRepository.findForUpdate.
+      await this.messages.detachFromBroadcast(id, tx);
       await this.broadcasts.delete(id, tx);
       await this.events.record(tx, 'broadcast.deleted', record);
       return record;

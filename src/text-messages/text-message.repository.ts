@@ -411,6 +411,19 @@ export class TextMessageRepository {
     await this.db().query(`UPDATE text_messages SET claim_token = NULL, claimed_at = NULL WHERE id = ANY($1::int[]) AND claim_token = $2`, [ids, token]);
   }
 
+  /**
+   * Before a broadcast's row is deleted (its row already locked FOR NO KEY UPDATE): locks its
+   * messages in id order, waiting for writers in flight on them (delivery reports, lanes), then
+   * clears their broadcast_id, so the DELETE that follows touches no message row and waits on no
+   * writer (BroadcastsRepository.findForUpdate gives the lock order). Answers how many.
+   */
+  async detachFromBroadcast(broadcastId: number, tx: Tx): Promise<number> {
+    const locked: unknown[] = await tx.query(`SELECT id FROM text_messages WHERE broadcast_id = $1 ORDER BY id FOR UPDATE`, [broadcastId]);
+    if (!locked.length) return 0;
+    await tx.query(`UPDATE text_messages SET broadcast_id = NULL WHERE broadcast_id = $1`, [broadcastId]);
+    return locked.length;
+  }
+
   /** A canceled broadcast: its queued messages no worker has claimed end `canceled` (failureCode canceled). */
   async cancelQueuedOfBroadcast(broadcastId: number, tx: Tx, reason = 'the broadcast was canceled'): Promise<number> {
     const ids = await this.transition(

@@ -29,6 +29,7 @@ import { ContactTextIndex1763700001910 } from './1763700001910-contact-text-inde
 import { SmsLogSends1763700002600 } from './1763700002600-sms-log-sends.js';
 import { JobCredentials1763700002610 } from './1763700002610-job-credentials.js';
 import { IdempotencyCredential1763700002620 } from './1763700002620-idempotency-credential.js';
+import { JobRuns1763700002630 } from './1763700002630-job-runs.js';
 
 export const MIGRATIONS = [
   Platform1763700000000,
@@ -58,4 +59,5 @@ export const MIGRATIONS = [
   SmsLogSends1763700002600,
   JobCredentials1763700002610,
   IdempotencyCredential1763700002620,
+  JobRuns1763700002630,
 ];
