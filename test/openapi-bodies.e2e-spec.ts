@@ -14,39 +14,11 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import AjvModule from 'ajv';
-import addFormatsModule from 'ajv-formats';
 import fc from 'fast-check';
 import { getMetadataStorage } from 'class-validator';
 import { ROOT, startApp, type TestApp } from './support/app.js';
+import { anchored, type DocAjv, docAjv, type Schema } from './support/openapi-doc.js';
 
-const Ajv = ((AjvModule as unknown as { default?: unknown }).default ?? AjvModule) as typeof AjvModule.default;
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as typeof addFormatsModule.default;
-
-type Schema = {
-  type?: string;
-  properties?: Record<string, Schema>;
-  required?: string[];
-  additionalProperties?: boolean | Schema;
-  items?: Schema;
-  $ref?: string;
-  enum?: unknown[];
-  format?: string;
-  pattern?: string;
-  nullable?: boolean;
-  minimum?: number;
-  maximum?: number;
-  minLength?: number;
-  maxLength?: number;
-  minItems?: number;
-  maxItems?: number;
-  allOf?: Schema[];
-  oneOf?: Schema[];
-  not?: Schema;
-  'x-rules'?: string[];
-  'x-references'?: string;
-  'x-max-decimal-places'?: number;
-};
 type Operation = {
   parameters?: { name: string; in: string; schema?: Schema }[];
   requestBody?: { content?: Record<string, { schema?: Schema }> };
@@ -56,40 +28,20 @@ type Operation = {
 type Doc = { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, Schema> } };
 type ErrorBody = { error?: { code?: string; message?: string; details?: { field: string; message: string }[] } };
 
-const DOC_ID = 'https://salesflow.invalid/openapi.json';
 const BODY_METHODS = ['post', 'put', 'patch'] as const;
-
-/** OpenAPI 3.0's `nullable: true` in JSON Schema terms, for ajv. */
-function jsonSchemaOf(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(jsonSchemaOf);
-  if (!value || typeof value !== 'object') return value;
-  const out = Object.fromEntries(
-    Object.entries(value).map(([k, v]) => [
-      k,
-      k === 'properties' ? Object.fromEntries(Object.entries(v as object).map(([pk, pv]) => [pk, jsonSchemaOf(pv)])) : jsonSchemaOf(v),
-    ]),
-  );
-  if (out.nullable !== true) return out;
-  const { nullable: _, description, ...rest } = out;
-  return { description, anyOf: [rest, { type: 'null' }] };
-}
 
 describe('request bodies in the OpenAPI document', () => {
   let app: TestApp;
   let admin: string;
   let doc: Doc;
-  let ajv: InstanceType<typeof Ajv>;
+  let ajv: DocAjv;
   const fixtures: Record<string, number> = {};
 
   beforeAll(async () => {
     app = await startApp({ role: 'api', env: { RATE_LIMIT_ENTERPRISE: '1000000' } });
     admin = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
     doc = (await app.http.get('/api/docs-json')).body as Doc;
-    ajv = new Ajv({ strict: false, allErrors: true, validateSchema: false });
-    addFormats(ajv);
-    ajv.addFormat('binary', true);
-    ajv.addFormat('phone', true);
-    ajv.addSchema({ $id: DOC_ID, components: jsonSchemaOf(doc.components) });
+    ajv = docAjv(doc.components, ['phone']);
     const create = async (path: string, body: object) => {
       const res = await app.http.post(path).set('Authorization', admin).send(body);
       if (res.status !== 201) throw new Error(`fixture ${path}: ${res.status} ${JSON.stringify(res.body)}`);
@@ -324,8 +276,8 @@ describe('request bodies in the OpenAPI document', () => {
     );
     for (const { path, method, op } of operations) {
       tally.operations++;
-      const bodySchema = op.requestBody!.content!['application/json'].schema;
-      const validate = ajv.compile(jsonSchemaOf(JSON.parse(JSON.stringify(bodySchema).replaceAll('"#/components/', `"${DOC_ID}#/components/`))) as object);
+      const bodySchema = op.requestBody!.content!['application/json'].schema ?? {};
+      const validate = ajv.compile(anchored(bodySchema));
       const url = path.replace(/\{([^}]+)\}/g, (_, name: string) => {
         if (name === 'object' || name === 'segment') return 'contact';
         const resource = path.split('/')[2];

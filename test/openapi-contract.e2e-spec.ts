@@ -7,35 +7,10 @@
  * parameters and orderBy values it documents.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import AjvModule from 'ajv';
-import addFormatsModule from 'ajv-formats';
 import fc from 'fast-check';
 import { startApp, type TestApp } from './support/app.js';
+import { anchored, type DocAjv, docAjv, type Schema } from './support/openapi-doc.js';
 
-// CommonJS packages: the class / plugin is the module itself or its default.
-const Ajv = ((AjvModule as unknown as { default?: unknown }).default ?? AjvModule) as typeof AjvModule.default;
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as typeof addFormatsModule.default;
-
-type Schema = {
-  type?: string;
-  properties?: Record<string, Schema>;
-  required?: string[];
-  additionalProperties?: boolean | Schema;
-  items?: Schema;
-  $ref?: string;
-  enum?: unknown[];
-  format?: string;
-  pattern?: string;
-  nullable?: boolean;
-  minimum?: number;
-  maximum?: number;
-  minLength?: number;
-  maxLength?: number;
-  minItems?: number;
-  maxItems?: number;
-  allOf?: Schema[];
-  oneOf?: Schema[];
-};
 type Parameter = { name: string; in: string; required?: boolean; schema?: Schema };
 type Response = { $ref?: string; description?: string; content?: Record<string, { schema?: Schema }> };
 type Operation = {
@@ -47,18 +22,17 @@ type Operation = {
 type Doc = { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, Schema>; responses: Record<string, Response> } };
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
-const DOC_ID = 'https://salesflow.invalid/openapi.json';
 
 describe('the OpenAPI document against the running server', () => {
   let app: TestApp;
   let admin: string;
   let narrow: string;
   let doc: Doc;
-  let ajv: InstanceType<typeof Ajv>;
+  let ajv: DocAjv;
   const fixtures: Record<string, number> = {};
   /** A webhook for its deliveries list only (kept out of fixtures, so the generated requests never send to it). */
   let webhookFixture = 0;
-  const validators = new Map<string, ReturnType<InstanceType<typeof Ajv>['compile']>>();
+  const validators = new Map<string, ReturnType<DocAjv['compile']>>();
 
   beforeAll(async () => {
     app = await startApp({
@@ -68,10 +42,7 @@ describe('the OpenAPI document against the running server', () => {
     admin = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
     narrow = `Bearer ${await app.token('notifications:read', { user: 'narrow@example.com', plan: 'enterprise' })}`;
     doc = (await app.http.get('/api/docs-json')).body as Doc;
-    ajv = new Ajv({ strict: false, allErrors: true, validateSchema: false });
-    addFormats(ajv);
-    ajv.addFormat('binary', true);
-    ajv.addSchema({ $id: DOC_ID, components: jsonSchemaOf(doc.components) });
+    ajv = docAjv(doc.components);
 
     const create = async (path: string, body: object) => {
       const res = await app.http.post(path).set('Authorization', admin).send(body);
@@ -107,26 +78,6 @@ describe('the OpenAPI document against the running server', () => {
   function responseOf(op: Operation, status: number): Response | undefined {
     const r = op.responses[String(status)] ?? op.responses.default;
     return r?.$ref ? doc.components.responses[r.$ref.split('/').pop()!] : r;
-  }
-
-  /** A deep copy whose local references point into the components registered with ajv. */
-  function anchored<T>(schema: T): T {
-    return jsonSchemaOf(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', `"${DOC_ID}#/components/`))) as T;
-  }
-
-  /** OpenAPI 3.0's `nullable: true` (null besides what the rest allows) in JSON Schema terms, for ajv. */
-  function jsonSchemaOf(value: unknown): unknown {
-    if (Array.isArray(value)) return value.map(jsonSchemaOf);
-    if (!value || typeof value !== 'object') return value;
-    const out = Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [
-        k,
-        k === 'properties' ? Object.fromEntries(Object.entries(v as object).map(([pk, pv]) => [pk, jsonSchemaOf(pv)])) : jsonSchemaOf(v),
-      ]),
-    );
-    if (out.nullable !== true) return out;
-    const { nullable: _, description, ...rest } = out;
-    return { description, anyOf: [rest, { type: 'null' }] };
   }
 
   /** Checks one answer against the document; returns what is wrong, or null. */
