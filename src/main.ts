@@ -95,14 +95,15 @@ async function main(): Promise<void> {
     if (server) {
       // Stop accepting connections. Connections already accepted may still be sending their
       // request: wait until nothing is in flight and no request has arrived for a moment, and
-      // only then close the idle keep-alive connections.
+      // only then close the connections left: idle keep-alive ones (which would otherwise stay open
+      // for HTTP_KEEP_ALIVE_TIMEOUT_MS and hold up the exit) and, once the grace is over, any still busy.
       server.close();
       const QUIET_MS = 300;
       while (Date.now() < deadline && (inFlight > 0 || Date.now() - lastRequestAt < QUIET_MS)) {
         await new Promise((r) => setTimeout(r, 25));
       }
       if (inFlight > 0) log.warn(`shutdown grace over with ${inFlight} request(s) in flight`);
-      server.closeIdleConnections();
+      server.closeAllConnections();
     }
     try {
       await app.close();

@@ -195,6 +195,12 @@ describe('filter language', () => {
     expect(company.status).toBe(201);
     const segment = await app.http.post('/api/segments').set('Authorization', admin).send({ name: 'Filter segment', type: 'static' });
     expect(segment.status).toBe(201);
+    // Inactive (nothing is sent to it), for its deliveries list.
+    const webhook = await app.http
+      .post('/api/webhooks')
+      .set('Authorization', admin)
+      .send({ url: 'https://192.0.43.10/filters', events: ['deal.won'], isActive: false });
+    expect(webhook.status).toBe(201);
     for (const [path, ops] of Object.entries(doc.paths)) {
       const p = ops.get?.parameters?.find((x) => x.in === 'query' && x.name === 'filter');
       if (!p) continue;
@@ -203,6 +209,7 @@ describe('filter language', () => {
         .replace('/api/fields/{id}', '/api/fields/contact')
         .replace('/api/companies/{id}', `/api/companies/${company.body.company.id as number}`)
         .replace('/api/segments/{id}', `/api/segments/${segment.body.segment.id as number}`)
+        .replace('/api/webhooks/{id}', `/api/webhooks/${webhook.body.webhook.id as number}`)
         .replace('{id}', String(campaignId));
       const fields = [...(p.description ?? '').matchAll(/`([A-Za-z_.]+)` ([a-z-]+)/g)].map((m) => m[1]);
       expect(fields.length).toBeGreaterThan(2);

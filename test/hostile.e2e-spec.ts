@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { Agent, request as httpRequest } from 'node:http';
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { startApp, type TestApp } from './support/app.js';
 import { PERMISSIONS } from '../src/common/route-access.js';
 
@@ -465,4 +465,25 @@ describe('hostile input over every route', () => {
       agent.destroy();
     }
   }, 20_000);
+
+  it('a client that holds a connection open (headers half sent) does not hold up a SIGTERM past the grace', async () => {
+    const own = await startApp({ role: 'api', env: { SHUTDOWN_GRACE_MS: '2000' } });
+    const socket = connect(own.port, '127.0.0.1');
+    try {
+      await new Promise<void>((resolvePromise, reject) => {
+        socket.once('connect', () => resolvePromise());
+        socket.once('error', reject);
+      });
+      socket.on('error', () => undefined);
+      socket.write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+      await new Promise((r) => setTimeout(r, 200));
+      const started = Date.now();
+      expect(await own.kill('SIGTERM')).toBe(0);
+      // Without closing the connections left after the grace, the exit waited for the headers timeout (66 s).
+      expect(Date.now() - started).toBeLessThan(15_000);
+    } finally {
+      socket.destroy();
+      await own.stop();
+    }
+  }, 120_000);
 });
