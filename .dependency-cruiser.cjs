@@ -1,15 +1,21 @@
 /**
- * Import boundaries of src/ (issue 12 item 5, CONVENTIONS.md "Boundaries, enforced"). Run by `npm run lint`
- * (`npm run lint:boundaries`); test/boundaries.spec.ts proves each rule fails on a deliberate violation.
+ * Import boundaries of src/ (CONVENTIONS.md "Boundaries, enforced"; docs/decisions/floors-and-features.md).
+ * Run by `npm run lint` (`npm run lint:boundaries`); test/boundaries.spec.ts proves each rule fails on a
+ * deliberate violation.
  *
- * Floors: config, database, redis, common and jobs are what every feature builds on. They import no
- * feature folder, not auth, and none of the composition root (src/*.ts: main, app.module, cli, http);
- * config, the bottom floor, imports nothing else from src/.
+ * Floors, bottom to top. Each floor imports only the floors listed beside it (lower ones), never a feature
+ * and never the composition root (src/*.ts: main, app.module, cli, healthcheck):
  *
- * Features: every other folder under src/ (contacts, fields, campaigns, deals, activities, categories,
- * point-groups, assets, reports, text-messages, notifications, auth, account, system, metrics, sms,
- * rate-limit, and any new one) is a feature. A feature may import from another feature only that
- * feature's public surface:
+ *   config                       nothing from src/
+ *   common                       config
+ *   database, redis              config, common
+ *   jobs                         config, common, database, redis
+ *   lists, idempotency           the above (lists: list queries; idempotency: Idempotency-Key)
+ *   server                       the above (the HTTP server and request path)
+ *   batch                        the above (the batch engine answers item errors as the server does)
+ *
+ * Features: every other folder under src/ (contacts, auth, console, events, imports, ...) is a feature. A
+ * feature may import every floor, and from another feature only that feature's public surface:
  *   - `<name>.module.ts`      the Nest module to import;
  *   - `<name>.service.ts`     its services;
  *   - `<name>.repository.ts`  its repositories (injecting one from another feature only works when its module
@@ -24,11 +30,22 @@
  * Specs (`*.spec.ts`) may reach into any folder to arrange their state; the composition root (src/*.ts) wires
  * everything together and is not restricted.
  */
-const FLOORS = '(config|database|redis|common|jobs)';
+const FLOOR_IMPORTS = {
+  common: ['config'],
+  database: ['config', 'common'],
+  redis: ['config', 'common'],
+  jobs: ['config', 'common', 'database', 'redis'],
+  lists: ['config', 'common', 'database'],
+  idempotency: ['config', 'common', 'database', 'redis', 'jobs'],
+  server: ['config', 'common', 'database', 'redis', 'jobs', 'lists', 'idempotency'],
+  batch: ['config', 'common', 'database', 'redis', 'jobs', 'lists', 'idempotency', 'server'],
+};
+const FLOOR_NAMES = ['config', ...Object.keys(FLOOR_IMPORTS)];
+const FLOORS = `(${FLOOR_NAMES.join('|')})`;
 
 /** Feature files other than module/service/repository/dto that are that feature's declared public API. */
 const PUBLIC_FILES = [
-  // Route access metadata and the principal decorator: every controller uses them (issue 12 item 4 moves them to common/).
+  // Route access metadata and the principal decorator: every controller uses them.
   '^src/auth/(permissions|current-principal[.]decorator|auth[.]guards)[.]ts$',
   // The SMS provider port (injection token and interface) and the delivery-report signature check.
   '^src/sms/(sms-provider|signature)[.]ts$',
@@ -56,6 +73,14 @@ module.exports = {
       from: { path: '^src/config/', pathNot: SPEC },
       to: { path: '^src/', pathNot: '^src/config/' },
     },
+    // One rule per floor above config: it imports only the floors below it (no arrow back up the floors).
+    ...Object.entries(FLOOR_IMPORTS).map(([floor, below]) => ({
+      name: 'floor-imports-higher-floor',
+      severity: 'error',
+      comment: `${floor} is a floor that imports only ${below.join(', ')} among the floors.`,
+      from: { path: `^src/${floor}/`, pathNot: SPEC },
+      to: { path: `^src/${FLOORS}/`, pathNot: `^src/(${[floor, ...below].join('|')})/` },
+    })),
     {
       name: 'feature-private-import',
       severity: 'error',
@@ -64,6 +89,13 @@ module.exports = {
         '*.dto.ts, dto/, index.ts, or a file listed in PUBLIC_FILES); entities, rules and the rest stay private.',
       from: { path: '^src/([^/]+)/', pathNot: [`^src/${FLOORS}/`, SPEC] },
       to: { path: '^src/[^/]+/', pathNot: ['^src/$1/', `^src/${FLOORS}/`, ...PUBLIC_SURFACE] },
+    },
+    {
+      name: 'feature-imports-root',
+      severity: 'error',
+      comment: 'The composition root (src/*.ts: main, app.module, cli) wires features together; no feature imports it.',
+      from: { path: '^src/[^/]+/', pathNot: [`^src/${FLOORS}/`, SPEC] },
+      to: { path: '^src/[^/]+[.]ts$' },
     },
     {
       name: 'no-circular',

@@ -1,8 +1,10 @@
 import { type DynamicModule, Module, type Type } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { CommonModule } from './common/common.module.js';
-import { IdempotencyModule } from './common/idempotency.module.js';
-import { IdempotencyGuard } from './common/idempotency.guard.js';
+import { ServerModule } from './server/server.module.js';
+import { BatchModule } from './batch/batch.module.js';
+import { IdempotencyModule } from './idempotency/idempotency.module.js';
+import { IdempotencyGuard } from './idempotency/idempotency.guard.js';
 import type { AppConfig } from './config/config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
@@ -11,12 +13,14 @@ import { JobsModule } from './jobs/jobs.module.js';
 import { AuthModule } from './auth/auth.module.js';
 import { AuthenticationGuard, PermissionGuard } from './auth/auth.guards.js';
 import { RateLimitModule } from './rate-limit/rate-limit.module.js';
-import { HttpExceptionFilter } from './common/http-exception.filter.js';
+import { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
+import { HttpExceptionFilter } from './server/http-exception.filter.js';
 import { AppValidationPipe } from './common/validation.js';
-import { ContentTypeGuard } from './common/content-type.guard.js';
-import { SameOriginGuard } from './common/same-origin.guard.js';
-import { FallbackModule } from './common/fallback.controller.js';
-import { RequestGuard } from './request-guard.js';
+import { ContentTypeGuard } from './server/content-type.guard.js';
+import { SameOriginGuard } from './server/same-origin.guard.js';
+import { FallbackModule } from './server/fallback.controller.js';
+import { RequestGuard } from './server/request-guard.js';
+import { REQUEST_CHECKS, type RequestCheck } from './common/request-check.js';
 import { NotificationsModule } from './notifications/notifications.module.js';
 import { ContactsModule } from './contacts/contacts.module.js';
 import { CompaniesModule } from './companies/companies.module.js';
@@ -34,7 +38,7 @@ import { ReportsModule } from './reports/reports.module.js';
 import { TextMessagesModule } from './text-messages/text-messages.module.js';
 import { EventsModule } from './events/events.module.js';
 import { WebhooksModule } from './events/webhooks.module.js';
-import { AccountModule } from './account/account.module.js';
+import { ConsoleModule } from './console/console.module.js';
 import { SegmentsModule } from './segments/segments.module.js';
 import { ImportsModule } from './imports/imports.module.js';
 
@@ -58,7 +62,7 @@ export const FEATURE_MODULES: Type[] = [
   ImportsModule,
   EventsModule,
   WebhooksModule,
-  AccountModule,
+  ConsoleModule,
 ];
 
 @Module({})
@@ -72,6 +76,8 @@ export class AppModule {
         RedisModule,
         JobsModule.forRoot(config),
         CommonModule,
+        ServerModule,
+        BatchModule,
         IdempotencyModule,
         MetricsModule,
         AuthModule,
@@ -90,6 +96,11 @@ export class AppModule {
         SameOriginGuard,
         ContentTypeGuard,
         IdempotencyGuard,
+        {
+          provide: REQUEST_CHECKS,
+          useFactory: (...checks: RequestCheck[]) => checks,
+          inject: [AuthenticationGuard, RateLimitGuard, PermissionGuard, SameOriginGuard, ContentTypeGuard, IdempotencyGuard],
+        },
         { provide: APP_GUARD, useClass: RequestGuard },
       ],
     };

@@ -18,6 +18,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type AppConfig, ConfigError, loadConfig, type Plan, PLANS } from './config/config.js';
 import { CommonModule } from './common/common.module.js';
+import { ServerModule } from './server/server.module.js';
+import { BatchModule } from './batch/batch.module.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { findRunningEmbedded, startEmbeddedPostgres, type EmbeddedPostgres } from './database/embedded.js';
@@ -27,11 +29,11 @@ import { AuthModule } from './auth/auth.module.js';
 import { TokensService } from './auth/tokens.service.js';
 import { UsersService } from './auth/users.service.js';
 import { isPermission, PERMISSIONS } from './auth/permissions.js';
-import { isUniqueViolation } from './common/constraints.js';
+import { isUniqueViolation } from './database/constraints.js';
 import { parseIsoWithOffset } from './common/dates.js';
 import { AppError } from './common/errors.js';
-import { AccountRepository } from './account/account.repository.js';
-import { AccountService } from './account/account.service.js';
+import { ConsoleRepository } from './console/console.repository.js';
+import { ConsoleService } from './console/console.service.js';
 import { JobsModule } from './jobs/jobs.module.js';
 import { CompaniesModule } from './companies/companies.module.js';
 import { CompaniesService } from './companies/companies.service.js';
@@ -175,6 +177,8 @@ async function main(argv: string[]): Promise<number> {
           RedisModule,
           JobsModule.forRoot({ ...config, redisUrl: null }),
           CommonModule,
+          ServerModule,
+          BatchModule,
           CompaniesModule,
         ],
       })
@@ -197,7 +201,7 @@ async function main(argv: string[]): Promise<number> {
     await runMigrations(url);
     @Module({
       imports: [ConfigModule.forRoot(config), DatabaseModule.forRoot({ ...config, databasePoolSize: 2 }, url), RedisModule, AuthModule],
-      providers: [AccountRepository, AccountService],
+      providers: [ConsoleRepository, ConsoleService],
     })
     class CliModule {}
     const app = await NestFactory.createApplicationContext(CliModule, { logger: ['error'] });
@@ -218,7 +222,7 @@ async function main(argv: string[]): Promise<number> {
           if (!(await users.findByEmail(mail))) throw new UsageError(`no user with the email ${mail}`);
           const password = await readPassword();
           try {
-            const u = await app.get(AccountService).setPassword(mail, password);
+            const u = await app.get(ConsoleService).setPassword(mail, password);
             out(`password set for user ${u.id} <${u.email}>; their console sessions were ended`);
           } catch (e) {
             if (e instanceof AppError && e.status === 400) throw new UsageError(`the ${e.message}`);
@@ -229,7 +233,7 @@ async function main(argv: string[]): Promise<number> {
         case 'user:invite': {
           const mail = email(need(values, 'email'));
           if (!(await users.findByEmail(mail))) throw new UsageError(`no user with the email ${mail}`);
-          const inv = await app.get(AccountService).invite(mail);
+          const inv = await app.get(ConsoleService).invite(mail);
           out(`invitation for user ${inv.user.id} <${inv.user.email}>, valid until ${inv.expiresAt.toISOString()} (once):`);
           out(inv.url);
           return 0;

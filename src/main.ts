@@ -11,11 +11,13 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppModule } from './app.module.js';
 import { type AppConfig, ConfigError, loadConfig } from './config/config.js';
-import { AppLogger } from './common/logger.js';
+import { AppLogger } from './server/logger.js';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './database/embedded.js';
 import { runMigrations } from './database/migrate.js';
-import { configureHttp, configureServerTimeouts } from './http.js';
-import { AppExpressAdapter } from './common/express-adapter.js';
+import { configureHttp, configureServerTimeouts } from './server/http.js';
+import { AppExpressAdapter } from './server/express-adapter.js';
+import { MetricsMiddleware } from './metrics/metrics.middleware.js';
+import { MetricsService } from './metrics/metrics.service.js';
 
 async function main(): Promise<void> {
   let config: AppConfig;
@@ -64,7 +66,7 @@ async function main(): Promise<void> {
       bodyParser: false,
       rawBody: true,
     });
-    configureHttp(http, config);
+    configureHttp(http, config, new MetricsMiddleware(http.get(MetricsService)));
     configureServerTimeouts(http.getHttpServer(), config);
     await http.listen(config.port, config.host);
     server = http.getHttpServer();

@@ -20,6 +20,8 @@ const CLEAN: Record<string, string> = {
   'src/config/config.ts': `export const config = { port: 3000 };`,
   'src/common/errors.ts': `import { config } from '../config/config.js';\nexport const port = config.port;`,
   'src/jobs/job-queue.ts': `import { port } from '../common/errors.js';\nexport const queue = port;`,
+  'src/server/http.ts': `import { queue } from '../jobs/job-queue.js';\nexport const server = queue;`,
+  'src/batch/batch.ts': `import { server } from '../server/http.js';\nexport const B = server;`,
   'src/contacts/contact.entity.ts': `export class Contact { id = 0; }`,
   'src/contacts/contact.rules.ts': `export const isName = (s: string) => s.length > 0;`,
   'src/contacts/contact.dto.ts': `export interface ContactRecord { id: number }`,
@@ -58,12 +60,16 @@ const VIOLATIONS: [string, string, string, string][] = [
     'src/contacts/contacts.service.ts',
   ],
   ['src/database/uses-root.ts', `import { AppModule } from '../app.module.js';\nexport const m = AppModule;`, 'floor-imports-feature', 'src/app.module.ts'],
+  ['src/common/uses-lists.ts', `import { L } from '../lists/list.js';\nexport const l = L;`, 'floor-imports-higher-floor', 'src/lists/list.ts'],
+  ['src/server/uses-batch.ts', `import { B } from '../batch/batch.js';\nexport const b = B;`, 'floor-imports-higher-floor', 'src/batch/batch.ts'],
+  ['src/contacts/uses-root.ts', `import { AppModule } from '../app.module.js';\nexport const m = AppModule;`, 'feature-imports-root', 'src/app.module.ts'],
   ['src/config/uses-common.ts', `import { port } from '../common/errors.js';\nexport const p = port;`, 'config-imports-src', 'src/common/errors.ts'],
   ['src/deals/cycle-a.ts', `import { b } from './cycle-b.js';\nexport const a = () => b;`, 'no-circular', 'src/deals/cycle-b.ts'],
 ];
 /** Files the violations need that are not violations themselves (the cycle is reported once, from its first file). */
 const SUPPORT: Record<string, string> = {
   'src/auth/permissions.ts': `export const P = 'contacts:read';`,
+  'src/lists/list.ts': `export const L = 1;`,
   'src/deals/cycle-b.ts': `import { a } from './cycle-a.js';\nexport const b = () => a;`,
 };
 

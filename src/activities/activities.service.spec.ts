@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
-import { translateConstraintError } from '../common/constraints.js';
+import { translateConstraintError } from '../database/constraints.js';
 import { AppError } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
 import { ActivitiesService } from './activities.service.js';

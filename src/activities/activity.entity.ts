@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
-import { registerConstraints } from '../common/constraints.js';
+import { registerConstraints } from '../database/constraints.js';
 import { AuditedEntity } from '../common/audit.js';
 import type { ActivityType } from './activity.rules.js';
 

@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
 import { AppError } from '../common/errors.js';
-import { isClientAbort } from '../common/http-exception.filter.js';
+import { isClientAbort } from '../server/http-exception.filter.js';
 import { AssetStorage, StoredObjectMissingError } from './asset-storage.js';
 import { ALIAS_MAX, ALIAS_PATTERN, dispositionType } from './asset-file.js';
 import { AssetsRepository } from './assets.repository.js';

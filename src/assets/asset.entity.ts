@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryGeneratedColumn, type ValueTransformer } from 'typeorm';
 import { AuditedEntity } from '../common/audit.js';
-import { registerConstraints } from '../common/constraints.js';
+import { registerConstraints } from '../database/constraints.js';
 
 /** bigint columns come back from pg as strings; the values here stay far below 2^53. */
 const bigintNumber: ValueTransformer = {

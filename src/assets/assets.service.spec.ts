@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
-import { translateConstraintError } from '../common/constraints.js';
+import { translateConstraintError } from '../database/constraints.js';
 import { AppError } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
 import { AssetStorage, StoredObjectMissingError } from './asset-storage.js';

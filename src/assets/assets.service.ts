@@ -1,12 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { withGeneratedAlias } from '../common/alias.js';
 import { stampCreated, stampModified } from '../common/audit.js';
-import { isUniqueViolation } from '../common/constraints.js';
+import { isUniqueViolation } from '../database/constraints.js';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
 import { fieldError, notFound, validationError } from '../common/errors.js';
-import { type ListSpec, listEnvelope, parseListQuery } from '../common/list.js';
+import { type ListSpec, listEnvelope, parseListQuery } from '../lists/list.js';
 import type { Principal } from '../common/request.js';
-import { assertFormFields } from '../common/request-text.middleware.js';
+import { assertFormFields } from '../server/request-text.middleware.js';
 import { AppValidationPipe } from '../common/validation.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Transactions, type Tx } from '../database/transactions.js';

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
-import { AccountTokensController } from './account-tokens.controller.js';
-import { AccountTokensService } from './account-tokens.service.js';
+import { ApiTokensController } from './api-tokens.controller.js';
+import { ApiTokensService } from './api-tokens.service.js';
 import { AuthModule } from './auth.module.js';
 import { OAuthController } from './oauth.controller.js';
 import { OAuthService } from './oauth.service.js';
@@ -8,8 +8,8 @@ import { OAuthService } from './oauth.service.js';
 /** The HTTP side of authentication: the OAuth2 endpoints and the account's token management. */
 @Module({
   imports: [AuthModule],
-  controllers: [OAuthController, AccountTokensController],
-  providers: [OAuthService, AccountTokensService],
-  exports: [AccountTokensService],
+  controllers: [OAuthController, ApiTokensController],
+  providers: [OAuthService, ApiTokensService],
+  exports: [ApiTokensService],
 })
 export class AuthApiModule {}

@@ -1,6 +1,7 @@
-import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { type ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import type { RequestCheck } from '../common/request-check.js';
 import { timingSafeEqual } from 'node:crypto';
-import { parseBasicAuthorization, parseBearerAuthorization } from '../common/basic-auth.js';
+import { parseBasicAuthorization, parseBearerAuthorization } from './basic-auth.js';
 import { AppError } from '../common/errors.js';
 import type { AppRequest, Principal } from '../common/request.js';
 import { AUTHENTICATED, type Permission, routeAccess } from '../common/route-access.js';
@@ -27,18 +28,14 @@ function constantTimeEquals(given: string, expected: string): boolean {
  * counts failed attempts per address before the permission guard answers 401.
  */
 @Injectable()
-export class AuthenticationGuard implements CanActivate {
+export class AuthenticationGuard implements RequestCheck {
   constructor(
     private readonly tokens: TokensService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly links: SignedLinks,
   ) {}
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
-    return this.check(context);
-  }
-
-  /** canActivate without a promise when nothing needs one (a cached token, no credential, a refused one): the fused guard's step. */
+  /** Answers without a promise when nothing needs one (a cached token, no credential, a refused one). */
   check(context: ExecutionContext): boolean | Promise<boolean> {
     const req = context.switchToHttp().getRequest<AppRequest & { rawBody?: Buffer }>();
     req.principal = null;
@@ -113,8 +110,8 @@ export class AuthenticationGuard implements CanActivate {
  * valid credential, 403 without the permission.
  */
 @Injectable()
-export class PermissionGuard implements CanActivate {
-  canActivate(context: ExecutionContext): boolean {
+export class PermissionGuard implements RequestCheck {
+  check(context: ExecutionContext): boolean {
     const { credential, permission, alsoRequires } = routeAccess(context);
     // A public route, or a console page whose session cookie account/console.guard.ts checks.
     if (credential === 'none' || credential === 'session') return true;

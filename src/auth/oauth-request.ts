@@ -3,7 +3,7 @@
  * revocation): body parameters, HTTP Basic client credentials, grant validation. No Nest, no
  * database, so it is unit tested beside this file.
  */
-import { parseBasicAuthorization as parseBasic } from '../common/basic-auth.js';
+import { parseBasicAuthorization as parseBasic } from './basic-auth.js';
 import { AppError } from '../common/errors.js';
 
 /** RFC 6749 §5.1: token responses (and our OAuth errors) must not be cached. */

@@ -1,6 +1,6 @@
 import { Body, Controller, Header, Headers, HttpCode, Post } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { Consumes } from '../common/content-type.guard.js';
+import { Consumes } from '../server/content-type.guard.js';
 import { RateLimitBucket } from '../rate-limit/rate-limit.bucket.js';
 import { Public } from './permissions.js';
 import { RevokeRequestDto, TokenRequestDto, TokenResponseDto } from './oauth.dto.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
-import { isUniqueViolation } from '../common/constraints.js';
+import { isUniqueViolation } from '../database/constraints.js';
 import { TokensService } from './tokens.service.js';
 import { UsersRepository } from './user.repository.js';
 import { UsersService } from './users.service.js';

@@ -1,6 +1,6 @@
 import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
 import type { Plan } from '../config/config.js';
-import { registerConstraints } from '../common/constraints.js';
+import { registerConstraints } from '../database/constraints.js';
 
 @Entity('users')
 export class User {

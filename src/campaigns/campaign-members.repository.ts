@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
-import { segmentMembershipLockSql } from '../common/advisory-locks.js';
-import { registerConstraints } from '../common/constraints.js';
+import { segmentMembershipLockSql } from '../database/advisory-locks.js';
+import { registerConstraints } from '../database/constraints.js';
 import { AppError } from '../common/errors.js';
 import { prepared, Transactions, type Tx } from '../database/transactions.js';
 import { outboxInsertSql } from '../events/events.repository.js';

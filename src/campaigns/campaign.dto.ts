@@ -4,7 +4,7 @@ import { IsIsoDateTime, NoNul } from '../common/validation.js';
 import { CAMPAIGN_STATUSES, CREATE_STATUSES } from './campaign.rules.js';
 import type { CampaignStatus } from './campaign.rules.js';
 import { AuditRecordDto } from '../common/audit.dto.js';
-import { MembersBatchDto, MembersBatchResultDto } from '../common/batch.dto.js';
+import { MembersBatchDto, MembersBatchResultDto } from '../batch/batch.dto.js';
 import { NotBlank, References, Rule } from '../common/documented-rules.js';
 
 export class CreateCampaignDto {
@@ -94,7 +94,7 @@ export class SuccessDto {
   success: boolean;
 }
 
-export { MEMBERSHIP_BATCH_MAX } from '../common/batch.dto.js';
+export { MEMBERSHIP_BATCH_MAX } from '../batch/batch.dto.js';
 
 /** `POST /api/campaigns/{id}/contacts/batch`: contacts to add and to remove, by id. */
 export class CampaignMembersBatchDto extends MembersBatchDto {}

@@ -4,8 +4,9 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { CreateOrReplace, putOutcome } from '../common/put-status.js';
-import { ApiEnvelope, ApiErrors, ApiListQuery, ApiListSearch } from '../common/openapi.js';
-import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
+import { ApiEnvelope, ApiErrors } from '../common/openapi.js';
+import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
+import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { ContactRecordDto } from '../contacts/contact.dto.js';
 import {

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { isUniqueViolation } from '../common/constraints.js';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import { isUniqueViolation } from '../database/constraints.js';
+import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
 import type { Tx } from '../database/transactions.js';
 import { CATEGORY_BUNDLES } from './category.dto.js';
 import { Category } from './category.entity.js';

@@ -3,7 +3,7 @@ import { aliasFrom, withGeneratedAlias } from '../common/alias.js';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { COLOR_MESSAGE, normalizeColor } from '../common/color.js';
 import { type ErrorDetail, notFound, validationError } from '../common/errors.js';
-import { listEnvelope, parseListQuery } from '../common/list.js';
+import { listEnvelope, parseListQuery } from '../lists/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';

@@ -1,10 +1,7 @@
 import { Global, Module } from '@nestjs/common';
-import { DiscoveryModule } from '@nestjs/core';
-import { BatchRunner } from './batch.js';
-import { RouteTable } from './route-table.js';
 import { SignedLinks } from './signed-links.js';
 
-/** What every feature uses and that needs injection: the live route table, the batch runner, the signed-link verifiers. */
+/** What every feature may inject from the shared floor: the signed-link signer and verifier. */
 @Global()
-@Module({ imports: [DiscoveryModule], providers: [RouteTable, BatchRunner, SignedLinks], exports: [RouteTable, BatchRunner, SignedLinks] })
+@Module({ providers: [SignedLinks], exports: [SignedLinks] })
 export class CommonModule {}

@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
-import { assertBatchPermission, type BatchAnswer, BatchRunner } from '../common/batch.js';
-import type { BatchWriteDto } from '../common/batch.dto.js';
+import { assertBatchPermission, type BatchAnswer, BatchRunner } from '../batch/batch.js';
+import type { BatchWriteDto } from '../batch/batch.dto.js';
 import { iso } from '../common/dates.js';
 import { fieldError, notFound, rejectNulls } from '../common/errors.js';
-import type { FilterField } from '../common/filter.js';
-import { type ListExtras, listEnvelope, parseListQuery } from '../common/list.js';
+import type { FilterField } from '../lists/filter.js';
+import { type ListExtras, listEnvelope, parseListQuery } from '../lists/list.js';
 import { toE164 } from '../common/phone.js';
 import type { Principal } from '../common/request.js';
 import { ContactsService, customFilterField } from '../contacts/contacts.service.js';

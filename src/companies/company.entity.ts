@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 import { AuditedEntity } from '../common/audit.js';
-import { registerConstraints } from '../common/constraints.js';
+import { registerConstraints } from '../database/constraints.js';
 
 @Entity('companies')
 export class Company extends AuditedEntity {

@@ -99,10 +99,10 @@ export interface AppConfig {
   /** Idempotency-Key: seconds an in-progress key stays claimed before a retry may take it over (a crashed request's lease). */
   idempotencyLeaseSeconds: number;
   /** The signed-in account console (/account). */
-  account: AccountConsoleConfig;
+  account: ConsoleConfig;
 }
 
-export interface AccountConsoleConfig {
+export interface ConsoleConfig {
   /** A session unused for this long is over (idle lifetime). */
   sessionIdleSeconds: number;
   /** A session is over this long after sign-in, however active (absolute lifetime). */

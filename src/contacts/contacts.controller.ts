@@ -6,9 +6,11 @@ import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import type { Principal } from '../common/request.js';
 import { ContactRecordDto, CreateContactDto, SetDoNotContactDto, UpdateContactDto } from './contact.dto.js';
-import { ApiBatchAnswers, ApiEnvelope, ApiListQuery, ApiErrors, ApiListSearch } from '../common/openapi.js';
-import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
-import { BatchWriteDto } from '../common/batch.dto.js';
+import { ApiEnvelope, ApiErrors } from '../common/openapi.js';
+import { ApiBatchAnswers } from '../batch/batch.openapi.js';
+import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
+import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
+import { BatchWriteDto } from '../batch/batch.dto.js';
 import { ContactsService, CONTACT_LIST_SPEC } from './contacts.service.js';
 
 @ApiTags('contacts')

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { iso } from '../common/dates.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
-import { type CompiledFilter, compileFilter, type FilterField, type FilterNode, type FilterRegistry } from '../common/filter.js';
-import { type ListExtras, listEnvelope, parseListQuery } from '../common/list.js';
+import { type CompiledFilter, compileFilter, type FilterField, type FilterNode, type FilterRegistry } from '../lists/filter.js';
+import { type ListExtras, listEnvelope, parseListQuery } from '../lists/list.js';
 import {
   assertBatchPermission,
   assertBatchSize,
@@ -12,9 +12,9 @@ import {
   BatchRunner,
   itemObject,
   splitId,
-} from '../common/batch.js';
-import type { BatchMode, BatchWriteDto } from '../common/batch.dto.js';
-import { isUniqueViolation } from '../common/constraints.js';
+} from '../batch/batch.js';
+import type { BatchMode, BatchWriteDto } from '../batch/batch.dto.js';
+import { isUniqueViolation } from '../database/constraints.js';
 import type { Principal } from '../common/request.js';
 import { toE164 } from '../common/phone.js';
 import { Transactions, type Tx } from '../database/transactions.js';

@@ -1,6 +1,6 @@
 import { PartialType } from '@nestjs/swagger';
 import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min, registerDecorator, type ValidationOptions } from 'class-validator';
-import { IsDecimal } from '../common/decimal.js';
+import { IsDecimal } from './decimal.js';
 import { IsIsoDateTime, NoNul } from '../common/validation.js';
 import { DEAL_STATUSES, isCalendarDate, MAX_DEAL_VALUE } from './deal.rules.js';
 import type { DealStatus } from './deal.rules.js';

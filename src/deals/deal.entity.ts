@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
-import { registerConstraints } from '../common/constraints.js';
+import { registerConstraints } from '../database/constraints.js';
 import { AuditedEntity } from '../common/audit.js';
 import type { DealStatus } from './deal.rules.js';
 

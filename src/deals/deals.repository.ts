@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { type DataSource, In } from 'typeorm';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../common/list.js';
+import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
 import { returning, type Tx } from '../database/transactions.js';
 import { Deal } from './deal.entity.js';
 import { DEAL_STATUSES } from './deal.rules.js';

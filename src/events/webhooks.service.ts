@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso } from '../common/dates.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
-import { listEnvelope, parseListQuery } from '../common/list.js';
+import { listEnvelope, parseListQuery } from '../lists/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions } from '../database/transactions.js';
 import { EVENT_TYPES, isEventType, missingReadPermissions } from './event-types.js';

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, getSchemaPath, PartialType } from '@nestjs/swagger';
 import { Allow, IsBoolean, IsIn, IsInt, IsNotEmpty, IsNotIn, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
-import { RESERVED_PROPERTY_NAMES } from '../common/request-text.middleware.js';
+import { RESERVED_PROPERTY_NAMES } from '../server/request-text.middleware.js';
 import { IsIsoDateTime, NoNul } from '../common/validation.js';
 import { FIELD_ALIAS_PATTERN, FIELD_OBJECTS, FIELD_TYPES } from './field-rules.js';
 import type { FieldObject, FieldType } from './field-rules.js';

@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 import { AuditedEntity } from '../common/audit.js';
-import { registerConstraints } from '../common/constraints.js';
+import { registerConstraints } from '../database/constraints.js';
 import type { FieldObject, FieldProperties, FieldType } from './field-rules.js';
 
 /** A custom field of contacts or companies. created_at/modified_at are dateAdded/dateModified in the API. */

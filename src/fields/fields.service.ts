@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { aliasFrom, withGeneratedAlias } from '../common/alias.js';
-import { RESERVED_PROPERTY_NAMES } from '../common/request-text.middleware.js';
+import { RESERVED_PROPERTY_NAMES } from '../server/request-text.middleware.js';
 import { stampCreated, stampModified } from '../common/audit.js';
-import { isUniqueViolation } from '../common/constraints.js';
+import { isUniqueViolation } from '../database/constraints.js';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
 import { AppError, conflict, type ErrorDetail, fieldError, notFound, validationError } from '../common/errors.js';
-import { type ListSpec, listEnvelope, parseListQuery } from '../common/list.js';
+import { type ListSpec, listEnvelope, parseListQuery } from '../lists/list.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';

@@ -4,7 +4,7 @@ import { ApiBody, ApiConsumes, ApiExtraModels, ApiOperation, ApiProduces, ApiQue
 import type { Request, Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
-import { Consumes } from '../common/content-type.guard.js';
+import { Consumes } from '../server/content-type.guard.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { ApiEnvelope, ApiErrors } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';

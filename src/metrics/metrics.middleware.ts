@@ -1,4 +1,4 @@
-import type { NextFunction, Request, Response } from 'express';
+import type { Request, Response } from 'express';
 import type { MetricsService } from './metrics.service.js';
 
 /** When the request arrived (performance.now(), ms), kept on the request for the finish listener. */
@@ -24,12 +24,7 @@ export class MetricsMiddleware {
     };
   }
 
-  use(req: Request, res: Response, next: NextFunction) {
-    this.start(req, res);
-    next();
-  }
-
-  /** use() without calling next. */
+  /** Starts the request's timer; its response's 'finish' records it. */
   start(req: Request, res: Response): void {
     (req as Timed)[STARTED] = performance.now();
     res.on('finish', this.onFinish);

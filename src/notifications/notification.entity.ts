@@ -1,5 +1,5 @@
 import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
-import { registerConstraints } from '../common/constraints.js';
+import { registerConstraints } from '../database/constraints.js';
 
 export const NOTIFICATION_TYPES = ['lead_assigned', 'report_ready', 'sms_failed', 'webhook_disabled', 'import_completed'] as const;
 export type NotificationType = (typeof NOTIFICATION_TYPES)[number];

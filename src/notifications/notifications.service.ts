@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { iso, isoRequired } from '../common/dates.js';
 import { notFound } from '../common/errors.js';
-import { listEnvelope, parseListQuery } from '../common/list.js';
+import { listEnvelope, parseListQuery } from '../lists/list.js';
 import type { Principal } from '../common/request.js';
 import type { Tx } from '../database/transactions.js';
 import type { NotificationType } from './notification.entity.js';

@@ -3,7 +3,7 @@ import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso } from '../common/dates.js';
 import { AppError, notFound, unavailable } from '../common/errors.js';
-import { type ListSpec, listEnvelope, parseListQuery } from '../common/list.js';
+import { type ListSpec, listEnvelope, parseListQuery } from '../lists/list.js';
 import type { Principal } from '../common/request.js';
 import { JOB_IDS } from '../jobs/job-names.js';
 import { JobQueue } from '../jobs/job-queue.js';

@@ -1,7 +1,7 @@
 import { ApiProperty, PartialType } from '@nestjs/swagger';
 import { Allow, IsDefined, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
 import { AuditRecordDto } from '../common/audit.dto.js';
-import { MembersBatchDto, MembersBatchResultDto } from '../common/batch.dto.js';
+import { MembersBatchDto, MembersBatchResultDto } from '../batch/batch.dto.js';
 import { NoNul } from '../common/validation.js';
 import { ContactRecordDto } from '../contacts/contact.dto.js';
 import { BUILD_STATUSES, SEGMENT_TYPES } from './segment.entity.js';
@@ -107,7 +107,7 @@ export class SegmentCountDto {
 }
 
 /** Ids a static segment's batch takes in `add`, and in `remove`; more is a 413. */
-export { MEMBERSHIP_BATCH_MAX as SEGMENT_BATCH_MAX } from '../common/batch.dto.js';
+export { MEMBERSHIP_BATCH_MAX as SEGMENT_BATCH_MAX } from '../batch/batch.dto.js';
 
 /** `POST /api/segments/{id}/contacts/batch`: contacts to add to and remove from a static segment, by id. */
 export class SegmentMembersBatchDto extends MembersBatchDto {}

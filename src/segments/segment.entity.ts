@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 import { AuditedEntity } from '../common/audit.js';
-import { registerConstraints } from '../common/constraints.js';
+import { registerConstraints } from '../database/constraints.js';
 
 export const SEGMENT_TYPES = ['dynamic', 'static'] as const;
 export type SegmentType = (typeof SEGMENT_TYPES)[number];

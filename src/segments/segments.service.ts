@@ -1,10 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
-import { assertBatchSize } from '../common/batch.js';
+import { assertBatchSize } from '../batch/batch.js';
 import { iso } from '../common/dates.js';
 import { AppError, conflict, fieldError, notFound, rejectNulls, validationError } from '../common/errors.js';
-import { compileFilter, type FilterNode } from '../common/filter.js';
-import { listEnvelope, parseListQuery } from '../common/list.js';
+import { compileFilter, type FilterNode } from '../lists/filter.js';
+import { listEnvelope, parseListQuery } from '../lists/list.js';
 import type { Principal } from '../common/request.js';
 import { CampaignsService } from '../campaigns/campaigns.service.js';
 import { ContactsService } from '../contacts/contacts.service.js';

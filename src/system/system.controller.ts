@@ -1,3 +1,4 @@
+import { API_VERSION } from '../server/http.js';
 import { Controller, Get, Inject, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import { EndpointsDto, HealthDto, VersionDto } from './system.dto.js';
@@ -6,13 +7,12 @@ import type { Response } from 'express';
 import { readFileSync } from 'node:fs';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Authenticated, Public, RequirePermission } from '../auth/permissions.js';
-import { RouteTable } from '../common/route-table.js';
+import { RouteTable } from '../server/route-table.js';
 import { RedisService } from '../redis/redis.service.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import { SystemRepository } from './system.repository.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-export const API_VERSION = '1';
 
 @ApiTags('system')
 @Controller()

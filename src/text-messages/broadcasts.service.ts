@@ -3,7 +3,7 @@ import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
 import { jobCredentialOf } from '../auth/tokens.service.js';
 import { AppError, conflict, fieldError, notFound, unavailable } from '../common/errors.js';
-import { listEnvelope, type ListSpec, parseListQuery } from '../common/list.js';
+import { listEnvelope, type ListSpec, parseListQuery } from '../lists/list.js';
 import type { Principal } from '../common/request.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Transactions, type Tx } from '../database/transactions.js';

@@ -4,8 +4,9 @@ import type { Request, Response } from 'express';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission, SignedBySmsGateway } from '../common/route-access.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { ApiEnvelope, ApiListQuery, ApiErrors, ApiListSearch } from '../common/openapi.js';
-import { ListSearchDto, searchQuery } from '../common/list-search.dto.js';
+import { ApiEnvelope, ApiErrors } from '../common/openapi.js';
+import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
+import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { SIGNATURE_HEADER } from '../sms/signature.js';
 import {

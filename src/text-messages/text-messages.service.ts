@@ -5,7 +5,7 @@ import { EventsService } from '../events/events.service.js';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
 import { AppError, conflict, fieldError, notFound, unavailable } from '../common/errors.js';
-import { type ListSpec, listEnvelope, parseListQuery } from '../common/list.js';
+import { type ListSpec, listEnvelope, parseListQuery } from '../lists/list.js';
 import type { Principal } from '../common/request.js';
 import { toE164 } from '../common/validation.js';
 import { JOB_IDS } from '../jobs/job-names.js';

@@ -1,0 +1,29 @@
+import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
+import { AuthApiModule } from '../auth/auth-api.module.js';
+import { AuthModule } from '../auth/auth.module.js';
+import { NotificationsModule } from '../notifications/notifications.module.js';
+import { RateLimitModule } from '../rate-limit/rate-limit.module.js';
+import { ConsolePagesController } from './console-pages.controller.js';
+import { ConsoleSignInController } from './console-sign-in.controller.js';
+import { ConsoleRepository } from './console.repository.js';
+import { ConsoleService } from './console.service.js';
+import { ConsoleUsageService } from './console-usage.service.js';
+import { ConsoleHeadersMiddleware } from './console-headers.middleware.js';
+import { ConsoleGuard } from './console.guard.js';
+
+/**
+ * The signed-in account console under /account: server-rendered pages for a user's API tokens,
+ * notifications and plan. Sessions (cookie, PostgreSQL) are its only credential; it accepts no
+ * API token, and its cookie is never sent to /api (Path=/account) nor accepted there.
+ */
+@Module({
+  imports: [AuthModule, AuthApiModule, NotificationsModule, RateLimitModule],
+  controllers: [ConsoleSignInController, ConsolePagesController],
+  providers: [ConsoleRepository, ConsoleService, ConsoleUsageService, ConsoleGuard],
+  exports: [ConsoleService],
+})
+export class ConsoleModule implements NestModule {
+  configure(consumer: MiddlewareConsumer) {
+    consumer.apply(ConsoleHeadersMiddleware).forRoutes('account', 'account/*path');
+  }
+}
