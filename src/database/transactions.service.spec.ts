@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DataSource } from 'typeorm';
 import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
 import { UsersRepository } from '../auth/user.repository.js';
+import { JobQueue } from '../jobs/job-queue.js';
 import { NotificationsRepository } from '../notifications/notifications.repository.js';
 import { outsideTransaction, poolOf, prepared, Transactions } from './transactions.js';
 
@@ -135,6 +136,23 @@ describe('a repository call that is not handed the transaction (service layer, r
       later = new Promise((r) => setTimeout(r, 20)).then(() => transactions.db);
     });
     expect(await later).toBe(pool);
+  });
+
+  it('a job enqueued inside a unit of work runs outside it, on the pool, even while the unit is open', async () => {
+    const jobs = ctx.app.get<JobQueue>(JobQueue);
+    let seen: unknown = null;
+    const ran = new Promise<void>((r) =>
+      jobs.handle('reports.run', async () => {
+        seen = transactions.db;
+        r();
+      }),
+    );
+    await transactions.run(async (t) => {
+      await jobs.enqueue('reports.run', { reportId: -1, trigger: 'manual' });
+      await ran;
+      expect(transactions.db).toBe(t);
+    });
+    expect(seen).toBe(poolOf(dataSource));
   });
 });
 
