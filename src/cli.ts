@@ -12,7 +12,7 @@
  * server owns the data directory, and opens the data directory itself otherwise.
  */
 import 'reflect-metadata';
-import { Logger, Module } from '@nestjs/common';
+import { type INestApplicationContext, Logger, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -137,14 +137,11 @@ async function withDatabase<T>(config: AppConfig, fn: (url: string) => Promise<T
   }
 }
 
-async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  if (!command || command === '--help' || command === 'help') {
-    out(USAGE);
-    return command ? 0 : 64;
-  }
-  const { values } = parseArgs({
-    args: rest,
+type Options = ReturnType<typeof parseOptions>;
+
+function parseOptions(args: string[]) {
+  return parseArgs({
+    args,
     options: {
       email: { type: 'string' },
       name: { type: 'string' },
@@ -156,47 +153,161 @@ async function main(argv: string[]): Promise<number> {
       id: { type: 'string' },
     },
     strict: true,
+  }).values;
+}
+
+function migrate(config: AppConfig): Promise<number> {
+  return withDatabase(config, async (url) => {
+    const done = await runMigrations(url, (m) => out(m));
+    out(done.length ? `${done.length} migration(s) applied` : 'no pending migrations');
+    return 0;
   });
-  const config = loadConfig();
+}
 
-  if (command === 'migration:run') {
-    return withDatabase(config, async (url) => {
-      const done = await runMigrations(url, (m) => out(m));
-      out(done.length ? `${done.length} migration(s) applied` : 'no pending migrations');
+function backfillCompanies(config: AppConfig): Promise<number> {
+  return withDatabase(config, async (url) => {
+    await runMigrations(url);
+    // The work runs here, in the foreground: jobs in-process (no Redis workers are started).
+    @Module({
+      imports: [
+        ConfigModule.forRoot(config),
+        DatabaseModule.forRoot({ ...config, databasePoolSize: 2 }, url),
+        RedisModule,
+        JobsModule.forRoot({ ...config, redisUrl: null }),
+        CommonModule,
+        ServerModule,
+        BatchModule,
+        CompaniesModule,
+      ],
+    })
+    class BackfillModule {}
+    const app = await NestFactory.createApplicationContext(BackfillModule, { logger: ['error'] });
+    try {
+      const run = await app.get(CompaniesService).backfillNow();
+      out(`backfill run ${run.id} ${run.status}: ${run.companiesCreated ?? 0} companies created, ${run.contactsLinked ?? 0} contacts linked`);
       return 0;
-    });
-  }
-  if (command === 'companies:backfill') {
-    return withDatabase(config, async (url) => {
-      await runMigrations(url);
-      // The work runs here, in the foreground: jobs in-process (no Redis workers are started).
-      @Module({
-        imports: [
-          ConfigModule.forRoot(config),
-          DatabaseModule.forRoot({ ...config, databasePoolSize: 2 }, url),
-          RedisModule,
-          JobsModule.forRoot({ ...config, redisUrl: null }),
-          CommonModule,
-          ServerModule,
-          BatchModule,
-          CompaniesModule,
-        ],
-      })
-      class BackfillModule {}
-      const app = await NestFactory.createApplicationContext(BackfillModule, { logger: ['error'] });
-      try {
-        const run = await app.get(CompaniesService).backfillNow();
-        out(`backfill run ${run.id} ${run.status}: ${run.companiesCreated ?? 0} companies created, ${run.contactsLinked ?? 0} contacts linked`);
-        return 0;
-      } finally {
-        await app.close();
-      }
-    });
-  }
-  if (!['user:create', 'user:list', 'user:password', 'user:invite', 'token:create', 'token:list', 'token:revoke'].includes(command)) {
-    throw new UsageError(`unknown command "${command}"`);
-  }
+    } finally {
+      await app.close();
+    }
+  });
+}
 
+async function createUser(app: INestApplicationContext, values: Options): Promise<number> {
+  const mail = email(need(values, 'email'));
+  const u = await app
+    .get(UsersService)
+    .create({ email: mail, name: need(values, 'name'), plan: plan(values.plan), team: values.team ?? null })
+    .catch((e: unknown) => {
+      throw isUniqueViolation(e, 'users_email_lower_uq') ? new UsageError(`a user with the email ${mail} already exists`) : e;
+    });
+  out(`user ${u.id} created: ${u.name} <${u.email}> plan=${u.plan}${u.team ? ` team=${u.team}` : ''}`);
+  return 0;
+}
+
+/** The email of an existing user (--email). */
+async function existingUser(app: INestApplicationContext, values: Options): Promise<string> {
+  const mail = email(need(values, 'email'));
+  if (!(await app.get(UsersService).findByEmail(mail))) throw new UsageError(`no user with the email ${mail}`);
+  return mail;
+}
+
+async function setPassword(app: INestApplicationContext, values: Options): Promise<number> {
+  const mail = await existingUser(app, values);
+  const password = await readPassword();
+  try {
+    const u = await app.get(ConsoleService).setPassword(mail, password);
+    out(`password set for user ${u.id} <${u.email}>; their console sessions were ended`);
+  } catch (e) {
+    if (e instanceof AppError && e.status === 400) throw new UsageError(`the ${e.message}`);
+    throw e;
+  }
+  return 0;
+}
+
+async function inviteUser(app: INestApplicationContext, values: Options): Promise<number> {
+  const inv = await app.get(ConsoleService).invite(await existingUser(app, values));
+  out(`invitation for user ${inv.user.id} <${inv.user.email}>, valid until ${inv.expiresAt.toISOString()} (once):`);
+  out(inv.url);
+  return 0;
+}
+
+async function listUsers(app: INestApplicationContext): Promise<number> {
+  for (const u of await app.get(UsersService).list()) out(`${u.id}\t${u.email}\t${u.name}\t${u.plan}\t${u.team ?? ''}`);
+  return 0;
+}
+
+/** --permissions: a comma list of known permissions (or *). */
+function permissionList(values: Options): string[] {
+  const perms = need(values, 'permissions')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
+  const bad = perms.filter((p) => !isPermission(p));
+  if (!perms.length || bad.length) throw new UsageError(`unknown permission(s): ${bad.join(', ') || '(none given)'}`);
+  return perms;
+}
+
+/** --expires: an ISO 8601 date-time with offset, or a date (midnight UTC); null when not given. */
+function expiry(values: Options): Date | null {
+  if (!values.expires) return null;
+  const expires = parseIsoWithOffset(values.expires) ?? (/^\d{4}-\d{2}-\d{2}$/.test(values.expires) ? new Date(`${values.expires}T00:00:00Z`) : null);
+  if (!expires || Number.isNaN(expires.getTime())) throw new UsageError('--expires must be an ISO 8601 date or date-time with offset');
+  return expires;
+}
+
+async function createToken(app: INestApplicationContext, values: Options): Promise<number> {
+  const users = app.get(UsersService);
+  const mail = email(need(values, 'user'));
+  const name = need(values, 'name');
+  const perms = permissionList(values);
+  const expires = expiry(values);
+  let user = await users.findByEmail(mail);
+  const p = plan(values.plan);
+  if (!user) {
+    user = await users.create({ email: mail, name: values.team ? mail : mail.split('@')[0], plan: p, team: values.team ?? null });
+    out(`user ${user.id} created: ${user.email} plan=${user.plan}`);
+  } else if (p && p !== user.plan) {
+    user = await users.update(user, { plan: p });
+    out(`user ${user.id} plan set to ${user.plan}`);
+  }
+  // No parent token: a token made here lives until its own expiry or revocation.
+  const t = await app.get(TokensService).create(user.id, name, perms, expires, null);
+  if (!t) throw new Error('the token was not created');
+  out(`token ${t.id} "${name}" created for ${user.email} with ${perms.join(',')}${expires ? ` expiring ${expires.toISOString()}` : ''}`);
+  out(t.secret);
+  return 0;
+}
+
+async function listTokens(app: INestApplicationContext, values: Options): Promise<number> {
+  const owner = values.user ? await app.get(UsersService).findByEmail(email(values.user)) : null;
+  if (values.user && !owner) throw new UsageError(`no user with the email ${values.user}`);
+  const iso = (d: Date | null) => (d ? new Date(d).toISOString() : '-');
+  for (const t of await app.get(TokensService).list(owner?.id)) {
+    out(`${t.id}\t${t.userEmail}\t${t.name}\t${t.prefix}…\t${t.permissions.join(',')}\t${t.state}\texpires=${iso(t.expiresAt)}\tlastUsed=${iso(t.lastUsedAt)}`);
+  }
+  return 0;
+}
+
+async function revokeToken(app: INestApplicationContext, values: Options): Promise<number> {
+  const id = Number(need(values, 'id'));
+  if (!Number.isInteger(id) || id < 1) throw new UsageError('--id must be a token id');
+  const ok = await app.get(TokensService).revokeApiToken(id);
+  out(ok ? `token ${id} revoked` : `token ${id} was not active (unknown or already revoked)`);
+  return ok ? 0 : 1;
+}
+
+/** The commands on users and tokens: each runs in a small application context (auth and the console's accounts). */
+const ACCOUNT_COMMANDS: Record<string, (app: INestApplicationContext, values: Options) => Promise<number>> = {
+  'user:create': createUser,
+  'user:list': listUsers,
+  'user:password': setPassword,
+  'user:invite': inviteUser,
+  'token:create': createToken,
+  'token:list': listTokens,
+  'token:revoke': revokeToken,
+};
+
+function runAccountCommand(config: AppConfig, command: (app: INestApplicationContext, values: Options) => Promise<number>, values: Options): Promise<number> {
   return withDatabase(config, async (url) => {
     await runMigrations(url);
     @Module({
@@ -206,96 +317,25 @@ async function main(argv: string[]): Promise<number> {
     class CliModule {}
     const app = await NestFactory.createApplicationContext(CliModule, { logger: ['error'] });
     try {
-      const users = app.get(UsersService);
-      const tokens = app.get(TokensService);
-      switch (command) {
-        case 'user:create': {
-          const mail = email(need(values, 'email'));
-          const u = await users.create({ email: mail, name: need(values, 'name'), plan: plan(values.plan), team: values.team ?? null }).catch((e: unknown) => {
-            throw isUniqueViolation(e, 'users_email_lower_uq') ? new UsageError(`a user with the email ${mail} already exists`) : e;
-          });
-          out(`user ${u.id} created: ${u.name} <${u.email}> plan=${u.plan}${u.team ? ` team=${u.team}` : ''}`);
-          return 0;
-        }
-        case 'user:password': {
-          const mail = email(need(values, 'email'));
-          if (!(await users.findByEmail(mail))) throw new UsageError(`no user with the email ${mail}`);
-          const password = await readPassword();
-          try {
-            const u = await app.get(ConsoleService).setPassword(mail, password);
-            out(`password set for user ${u.id} <${u.email}>; their console sessions were ended`);
-          } catch (e) {
-            if (e instanceof AppError && e.status === 400) throw new UsageError(`the ${e.message}`);
-            throw e;
-          }
-          return 0;
-        }
-        case 'user:invite': {
-          const mail = email(need(values, 'email'));
-          if (!(await users.findByEmail(mail))) throw new UsageError(`no user with the email ${mail}`);
-          const inv = await app.get(ConsoleService).invite(mail);
-          out(`invitation for user ${inv.user.id} <${inv.user.email}>, valid until ${inv.expiresAt.toISOString()} (once):`);
-          out(inv.url);
-          return 0;
-        }
-        case 'user:list': {
-          for (const u of await users.list()) out(`${u.id}\t${u.email}\t${u.name}\t${u.plan}\t${u.team ?? ''}`);
-          return 0;
-        }
-        case 'token:create': {
-          const mail = email(need(values, 'user'));
-          const name = need(values, 'name');
-          const perms = need(values, 'permissions')
-            .split(',')
-            .map((p) => p.trim())
-            .filter(Boolean);
-          const bad = perms.filter((p) => !isPermission(p));
-          if (!perms.length || bad.length) throw new UsageError(`unknown permission(s): ${bad.join(', ') || '(none given)'}`);
-          let expires: Date | null = null;
-          if (values.expires) {
-            expires = parseIsoWithOffset(values.expires) ?? (/^\d{4}-\d{2}-\d{2}$/.test(values.expires) ? new Date(`${values.expires}T00:00:00Z`) : null);
-            if (!expires || Number.isNaN(expires.getTime())) throw new UsageError('--expires must be an ISO 8601 date or date-time with offset');
-          }
-          let user = await users.findByEmail(mail);
-          const p = plan(values.plan);
-          if (!user) {
-            user = await users.create({ email: mail, name: values.team ? mail : mail.split('@')[0], plan: p, team: values.team ?? null });
-            out(`user ${user.id} created: ${user.email} plan=${user.plan}`);
-          } else if (p && p !== user.plan) {
-            user = await users.update(user, { plan: p });
-            out(`user ${user.id} plan set to ${user.plan}`);
-          }
-          // No parent token: a token made here lives until its own expiry or revocation.
-          const t = await tokens.create(user.id, name, perms, expires, null);
-          if (!t) throw new Error('the token was not created');
-          out(`token ${t.id} "${name}" created for ${user.email} with ${perms.join(',')}${expires ? ` expiring ${expires.toISOString()}` : ''}`);
-          out(t.secret);
-          return 0;
-        }
-        case 'token:list': {
-          const owner = values.user ? await users.findByEmail(email(values.user)) : null;
-          if (values.user && !owner) throw new UsageError(`no user with the email ${values.user}`);
-          const iso = (d: Date | null) => (d ? new Date(d).toISOString() : '-');
-          for (const t of await tokens.list(owner?.id)) {
-            out(
-              `${t.id}\t${t.userEmail}\t${t.name}\t${t.prefix}…\t${t.permissions.join(',')}\t${t.state}\texpires=${iso(t.expiresAt)}\tlastUsed=${iso(t.lastUsedAt)}`,
-            );
-          }
-          return 0;
-        }
-        case 'token:revoke': {
-          const id = Number(need(values, 'id'));
-          if (!Number.isInteger(id) || id < 1) throw new UsageError('--id must be a token id');
-          const ok = await tokens.revokeApiToken(id);
-          out(ok ? `token ${id} revoked` : `token ${id} was not active (unknown or already revoked)`);
-          return ok ? 0 : 1;
-        }
-      }
-      return 64;
+      return await command(app, values);
     } finally {
       await app.close();
     }
   });
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (!command || command === '--help' || command === 'help') {
+    out(USAGE);
+    return command ? 0 : 64;
+  }
+  const values = parseOptions(rest);
+  const config = loadConfig();
+  if (command === 'migration:run') return migrate(config);
+  if (command === 'companies:backfill') return backfillCompanies(config);
+  if (!Object.hasOwn(ACCOUNT_COMMANDS, command)) throw new UsageError(`unknown command "${command}"`);
+  return runAccountCommand(config, ACCOUNT_COMMANDS[command], values);
 }
 
 main(process.argv.slice(2))

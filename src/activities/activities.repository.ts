@@ -1,8 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
 import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
-import type { Tx } from '../database/transactions.js';
+import { Transactions, type Tx } from '../database/transactions.js';
 import { Activity } from './activity.entity.js';
 import { ACTIVITY_TYPES } from './activity.rules.js';
 
@@ -56,10 +54,10 @@ export const ACTIVITY_LIST_SPEC: ListSpec = {
 /** Every query of the activities table. */
 @Injectable()
 export class ActivitiesRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(private readonly transactions: Transactions) {}
 
   private repo(tx?: Tx) {
-    return (tx ?? this.dataSource.manager).getRepository(Activity);
+    return this.transactions.manager(tx).getRepository(Activity);
   }
 
   /** A new, unsaved activity. */

@@ -1,6 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
 import { type Db, Transactions, type Tx } from '../database/transactions.js';
 import { Asset } from './asset.entity.js';
@@ -37,17 +35,14 @@ export type AssetChanges = Omit<Partial<Asset>, 'id' | 'createdAt' | 'downloadCo
  */
 @Injectable()
 export class AssetsRepository {
-  constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly transactions: Transactions,
-  ) {}
+  constructor(private readonly transactions: Transactions) {}
 
   private db(tx?: Tx): Db {
     return tx ?? this.transactions.db;
   }
 
   private repo(tx?: Tx) {
-    return (tx ?? this.dataSource.manager).getRepository(Asset);
+    return this.transactions.manager(tx).getRepository(Asset);
   }
 
   /** A page of assets; `published` narrows to the isPublished flag (the list's `status` filter). */

@@ -139,7 +139,7 @@ export class ApiTokenRepository {
 
   /** One user's token (null when it does not exist or is another user's). */
   findRecord(id: number, userId: number, tx?: Tx): Promise<ApiToken | null> {
-    return (tx ? tx.getRepository(ApiToken) : this.repo).findOne({ where: { id, userId } });
+    return this.transactions.manager(tx).getRepository(ApiToken).findOne({ where: { id, userId } });
   }
 
   /**

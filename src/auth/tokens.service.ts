@@ -5,6 +5,7 @@ import type { Principal } from '../common/request.js';
 import { RedisService } from '../redis/redis.service.js';
 import { AccessTokenRepository } from './access-token.repository.js';
 import { ApiTokenRepository, type CredentialRow } from './api-token.repository.js';
+import { outsideTransaction } from '../database/transactions.js';
 
 export const API_TOKEN_PREFIX = 'sf_';
 export const ACCESS_TOKEN_PREFIX = 'sfat_';
@@ -202,9 +203,10 @@ export class TokensService implements OnModuleInit {
     const last = this.lastUsedWritten.get(apiTokenId) ?? 0;
     if (now - last < LAST_USED_EVERY_MS) return;
     this.lastUsedWritten.set(apiTokenId, now);
-    this.apiTokens
-      .touchLastUsed(apiTokenId)
-      .catch((e: unknown) => this.logger.warn({ msg: 'could not record token use', err: e instanceof Error ? e.message : String(e) }));
+    // Off the request path: on a connection of its own, whatever unit of work the caller is in.
+    outsideTransaction(() => this.apiTokens.touchLastUsed(apiTokenId)).catch((e: unknown) =>
+      this.logger.warn({ msg: 'could not record token use', err: e instanceof Error ? e.message : String(e) }),
+    );
   }
 
   /**

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
+import type { Repository } from 'typeorm';
 import type { Plan } from '../config/config.js';
 import { type Db, type Tx, Transactions } from '../database/transactions.js';
 import { User } from './user.entity.js';
@@ -8,26 +7,27 @@ import { User } from './user.entity.js';
 /** Every query of the users table. Exported by AuthModule for features that show users' names. */
 @Injectable()
 export class UsersRepository {
-  constructor(
-    private readonly transactions: Transactions,
-    @InjectRepository(User) private readonly users: Repository<User>,
-  ) {}
+  constructor(private readonly transactions: Transactions) {}
 
   private db(tx?: Tx): Db {
     return tx ?? this.transactions.db;
   }
 
+  private repo(): Repository<User> {
+    return this.transactions.manager().getRepository(User);
+  }
+
   findById(id: number): Promise<User | null> {
-    return this.users.findOne({ where: { id } });
+    return this.repo().findOne({ where: { id } });
   }
 
   /** Case-insensitive, as the users_email_lower_uq index compares. */
   findByEmail(email: string): Promise<User | null> {
-    return this.users.createQueryBuilder('u').where('lower(u.email) = lower(:email)', { email }).getOne();
+    return this.repo().createQueryBuilder('u').where('lower(u.email) = lower(:email)', { email }).getOne();
   }
 
   list(): Promise<User[]> {
-    return this.users.find({ order: { id: 'ASC' } });
+    return this.repo().find({ order: { id: 'ASC' } });
   }
 
   /** Whether a user exists (for references checked before a write that has no foreign key). */
@@ -46,13 +46,13 @@ export class UsersRepository {
 
   /** Inserts a user; a taken email (any case) is a 409 through the constraint registry (users_email_lower_uq). */
   async insert(input: { name: string; email: string; plan: Plan; team: string | null }, tx?: Tx): Promise<User> {
-    const repo = tx ? tx.getRepository(User) : this.users;
+    const repo = this.transactions.manager(tx).getRepository(User);
     return repo.save(repo.create(input));
   }
 
   /** Changes only the given columns. Null when the user does not exist. */
   async update(id: number, changes: { plan?: Plan; team?: string | null; name?: string }, tx?: Tx): Promise<User | null> {
-    const repo = tx ? tx.getRepository(User) : this.users;
+    const repo = this.transactions.manager(tx).getRepository(User);
     await repo.update({ id }, { ...changes, modifiedAt: new Date() });
     return repo.findOne({ where: { id } });
   }

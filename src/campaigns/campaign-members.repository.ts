@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
+import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { segmentMembershipLockSql } from '../database/advisory-locks.js';
 import { registerConstraints } from '../database/constraints.js';
 import { AppError } from '../common/errors.js';
@@ -46,10 +45,7 @@ const ADD_MEMBER = prepared(`WITH cp AS (SELECT segment_id FROM campaigns WHERE 
  */
 @Injectable()
 export class CampaignMembersRepository {
-  constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly transactions: Transactions,
-  ) {}
+  constructor(private readonly transactions: Transactions) {}
 
   /**
    * Adds a membership; an existing one is left as it is. A missing campaign or contact fails with
@@ -106,15 +102,15 @@ export class CampaignMembersRepository {
   /** Which of these segments some campaign mirrors. */
   async mirroredSegments(segmentIds: number[], tx?: Tx): Promise<Set<number>> {
     if (!segmentIds.length) return new Set();
-    const rows: { segment_id: number }[] = await (tx ?? this.dataSource).query(`SELECT DISTINCT segment_id FROM campaigns WHERE segment_id = ANY($1::int[])`, [
-      segmentIds,
-    ]);
+    const rows: { segment_id: number }[] = await this.transactions
+      .handle(tx)
+      .query(`SELECT DISTINCT segment_id FROM campaigns WHERE segment_id = ANY($1::int[])`, [segmentIds]);
     return new Set(rows.map((r) => r.segment_id));
   }
 
   /** Removes a membership (and writes campaign.contact_removed in the same statement); answers whether there was one. */
   async remove(campaignId: number, contactId: number, tx?: Tx): Promise<boolean> {
-    const rows: { n: string }[] = await (tx ?? this.dataSource).query(
+    const rows: { n: string }[] = await this.transactions.handle(tx).query(
       `WITH m AS (DELETE FROM campaign_members WHERE campaign_id = $1 AND contact_id = $2 RETURNING campaign_id, contact_id, added_at),
             e AS (${outboxInsertSql(`'campaign.contact_removed'`, MEMBERSHIP_JSON, 'NULL::jsonb', 'FROM m')})
        SELECT count(*) AS n FROM m`,
@@ -136,10 +132,9 @@ export class CampaignMembersRepository {
     remove: number[],
     tx?: Tx,
   ): Promise<{ campaign: boolean; added: number; addFound: number; removed: number; removeFound: number; notFound: number[] }> {
-    const rows: { campaign: boolean; added: string; add_found: string; removed: string; remove_found: string; not_found: number[] | null }[] = await (
-      tx ?? this.dataSource
-    ).query(
-      `WITH campaign AS (SELECT id FROM campaigns WHERE id = $1 FOR KEY SHARE),
+    const rows: { campaign: boolean; added: string; add_found: string; removed: string; remove_found: string; not_found: number[] | null }[] =
+      await this.transactions.handle(tx).query(
+        `WITH campaign AS (SELECT id FROM campaigns WHERE id = $1 FOR KEY SHARE),
             wanted_add AS (SELECT DISTINCT unnest($2::int[]) AS contact_id),
             wanted_remove AS (SELECT DISTINCT unnest($3::int[]) AS contact_id),
             found_add AS (SELECT c.id FROM contacts c WHERE c.id IN (SELECT contact_id FROM wanted_add) ORDER BY c.id FOR KEY SHARE),
@@ -156,8 +151,8 @@ export class CampaignMembersRepository {
               (SELECT count(*) FROM d) AS removed, (SELECT count(*) FROM found_remove) AS remove_found,
               (SELECT array_agg(w.contact_id ORDER BY w.contact_id) FROM (SELECT contact_id FROM wanted_add UNION SELECT contact_id FROM wanted_remove) w
                 WHERE NOT EXISTS (SELECT 1 FROM contacts c WHERE c.id = w.contact_id)) AS not_found`,
-      [campaignId, add, remove],
-    );
+        [campaignId, add, remove],
+      );
     const r = rows[0];
     return {
       campaign: r.campaign,
@@ -171,9 +166,9 @@ export class CampaignMembersRepository {
 
   /** Number of members (every row names an existing contact, by its foreign key). Bench row: "list a campaign's contacts". */
   async count(campaignId: number, tx?: Tx): Promise<number> {
-    const rows: { n: string }[] = await (tx ?? this.dataSource).query(`SELECT count(*)::bigint AS n FROM campaign_members WHERE campaign_id = $1`, [
-      campaignId,
-    ]);
+    const rows: { n: string }[] = await this.transactions
+      .handle(tx)
+      .query(`SELECT count(*)::bigint AS n FROM campaign_members WHERE campaign_id = $1`, [campaignId]);
     return Number(rows[0].n);
   }
 

@@ -1,8 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
 import { type ListPage, type ListQuery, type ListSpec, paginate, rowsAndCount } from '../lists/list.js';
-import type { Tx } from '../database/transactions.js';
+import { Transactions, type Tx } from '../database/transactions.js';
 import { Campaign } from './campaign.entity.js';
 import { CAMPAIGN_STATUSES } from './campaign.rules.js';
 
@@ -68,10 +66,10 @@ const COMPLETE_EXPIRED_SQL = `
 /** Every query of the campaigns table. */
 @Injectable()
 export class CampaignsRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(private readonly transactions: Transactions) {}
 
   private repo(tx?: Tx) {
-    return (tx ?? this.dataSource.manager).getRepository(Campaign);
+    return this.transactions.manager(tx).getRepository(Campaign);
   }
 
   /** A new, unsaved campaign. */
@@ -94,20 +92,22 @@ export class CampaignsRepository {
 
   /** Whether the campaign exists. Raw SQL: it runs on every request of the bench row "list a campaign's contacts". */
   async exists(id: number, tx?: Tx): Promise<boolean> {
-    const rows: unknown[] = await (tx ?? this.dataSource).query(`SELECT 1 FROM campaigns WHERE id = $1`, [id]);
+    const rows: unknown[] = await this.transactions.handle(tx).query(`SELECT 1 FROM campaigns WHERE id = $1`, [id]);
     return rows.length > 0;
   }
 
   /** The campaigns that mirror a segment. */
   async idsBySegment(segmentId: number, tx?: Tx): Promise<number[]> {
-    const rows: { id: number }[] = await (tx ?? this.dataSource).query(`SELECT id FROM campaigns WHERE segment_id = $1 ORDER BY id`, [segmentId]);
+    const rows: { id: number }[] = await this.transactions.handle(tx).query(`SELECT id FROM campaigns WHERE segment_id = $1 ORDER BY id`, [segmentId]);
     return rows.map((r) => r.id);
   }
 
   /** Names of campaigns by id, for another feature's records (e.g. a text message's campaign). */
   async namesByIds(ids: readonly number[], tx?: Tx): Promise<Map<number, string>> {
     if (!ids.length) return new Map();
-    const rows: { id: number; name: string }[] = await (tx ?? this.dataSource).query(`SELECT id, name FROM campaigns WHERE id = ANY($1)`, [[...new Set(ids)]]);
+    const rows: { id: number; name: string }[] = await this.transactions
+      .handle(tx)
+      .query(`SELECT id, name FROM campaigns WHERE id = ANY($1)`, [[...new Set(ids)]]);
     return new Map(rows.map((r) => [r.id, r.name]));
   }
 
@@ -123,7 +123,7 @@ export class CampaignsRepository {
 
   /** Completes every campaign whose end has passed; answers the ids it changed with their old status. */
   async completeExpired(tx?: Tx): Promise<{ id: number; previousStatus: string }[]> {
-    const result: unknown = await (tx ?? this.dataSource).query(COMPLETE_EXPIRED_SQL);
+    const result: unknown = await this.transactions.handle(tx).query(COMPLETE_EXPIRED_SQL);
     return rowsAndCount(result).rows as { id: number; previousStatus: string }[];
   }
 }

@@ -1,9 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
 import { isUniqueViolation } from '../database/constraints.js';
 import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
-import type { Tx } from '../database/transactions.js';
+import { Transactions, type Tx } from '../database/transactions.js';
 import { CATEGORY_BUNDLES } from './category.dto.js';
 import { Category } from './category.entity.js';
 
@@ -49,10 +47,10 @@ export const CATEGORY_LIST_SPEC: ListSpec = {
 /** Every query of the categories table. */
 @Injectable()
 export class CategoriesRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(private readonly transactions: Transactions) {}
 
   private repo(tx?: Tx) {
-    return (tx ?? this.dataSource.manager).getRepository(Category);
+    return this.transactions.manager(tx).getRepository(Category);
   }
 
   /** A new, unsaved category. */
@@ -88,11 +86,9 @@ export class CategoriesRepository {
 
   /** Aliases in the bundle that a generated alias from `base` could collide with (`base`, `base-2`, ...). */
   async aliasesLike(bundle: string, base: string, tx?: Tx): Promise<Set<string>> {
-    const rows: { alias: string }[] = await (tx ?? this.dataSource).query(`SELECT alias FROM categories WHERE bundle = $1 AND (alias = $2 OR alias LIKE $3)`, [
-      bundle,
-      base,
-      `${base.replace(/[_%\\]/g, '\\$&')}-%`,
-    ]);
+    const rows: { alias: string }[] = await this.transactions
+      .handle(tx)
+      .query(`SELECT alias FROM categories WHERE bundle = $1 AND (alias = $2 OR alias LIKE $3)`, [bundle, base, `${base.replace(/[_%\\]/g, '\\$&')}-%`]);
     return new Set(rows.map((r) => r.alias));
   }
 

@@ -128,7 +128,7 @@ export class CompaniesRepository {
   ) {}
 
   private repo(tx?: Tx): Repository<Company> {
-    return tx ? tx.getRepository(Company) : this.companies;
+    return this.transactions.manager(tx).getRepository(Company);
   }
 
   private db(tx?: Tx): Db {

@@ -212,20 +212,26 @@ function trustProxy(env: Env): false | number | string[] {
   return entries.length ? entries : false;
 }
 
-export function loadConfig(env: Env = process.env): AppConfig {
-  const port = int(env, 'PORT', 3000, 0, 65535);
-  const host = str(env, 'HOST', '0.0.0.0');
-  const baseUrl = (url(env, 'BASE_URL', ['http:', 'https:']) ?? `http://localhost:${port}`).replace(/\/+$/, '');
-  const cors = optional(env, 'CORS_ORIGINS');
+/** SMS_PROVIDER and the gateway it needs (SMS_HTTP_URL with the http provider). */
+function smsGateway(env: Env) {
   const smsProvider = oneOf(env, 'SMS_PROVIDER', ['log', 'http'] as const, 'log');
   const smsHttpUrl = url(env, 'SMS_HTTP_URL', ['http:', 'https:']);
   if (smsProvider === 'http' && !smsHttpUrl) {
     throw new ConfigError('SMS_HTTP_URL', 'is required when SMS_PROVIDER=http');
   }
+  return { smsProvider, smsHttpUrl };
+}
+
+function redisPrefix(env: Env): string {
   const prefix = str(env, 'REDIS_PREFIX', 'sf');
   if (!/^[A-Za-z0-9_.-]{1,64}$/.test(prefix)) {
     throw new ConfigError('REDIS_PREFIX', 'may hold only letters, digits, "_", "." and "-" (1..64 characters)');
   }
+  return prefix;
+}
+
+/** The console's session lifetimes: the absolute one at least the idle one. */
+function sessionLifetimes(env: Env) {
   const sessionIdleSeconds = int(env, 'ACCOUNT_SESSION_IDLE_SECONDS', 1800, 60, 86400 * 7);
   const sessionAbsoluteSeconds = int(env, 'ACCOUNT_SESSION_ABSOLUTE_SECONDS', 43200, 300, 86400 * 30);
   if (sessionAbsoluteSeconds < sessionIdleSeconds) {
@@ -234,12 +240,12 @@ export function loadConfig(env: Env = process.env): AppConfig {
       `must be at least ACCOUNT_SESSION_IDLE_SECONDS (${sessionIdleSeconds}), got ${sessionAbsoluteSeconds}`,
     );
   }
+  return { sessionIdleSeconds, sessionAbsoluteSeconds };
+}
+
+/** Database, Redis, rate limits, request and file sizes, tokens. */
+function storageAndLimits(env: Env, prefix: string) {
   return {
-    env: str(env, 'NODE_ENV', 'production'),
-    role: oneOf(env, 'APP_ROLE', ['api', 'worker', 'all'] as const, 'all'),
-    port,
-    host,
-    baseUrl,
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1, 200),
     databasePreparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', true),
@@ -266,22 +272,27 @@ export function loadConfig(env: Env = process.env): AppConfig {
     storageDir: resolve(str(env, 'STORAGE_DIR', './data/storage')),
     accessTokenTtlSeconds: int(env, 'OAUTH_ACCESS_TOKEN_TTL_SECONDS', 3600, 1, 86400 * 30),
     oauthRateLimitPerMinute: int(env, 'OAUTH_RATE_LIMIT_PER_MINUTE', 20, 1, 100000),
-    corsOrigins:
-      cors === null
-        ? null
-        : cors === '*'
-          ? '*'
-          : cors
-              .split(',')
-              .map((s) => s.trim())
-              .filter(Boolean),
-    trustProxy: trustProxy(env),
+  };
+}
+
+/** CORS_ORIGINS: unset (null), `*`, or a comma list of origins. */
+function corsOrigins(cors: string | null): string[] | '*' | null {
+  if (cors === null) return null;
+  if (cors === '*') return '*';
+  return cors
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/** Logging, shutdown, SMS, jobs, reports, metrics, the change feed, webhooks and idempotency. */
+function operations(env: Env, sms: ReturnType<typeof smsGateway>) {
+  return {
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10000, 0, 600000),
     httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 65000, 1000, 600000),
-    smsProvider,
-    smsHttpUrl,
+    ...sms,
     smsHttpToken: optional(env, 'SMS_HTTP_TOKEN'),
     smsWebhookSecret: optional(env, 'SMS_WEBHOOK_SECRET'),
     smsRateLimitPerSecond: int(env, 'SMS_RATE_LIMIT_PER_SECOND', 100, 1, 100000),
@@ -306,9 +317,29 @@ export function loadConfig(env: Env = process.env): AppConfig {
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 7, 1, 3650),
     idempotencyTtlHours: int(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 30),
     idempotencyLeaseSeconds: int(env, 'IDEMPOTENCY_LEASE_SECONDS', 60, 1, 3600),
+  };
+}
+
+export function loadConfig(env: Env = process.env): AppConfig {
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  const host = str(env, 'HOST', '0.0.0.0');
+  const baseUrl = (url(env, 'BASE_URL', ['http:', 'https:']) ?? `http://localhost:${port}`).replace(/\/+$/, '');
+  const cors = optional(env, 'CORS_ORIGINS');
+  const sms = smsGateway(env);
+  const prefix = redisPrefix(env);
+  const sessions = sessionLifetimes(env);
+  return {
+    env: str(env, 'NODE_ENV', 'production'),
+    role: oneOf(env, 'APP_ROLE', ['api', 'worker', 'all'] as const, 'all'),
+    port,
+    host,
+    baseUrl,
+    ...storageAndLimits(env, prefix),
+    corsOrigins: corsOrigins(cors),
+    trustProxy: trustProxy(env),
+    ...operations(env, sms),
     account: {
-      sessionIdleSeconds,
-      sessionAbsoluteSeconds,
+      ...sessions,
       signInFreeAttemptsPerAccount: int(env, 'ACCOUNT_SIGN_IN_FREE_ATTEMPTS', 5, 1, 1000),
       signInFreeAttemptsPerAddress: int(env, 'ACCOUNT_SIGN_IN_FREE_ATTEMPTS_PER_ADDRESS', 20, 1, 100000),
       secureCookies: baseUrl.startsWith('https:'),

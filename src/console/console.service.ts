@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { AppError, fieldError } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
-import { Transactions } from '../database/transactions.js';
+import { outsideTransaction, Transactions } from '../database/transactions.js';
 import { PERMISSIONS } from '../auth/permissions.js';
 import { TokensService } from '../auth/tokens.service.js';
 import { type UserAccount as User, UsersService } from '../auth/users.service.js';
@@ -93,9 +93,10 @@ export class ConsoleService {
       ip: meta.ip,
       userAgent: meta.userAgent?.slice(0, 300) ?? null,
     });
-    void this.repo
-      .deleteStale()
-      .catch((e: unknown) => this.logger.warn({ msg: 'could not delete stale sessions', err: e instanceof Error ? e.message : String(e) }));
+    // Fire and forget: on a connection of its own, whatever unit of work the caller is in.
+    void outsideTransaction(() => this.repo.deleteStale()).catch((e: unknown) =>
+      this.logger.warn({ msg: 'could not delete stale sessions', err: e instanceof Error ? e.message : String(e) }),
+    );
     return { token };
   }
 

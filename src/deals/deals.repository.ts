@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { type DataSource, In } from 'typeorm';
+import { In } from 'typeorm';
 import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
-import { returning, type Tx } from '../database/transactions.js';
+import { returning, Transactions, type Tx } from '../database/transactions.js';
 import { Deal } from './deal.entity.js';
 import { DEAL_STATUSES } from './deal.rules.js';
 
@@ -78,10 +77,10 @@ export const DEAL_LIST_SPEC: ListSpec = {
 /** Every query of the deals table. */
 @Injectable()
 export class DealsRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(private readonly transactions: Transactions) {}
 
   private repo(tx?: Tx) {
-    return (tx ?? this.dataSource.manager).getRepository(Deal);
+    return this.transactions.manager(tx).getRepository(Deal);
   }
 
   /** A new, unsaved deal. */

@@ -1,7 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
-import type { Db, Tx } from '../database/transactions.js';
+import { type Db, Transactions, type Tx } from '../database/transactions.js';
 import type { EventRecord, EventType } from './event-types.js';
 
 interface EventRow {
@@ -40,7 +38,7 @@ function toEventRecord(r: EventRow): EventRecord {
 /** Every query of the events and event_feed_state tables. */
 @Injectable()
 export class EventsRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(private readonly transactions: Transactions) {}
 
   /** Inserts an unsequenced event in the writer's transaction. */
   async insert(db: Db, type: EventType, data: object, previous: object | null): Promise<void> {
@@ -74,7 +72,7 @@ export class EventsRepository {
    * waits, which is what an ANALYZE of an idle feed records.
    */
   async sequence(batch: number, wait: boolean): Promise<number> {
-    return this.dataSource.transaction(async (tx) => {
+    return this.transactions.runAlone(async (tx) => {
       if (wait) await tx.query(`SELECT pg_advisory_xact_lock($1)`, [SEQUENCER_LOCK]);
       else {
         const locked: { ok: boolean }[] = await tx.query(`SELECT pg_try_advisory_xact_lock($1) AS ok`, [SEQUENCER_LOCK]);
@@ -101,7 +99,7 @@ export class EventsRepository {
 
   /** Sequenced events after `sequence`, in order, optionally of the given types only. */
   async after(sequence: number, limit: number, types?: readonly string[], tx?: Tx): Promise<EventRecord[]> {
-    const db = tx ?? this.dataSource;
+    const db = this.transactions.handle(tx);
     const rows: EventRow[] = types?.length
       ? await db.query(
           `SELECT id, type, occurred_at, sequence, data, previous FROM events
@@ -124,7 +122,9 @@ export class EventsRepository {
 
   /** The highest sequence given so far and the highest one removed by retention. */
   async state(): Promise<{ lastSequence: number; prunedThrough: number }> {
-    const [r]: { last_sequence: string; pruned_through: string }[] = await this.dataSource.query(`SELECT last_sequence, pruned_through FROM event_feed_state`);
+    const [r]: { last_sequence: string; pruned_through: string }[] = await this.transactions.db.query(
+      `SELECT last_sequence, pruned_through FROM event_feed_state`,
+    );
     return { lastSequence: Number(r.last_sequence), prunedThrough: Number(r.pruned_through) };
   }
 
@@ -134,7 +134,7 @@ export class EventsRepository {
    * it). Pruning by sequence, not by time alone, keeps the feed without holes. Answers how many rows went.
    */
   async prune(before: Date): Promise<number> {
-    const [r]: { n: string }[] = await this.dataSource.query(
+    const [r]: { n: string }[] = await this.transactions.db.query(
       `WITH cutoff AS (
          SELECT COALESCE(
                   -- The first kept event, walking the sequence index from the oldest (reads only what goes).
@@ -158,7 +158,7 @@ export class EventsRepository {
    * million contacts, with autovacuum off or behind), while the events waiting are the newest.
    */
   async hasUnsequenced(): Promise<boolean> {
-    const [r]: { x: boolean }[] = await this.dataSource.query(
+    const [r]: { x: boolean }[] = await this.transactions.db.query(
       `SELECT EXISTS (SELECT 1 FROM events WHERE sequence IS NULL ORDER BY insert_order DESC LIMIT 1) AS x`,
     );
     return r.x;
@@ -166,7 +166,7 @@ export class EventsRepository {
 
   /** Test and diagnostics helper: how many events wait for a sequence. */
   async unsequencedCount(tx?: Tx): Promise<number> {
-    const [r]: { n: string }[] = await (tx ?? this.dataSource).query(`SELECT count(*) AS n FROM events WHERE sequence IS NULL`);
+    const [r]: { n: string }[] = await this.transactions.handle(tx).query(`SELECT count(*) AS n FROM events WHERE sequence IS NULL`);
     return Number(r.n);
   }
 }

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { type ListPage, type ListQuery, type ListSpec, type PageLoader, paginate } from '../lists/list.js';
 import { storableText } from '../common/storable-text.js';
-import type { Tx } from '../database/transactions.js';
+import { Transactions, type Tx } from '../database/transactions.js';
 import { WebhookDelivery } from './webhook-delivery.entity.js';
 
 /**
@@ -115,10 +115,13 @@ const COLUMNS = `id::int AS "id", webhook_id AS "webhookId", event_id AS "eventI
 /** Every query of webhook_deliveries. */
 @Injectable()
 export class WebhookDeliveriesRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly transactions: Transactions,
+  ) {}
 
   private db(tx?: Tx) {
-    return tx ?? this.dataSource;
+    return this.transactions.handle(tx);
   }
 
   /** One row per (webhook, event); a pair already present is skipped. Answers the webhooks that got new rows. */

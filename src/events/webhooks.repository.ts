@@ -1,8 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
 import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
-import type { Tx } from '../database/transactions.js';
+import { Transactions, type Tx } from '../database/transactions.js';
 import { Webhook } from './webhook.entity.js';
 
 /**
@@ -59,10 +57,10 @@ export interface WebhookSubscription {
 /** Every query of the webhooks table and of the dispatcher's cursor. */
 @Injectable()
 export class WebhooksRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(private readonly transactions: Transactions) {}
 
   private repo(tx?: Tx) {
-    return (tx ?? this.dataSource.manager).getRepository(Webhook);
+    return this.transactions.manager(tx).getRepository(Webhook);
   }
 
   create(): Webhook {
@@ -108,19 +106,19 @@ export class WebhooksRepository {
 
   /** Deletes the row (its deliveries first: WebhooksService.remove); null when another caller deleted it first. */
   async remove(id: number, tx?: Tx): Promise<Webhook | null> {
-    const rows: { id: number }[] = await returning(tx ?? this.dataSource, `DELETE FROM webhooks WHERE id = $1 RETURNING id`, [id]);
+    const rows: { id: number }[] = await returning(this.transactions.handle(tx), `DELETE FROM webhooks WHERE id = $1 RETURNING id`, [id]);
     return rows.length ? ({ id } as Webhook) : null;
   }
 
   activeSubscriptions(tx?: Tx): Promise<WebhookSubscription[]> {
-    return (tx ?? this.dataSource).query(
-      `SELECT id, events, floor(extract(epoch FROM created_at) * 1000)::float8 AS "createdMs" FROM webhooks WHERE is_active ORDER BY id`,
-    );
+    return this.transactions
+      .handle(tx)
+      .query(`SELECT id, events, floor(extract(epoch FROM created_at) * 1000)::float8 AS "createdMs" FROM webhooks WHERE is_active ORDER BY id`);
   }
 
   /** A success: clears the failure clock. */
   async markSuccess(id: number, tx?: Tx): Promise<void> {
-    await (tx ?? this.dataSource).query(`UPDATE webhooks SET last_success_at = now(), failing_since = NULL WHERE id = $1`, [id]);
+    await this.transactions.handle(tx).query(`UPDATE webhooks SET last_success_at = now(), failing_since = NULL WHERE id = $1`, [id]);
   }
 
   /**
@@ -129,7 +127,7 @@ export class WebhooksRepository {
    */
   async markFailure(id: number, disableAfterMs: number, tx?: Tx): Promise<{ failingSince: Date; due: boolean; createdBy: number | null; url: string } | null> {
     const rows: { failing_since: Date; due: boolean; created_by: number | null; url: string }[] = await returning(
-      tx ?? this.dataSource,
+      this.transactions.handle(tx),
       `UPDATE webhooks SET failing_since = coalesce(failing_since, now()) WHERE id = $1
        RETURNING failing_since, is_active AND failing_since <= now() - $2 * interval '1 millisecond' AS due, created_by, url`,
       [id, disableAfterMs],
@@ -140,7 +138,7 @@ export class WebhooksRepository {
   /** Disables an active webhook for a reason; false when it was not active (another run got there first). */
   async disable(id: number, reason: string, tx?: Tx): Promise<boolean> {
     const rows = await returning(
-      tx ?? this.dataSource,
+      this.transactions.handle(tx),
       `UPDATE webhooks SET is_active = false, disabled_reason = $2, modified_at = now() WHERE id = $1 AND is_active RETURNING id`,
       [id, reason],
     );

@@ -28,7 +28,7 @@ export class FieldsRepository {
   ) {}
 
   private repo(tx?: Tx): Repository<Field> {
-    return tx ? tx.getRepository(Field) : this.fields;
+    return this.transactions.manager(tx).getRepository(Field);
   }
 
   /** A page of the list, narrowed to one object when given. */

@@ -1,7 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
-import { returning } from '../database/transactions.js';
+import { returning, Transactions } from '../database/transactions.js';
 
 /** Where a key lives: the account, the method + path (hashed into `scope`) and the key itself; and who is using it. */
 export interface IdempotencyScope {
@@ -46,11 +44,11 @@ interface Row {
 /** Every query of the idempotency_keys table (PostgreSQL only, so it holds across instances and without Redis). */
 @Injectable()
 export class IdempotencyRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(private readonly transactions: Transactions) {}
 
   /** Claims a key that nobody holds: true when this call inserted the in-progress row. */
   async claimNew(s: IdempotencyScope, fingerprint: string, claim: string, leaseSeconds: number, ttlHours: number): Promise<boolean> {
-    const rows = await this.dataSource.query<unknown[]>(
+    const rows = await this.transactions.db.query<unknown[]>(
       `INSERT INTO idempotency_keys (user_id, scope, key, method, path, fingerprint, claim, state, lease_until, expires_at, credential)
        VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', now() + make_interval(secs => $8), now() + make_interval(hours => $9), $10)
        ON CONFLICT DO NOTHING RETURNING 1`,
@@ -65,7 +63,7 @@ export class IdempotencyRepository {
    */
   async claimLapsed(s: IdempotencyScope, fingerprint: string, claim: string, leaseSeconds: number, ttlHours: number): Promise<boolean> {
     const rows = await returning(
-      this.dataSource,
+      this.transactions.db,
       `UPDATE idempotency_keys
           SET fingerprint = $4, claim = $5, state = 'running', lease_until = now() + make_interval(secs => $6),
               expires_at = now() + make_interval(hours => $7), created_at = now(), credential = $8,
@@ -79,7 +77,7 @@ export class IdempotencyRepository {
   }
 
   async find(s: IdempotencyScope): Promise<IdempotencyRow | null> {
-    const rows = await this.dataSource.query<Row[]>(
+    const rows = await this.transactions.db.query<Row[]>(
       `SELECT fingerprint, credential, state, EXTRACT(EPOCH FROM lease_until - now()) AS lease_left, expires_at < now() AS expired,
               response_status, response_headers, response_body
          FROM idempotency_keys WHERE user_id = $1 AND scope = $2 AND key = $3`,
@@ -99,7 +97,7 @@ export class IdempotencyRepository {
 
   /** Records the answer of the request holding `claim` (nothing when another request took the key over). */
   async complete(s: IdempotencyScope, claim: string, answer: StoredAnswer, ttlHours: number): Promise<void> {
-    await this.dataSource.query(
+    await this.transactions.db.query(
       `UPDATE idempotency_keys
           SET state = 'done', response_status = $5, response_headers = $6, response_body = $7,
               expires_at = now() + make_interval(hours => $8)
@@ -110,7 +108,7 @@ export class IdempotencyRepository {
 
   /** Forgets an in-progress key (an answer that is not kept: 5xx, 429), so a retry runs the request again. */
   async release(s: IdempotencyScope, claim: string): Promise<void> {
-    await this.dataSource.query(`DELETE FROM idempotency_keys WHERE user_id = $1 AND scope = $2 AND key = $3 AND claim = $4 AND state = 'running'`, [
+    await this.transactions.db.query(`DELETE FROM idempotency_keys WHERE user_id = $1 AND scope = $2 AND key = $3 AND claim = $4 AND state = 'running'`, [
       s.userId,
       s.scope,
       s.key,
@@ -120,7 +118,7 @@ export class IdempotencyRepository {
 
   /** Deletes expired keys; answers how many. */
   async prune(): Promise<number> {
-    const rows = await returning(this.dataSource, `DELETE FROM idempotency_keys WHERE expires_at < now() RETURNING 1`, []);
+    const rows = await returning(this.transactions.db, `DELETE FROM idempotency_keys WHERE expires_at < now() RETURNING 1`, []);
     return rows.length;
   }
 }

@@ -12,6 +12,7 @@ import {
   type ScheduleOptions,
 } from './job-queue.js';
 import { nextCronTime } from './cron.js';
+import { outsideTransaction } from '../database/transactions.js';
 
 interface Pending {
   id: string;
@@ -96,21 +97,24 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationBootstra
     // setTimeout holds at most ~24.8 days; longer delays hop.
     const wait = Math.min(Math.max(0, delayMs), 2_000_000_000);
     job.state = delayMs > 0 ? 'delayed' : 'waiting';
-    job.timer = setTimeout(() => {
-      if (wait < delayMs) {
-        this.schedule(job, delayMs - wait);
-        return;
-      }
-      const limited = this.rateLimitDelay(JOB_QUEUE[job.name]);
-      if (limited > 0) {
-        this.schedule(job, limited);
-        return;
-      }
-      job.state = 'active';
-      const p = this.run(job);
-      this.running.add(p);
-      void p.finally(() => this.running.delete(p));
-    }, wait);
+    // A job enqueued inside a unit of work runs after it, on connections of its own.
+    job.timer = outsideTransaction(() =>
+      setTimeout(() => {
+        if (wait < delayMs) {
+          this.schedule(job, delayMs - wait);
+          return;
+        }
+        const limited = this.rateLimitDelay(JOB_QUEUE[job.name]);
+        if (limited > 0) {
+          this.schedule(job, limited);
+          return;
+        }
+        job.state = 'active';
+        const p = this.run(job);
+        this.running.add(p);
+        void p.finally(() => this.running.delete(p));
+      }, wait),
+    );
     job.timer.unref?.();
   }
 
@@ -178,16 +182,18 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationBootstra
     const first = options.pattern ? next(new Date(start.getTime() - 1)) : start.getTime() > Date.now() ? start : next(new Date());
     const arm = (at: Date | null) => {
       if (!at || this.closing) return;
-      const t = setTimeout(
-        () => {
-          if (at.getTime() > Date.now()) {
-            arm(at);
-            return;
-          } // a long delay hopped
-          void this.enqueue(name, payload, { jobId: `${schedulerId}:${at.getTime()}` });
-          arm(next(new Date(Math.max(Date.now(), at.getTime()))));
-        },
-        Math.min(Math.max(0, at.getTime() - Date.now()), 2_000_000_000),
+      const t = outsideTransaction(() =>
+        setTimeout(
+          () => {
+            if (at.getTime() > Date.now()) {
+              arm(at);
+              return;
+            } // a long delay hopped
+            void this.enqueue(name, payload, { jobId: `${schedulerId}:${at.getTime()}` });
+            arm(next(new Date(Math.max(Date.now(), at.getTime()))));
+          },
+          Math.min(Math.max(0, at.getTime() - Date.now()), 2_000_000_000),
+        ),
       );
       t.unref?.();
       this.schedules.set(schedulerId, t);

@@ -1,8 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
 import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
-import type { Tx } from '../database/transactions.js';
+import { Transactions, type Tx } from '../database/transactions.js';
 import { PointGroup } from './point-group.entity.js';
 
 export const POINT_GROUP_LIST_SPEC: ListSpec = {
@@ -50,10 +48,10 @@ export const POINT_GROUP_LIST_SPEC: ListSpec = {
 /** Every query of the point_groups table. */
 @Injectable()
 export class PointGroupsRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(private readonly transactions: Transactions) {}
 
   private repo(tx?: Tx) {
-    return (tx ?? this.dataSource.manager).getRepository(PointGroup);
+    return this.transactions.manager(tx).getRepository(PointGroup);
   }
 
   /** A new, unsaved point group. */

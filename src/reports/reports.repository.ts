@@ -1,6 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
 import { type Db, Transactions, type Tx } from '../database/transactions.js';
 import { buildMarketingQuery, buildSalesQuery, type ReportOutput, shapeMarketingResult, shapeSalesResult } from './report-definition.js';
@@ -25,17 +23,14 @@ export interface StoredResult {
  */
 @Injectable()
 export class ReportsRepository {
-  constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly transactions: Transactions,
-  ) {}
+  constructor(private readonly transactions: Transactions) {}
 
   private db(tx?: Tx): Db {
     return tx ?? this.transactions.db;
   }
 
   private repo(tx?: Tx) {
-    return (tx ?? this.dataSource.manager).getRepository(Report);
+    return this.transactions.manager(tx).getRepository(Report);
   }
 
   list(q: ListQuery, spec: ListSpec): Promise<ListPage<Report>> {

@@ -3,6 +3,7 @@ import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { EventsService } from '../events/events.service.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import { REFRESH_BATCH, SegmentsService } from './segments.service.js';
+import { outsideTransaction } from '../database/transactions.js';
 
 /**
  * Keeps dynamic segments fresh, in every process that runs background work (APP_ROLE worker or
@@ -41,7 +42,8 @@ export class SegmentRefresher implements OnApplicationBootstrap, OnModuleDestroy
   private arm(delay: number): void {
     if (this.stopped) return;
     if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.tick(), delay);
+    // Woken from inside a unit of work (a segment saved in a transaction): the passes run outside it.
+    this.timer = outsideTransaction(() => setTimeout(() => void this.tick(), delay));
     this.timer.unref();
   }
 

@@ -1,10 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
+import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { segmentMembershipLockSql } from '../database/advisory-locks.js';
 import type { CompiledFilter } from '../lists/filter.js';
 import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
-import type { Tx } from '../database/transactions.js';
+import { Transactions, type Tx } from '../database/transactions.js';
 import { BUILD_STATUSES, Segment, SEGMENT_TYPES } from './segment.entity.js';
 
 export const SEGMENT_LIST_SPEC: ListSpec = {
@@ -58,10 +57,10 @@ const CHANGE_EVENTS = {
  */
 @Injectable()
 export class SegmentsRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(private readonly transactions: Transactions) {}
 
   private repo(tx?: Tx) {
-    return (tx ?? this.dataSource.manager).getRepository(Segment);
+    return this.transactions.manager(tx).getRepository(Segment);
   }
 
   create(): Segment {
@@ -93,17 +92,16 @@ export class SegmentsRepository {
   }
 
   async exists(id: number, tx?: Tx): Promise<boolean> {
-    const rows: unknown[] = await (tx ?? this.dataSource).query(`SELECT 1 FROM segments WHERE id = $1`, [id]);
+    const rows: unknown[] = await this.transactions.handle(tx).query(`SELECT 1 FROM segments WHERE id = $1`, [id]);
     return rows.length > 0;
   }
 
   /** Members of each segment, by id (index-only counts on the primary key). */
   async counts(ids: number[], tx?: Tx): Promise<Map<number, number>> {
     if (!ids.length) return new Map();
-    const rows: { id: number; n: string }[] = await (tx ?? this.dataSource).query(
-      `SELECT s.id, (SELECT count(*) FROM segment_members m WHERE m.segment_id = s.id) AS n FROM unnest($1::int[]) AS s(id)`,
-      [ids],
-    );
+    const rows: { id: number; n: string }[] = await this.transactions
+      .handle(tx)
+      .query(`SELECT s.id, (SELECT count(*) FROM segment_members m WHERE m.segment_id = s.id) AS n FROM unnest($1::int[]) AS s(id)`, [ids]);
     return new Map(rows.map((r) => [r.id, Number(r.n)]));
   }
 
@@ -126,7 +124,7 @@ export class SegmentsRepository {
 
   /** The segments a contact belongs to, by segment id. */
   async ofContact(contactId: number): Promise<{ id: number; name: string; type: string; added_at: Date }[]> {
-    return this.dataSource.query(
+    return this.transactions.db.query(
       `SELECT s.id, s.name, s.type, m.added_at FROM segment_members m JOIN segments s ON s.id = m.segment_id
         WHERE m.contact_id = $1 ORDER BY s.id`,
       [contactId],
@@ -140,7 +138,7 @@ export class SegmentsRepository {
 
   /** The compiled filter as `SELECT c.id FROM contacts c WHERE ...` with positional parameters $1..$n. */
   private matching(filter: CompiledFilter, extraWhere?: string): { sql: string; params: unknown[] } {
-    const qb = this.dataSource.createQueryBuilder().select('c.id', 'id').from('contacts', 'c').where(`(${filter.sql})`, filter.params);
+    const qb = this.transactions.manager().createQueryBuilder().select('c.id', 'id').from('contacts', 'c').where(`(${filter.sql})`, filter.params);
     const [sql, params] = qb.getQueryAndParameters();
     return { sql: extraWhere ? `${sql} AND ${extraWhere.replaceAll('$$n', () => `$${params.length + 1}`)}` : sql, params };
   }
@@ -225,7 +223,7 @@ export class SegmentsRepository {
 
   /** Dynamic segments whose members were not built for their current filter (and did not fail for it), oldest change first. */
   async pendingBuilds(): Promise<number[]> {
-    const rows: { id: number }[] = await this.dataSource.query(
+    const rows: { id: number }[] = await this.transactions.db.query(
       `SELECT id FROM segments WHERE type = 'dynamic' AND built_version IS DISTINCT FROM filter_version ORDER BY modified_at NULLS FIRST, id`,
     );
     return rows.map((r) => r.id);
@@ -233,17 +231,17 @@ export class SegmentsRepository {
 
   /** The ids of the dynamic segments, ascending (the order their membership locks are taken in). */
   async dynamicSegments(tx?: Tx): Promise<{ id: number }[]> {
-    return (tx ?? this.dataSource).query(`SELECT id FROM segments WHERE type = 'dynamic' ORDER BY id`);
+    return this.transactions.handle(tx).query(`SELECT id FROM segments WHERE type = 'dynamic' ORDER BY id`);
   }
 
   /** Notes when a rebuild starts (its own statement: the rebuild's transaction takes no lock on the segment's row until it ends). */
   async markBuildStarted(id: number): Promise<void> {
-    await this.dataSource.query(`UPDATE segments SET build_started_at = clock_timestamp() WHERE id = $1`, [id]);
+    await this.transactions.db.query(`UPDATE segments SET build_started_at = clock_timestamp() WHERE id = $1`, [id]);
   }
 
   /** Records a build of `version` as done (or failed): only while that version is still the current one. */
   async finishBuild(id: number, version: number, error: string | null, tx?: Tx): Promise<void> {
-    await (tx ?? this.dataSource).query(
+    await this.transactions.handle(tx).query(
       `UPDATE segments SET built_version = $2, build_status = CASE WHEN $3::text IS NULL THEN 'ready' ELSE 'failed' END,
               built_at = CASE WHEN $3::text IS NULL THEN clock_timestamp() ELSE built_at END, build_error = $3
         WHERE id = $1 AND filter_version = $2`,

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { MetricsService } from '../metrics/metrics.service.js';
 import { type OutboundSms, type SendResult, SmsProvider, SmsProviderError } from './sms-provider.js';
 import type { LogHandOver, LogSendRow, SmsLogSendsRepository } from './sms-log-sends.repository.js';
+import { outsideTransaction } from '../database/transactions.js';
 
 /** Hand-overs recorded per statement at most. */
 const RECORD_BATCH = 500;
@@ -49,7 +50,8 @@ export class LogSmsProvider extends SmsProvider {
       this.pending.push({ sms, resolve, reject });
       if (!this.flushing) {
         this.flushing = true;
-        setImmediate(() => void this.flush());
+        // The batch records the sends of every caller: outside the first caller's unit of work.
+        outsideTransaction(() => setImmediate(() => void this.flush()));
       }
     });
   }

@@ -1,6 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
 import { type Db, returning, Transactions, type Tx } from '../database/transactions.js';
 import { type Audience, Broadcast } from './broadcast.entity.js';
@@ -28,17 +26,14 @@ export type BroadcastChanges = Omit<Partial<Broadcast>, 'id' | 'createdAt'>;
 /** Every query of the `broadcasts` table (their messages are text_messages rows: TextMessageRepository). */
 @Injectable()
 export class BroadcastsRepository {
-  constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly transactions: Transactions,
-  ) {}
+  constructor(private readonly transactions: Transactions) {}
 
   private db(tx?: Tx): Db {
     return tx ?? this.transactions.db;
   }
 
   private repo(tx?: Tx) {
-    return (tx ?? this.dataSource.manager).getRepository(Broadcast);
+    return this.transactions.manager(tx).getRepository(Broadcast);
   }
 
   list(q: ListQuery, spec: ListSpec): Promise<ListPage<Broadcast>> {

@@ -105,7 +105,7 @@ export class TextMessageRepository {
   }
 
   private repo(tx?: Tx) {
-    return (tx ?? this.dataSource.manager).getRepository(TextMessage);
+    return this.transactions.manager(tx).getRepository(TextMessage);
   }
 
   list(q: ListQuery, spec: ListSpec): Promise<ListPage<TextMessage>> {
