@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
-import { type ListSpec, listEnvelope, parseListQuery } from '../lists/list.js';
+import { parseListQuery } from '../lists/list-query.js';
+import type { ListSpec } from '../lists/list-spec.js';
+import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import type { ApiToken } from './api-token.entity.js';
 import { ApiTokenRepository } from './api-token.repository.js';

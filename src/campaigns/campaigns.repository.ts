@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { type ListPage, type ListQuery, type ListSpec, paginate, rowsAndCount } from '../lists/list.js';
+import type { ListQuery, ListSpec } from '../lists/list-spec.js';
+import { type ListPage, paginate, rowsAndCount } from '../lists/list-sql.js';
 import type { Tx } from '../database/transactions.js';
 import { Campaign } from './campaign.entity.js';
 import { CAMPAIGN_STATUSES } from './campaign.rules.js';

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { type DataSource, In } from 'typeorm';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
+import type { ListQuery, ListSpec } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
 import { returning, type Tx } from '../database/transactions.js';
 import { Deal } from './deal.entity.js';
 import { DEAL_STATUSES } from './deal.rules.js';

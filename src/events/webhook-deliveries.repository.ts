@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { type ListPage, type ListQuery, type ListSpec, type PageLoader, paginate } from '../lists/list.js';
+import type { ListQuery, ListSpec } from '../lists/list-spec.js';
+import { type ListPage, type PageLoader, paginate } from '../lists/list-sql.js';
 import { storableText } from '../common/storable-text.js';
 import type { Tx } from '../database/transactions.js';
 import { WebhookDelivery } from './webhook-delivery.entity.js';

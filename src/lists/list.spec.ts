@@ -1,6 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { AppError } from '../common/errors.js';
-import { changedExpression, likePattern, listQueryParameters, type ListSpec, parseListQuery } from './list.js';
+import { parseListQuery } from './list-query.js';
+import { changedExpression, type ListSpec } from './list-spec.js';
+import { likePattern } from './list-sql.js';
+import { listQueryParameters } from './list.openapi.js';
 
 const spec: ListSpec = {
   name: 'things',

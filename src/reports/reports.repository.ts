@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
+import type { ListQuery, ListSpec } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
 import { type Db, Transactions, type Tx } from '../database/transactions.js';
 import { buildMarketingQuery, buildSalesQuery, type ReportOutput, shapeMarketingResult, shapeSalesResult } from './report-definition.js';
 import { Report } from './report.entity.js';

@@ -2,8 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { segmentMembershipLockSql } from '../database/advisory-locks.js';
-import type { CompiledFilter } from '../lists/filter.js';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
+import type { CompiledFilter } from '../lists/filter-sql.js';
+import type { ListQuery, ListSpec } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
 import type { Tx } from '../database/transactions.js';
 import { BUILD_STATUSES, Segment, SEGMENT_TYPES } from './segment.entity.js';
 
