@@ -12,7 +12,6 @@ import { EventsService } from '../events/events.service.js';
 import { ACTIVITY_LIST_SPEC, ActivitiesRepository } from './activities.repository.js';
 
 /** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
-export { ACTIVITY_LIST_SPEC };
 import { Activity } from './activity.entity.js';
 import { CreateActivityDto, UpdateActivityDto } from './activity.dto.js';
 

@@ -22,7 +22,6 @@ import { CampaignMembersRepository } from './campaign-members.repository.js';
 import { CAMPAIGN_LIST_SPEC, CampaignsRepository } from './campaigns.repository.js';
 
 /** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
-export { CAMPAIGN_LIST_SPEC };
 import { checkCreateStatus, checkDateOrder, DEFAULT_CAMPAIGN_STATUS, rejectNulls } from './campaign.rules.js';
 
 /** A campaign as the API returns it (the one mapper from row to record). */

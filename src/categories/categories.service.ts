@@ -11,7 +11,6 @@ import { EventsService } from '../events/events.service.js';
 import { CATEGORY_LIST_SPEC, CategoriesRepository } from './categories.repository.js';
 
 /** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
-export { CATEGORY_LIST_SPEC };
 import { Category } from './category.entity.js';
 import { CreateCategoryDto, UpdateCategoryDto } from './category.dto.js';
 

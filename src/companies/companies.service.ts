@@ -23,7 +23,6 @@ import { normalizeDomain, normalizeWebsite } from './company.rules.js';
 import { type BackfillActor, type BackfillRunRow, COMPANY_LIST_SPEC, CompaniesRepository } from './companies.repository.js';
 
 /** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
-export { COMPANY_LIST_SPEC };
 
 /** A company as the API returns it (the one mapper from row to record; RECORD_JSON in the repository mirrors it). */
 export function toCompanyRecord(c: Company, ownerName: string | null) {

@@ -35,8 +35,6 @@ import {
   type DncAuthor,
 } from './contacts.repository.js';
 
-export { CONTACT_LIST_SPEC, type ContactListScope };
-
 /** A narrowed contacts list: a company's, a campaign's or a segment's contacts. */
 export interface ScopedContactList {
   /** The list's name, which its cursors carry (e.g. `campaign 5 contacts`): another list's cursor is refused. */

@@ -15,7 +15,6 @@ import { DEFAULT_DEAL_QUANTITY, DEFAULT_DEAL_STATUS, rejectNulls, resolveClosedA
 import { DEAL_LIST_SPEC, DealsRepository } from './deals.repository.js';
 
 /** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
-export { DEAL_LIST_SPEC };
 
 /** A deal as the API returns it (the one mapper from row to record). */
 export function toDealRecord(d: Deal) {

@@ -17,8 +17,6 @@ import type { CreateWebhookDto, UpdateWebhookDto } from './webhook.dto.js';
 import type { Webhook } from './webhook.entity.js';
 import { WEBHOOK_LIST_SPEC, WebhooksRepository } from './webhooks.repository.js';
 
-export { WEBHOOK_LIST_SPEC };
-
 /** After a rotation the previous secret keeps signing beside the new one this long. */
 export const PREVIOUS_SECRET_TTL_MS = 24 * 3600_000;
 /** The event a test delivery sends. */

@@ -8,8 +8,6 @@ import type { Tx } from '../database/transactions.js';
 import type { NotificationType } from './notification.entity.js';
 import { NOTIFICATION_LIST_SPEC, type NotificationRow, NotificationsRepository } from './notifications.repository.js';
 
-export { NOTIFICATION_LIST_SPEC };
-
 /** The one mapper from a stored notification to the API record (the caller is always its user). */
 export function toNotificationRecord(n: NotificationRow, who: Principal) {
   return {

@@ -12,7 +12,6 @@ import { CreatePointGroupDto, UpdatePointGroupDto } from './point-group.dto.js';
 import { POINT_GROUP_LIST_SPEC, PointGroupsRepository } from './point-groups.repository.js';
 
 /** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
-export { POINT_GROUP_LIST_SPEC };
 
 /** A point group as the API returns it (the one mapper from row to record). */
 export function toPointGroupRecord(g: PointGroup) {

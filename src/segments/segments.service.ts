@@ -16,8 +16,6 @@ import { CreateSegmentDto, SEGMENT_BATCH_MAX, type SegmentMembersBatchDto, type 
 import { Segment, type SegmentType } from './segment.entity.js';
 import { SEGMENT_LIST_SPEC, SegmentsRepository } from './segments.repository.js';
 
-export { SEGMENT_LIST_SPEC };
-
 /** How many matching contacts a preview shows. */
 export const PREVIEW_SAMPLE_SIZE = 10;
 /** Filter fields a segment's filter cannot use: segment.id (a segment defined by segments could depend on itself). */
