@@ -5,7 +5,7 @@ import { isUniqueViolation } from '../database/constraints.js';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
 import { fieldError, notFound, validationError } from '../common/errors.js';
 import { parseListQuery } from '../lists/list-query.js';
-import type { ListSpec } from '../lists/list-spec.js';
+import { defineList } from '../lists/list-spec.js';
 import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import { assertFormFields } from '../server/request-text.middleware.js';
@@ -20,29 +20,29 @@ import { AssetStorage } from './asset-storage.js';
 import type { UploadedAssetFile } from './asset-upload.engine.js';
 import { type AssetCategoryRow, AssetsRepository } from './assets.repository.js';
 
-export const ASSET_LIST_SPEC: ListSpec = {
+export const ASSET_LIST_SPEC = defineList({
   name: 'assets',
-  sortable: {
-    id: 'a.id',
-    title: 'a.title',
-    alias: 'a.alias',
-    language: 'a.language',
-    isPublished: 'a.is_published',
-    publishUp: 'a.publish_up',
-    publishDown: 'a.publish_down',
-    dateAdded: 'a.created_at',
-    dateModified: 'a.modified_at',
-    downloadCount: 'a.download_count',
-    uniqueDownloadCount: 'a.unique_download_count',
-    revision: 'a.revision',
-    extension: 'a.extension',
-    mime: 'a.mime',
-    size: 'a.size',
-  },
+  sortable: [
+    'id',
+    'title',
+    'alias',
+    'language',
+    'isPublished',
+    'publishUp',
+    'publishDown',
+    'dateAdded',
+    'dateModified',
+    'downloadCount',
+    'uniqueDownloadCount',
+    'revision',
+    'extension',
+    'mime',
+    'size',
+  ],
   searchExpression: 'sf_text(a.title, a.alias, a.description)',
   // `status` is read here and applied as is_published (see list()).
   filters: { status: { type: 'string', column: 'a.is_published', values: ['published', 'unpublished'] } },
-  filterable: {
+  fields: {
     id: { type: 'id', sql: 'a.id' },
     title: { type: 'string', sql: 'a.title' },
     alias: { type: 'string', sql: 'a.alias' },
@@ -86,7 +86,7 @@ export const ASSET_LIST_SPEC: ListSpec = {
     'originalFilename',
     'downloadUrl',
   ],
-};
+});
 
 /** What a create or edit request carries: the body (JSON, or multipart form fields) and the stored upload. */
 export interface AssetInput {

@@ -109,3 +109,38 @@ export interface CursorPosition {
 
 /** Route metadata key of a list route's ListSpec (set by ApiListQuery in openapi.ts). */
 export const LIST_SPEC_KEY = 'sf:list-spec';
+
+/** Who created and last changed a record: properties of every audited record, after its own. */
+export const AUDIT_PROPERTIES = ['createdBy', 'createdByUser', 'modifiedBy', 'modifiedByUser'] as const;
+
+/** A list described by its fields: what a resource states once, from which defineList derives its ListSpec. */
+export interface ListDefinition extends Omit<ListSpec, 'sortable' | 'filterable' | 'properties'> {
+  /**
+   * The record's fields in the order the document lists them: API name → type and SQL expression
+   * (qualified with the query's alias). `filter` takes each of them; a dotted name (`owner.id`) is
+   * another name for a field, not a property of the record.
+   */
+  fields: FilterRegistry;
+  /** The fields orderBy takes, in the document's order (each sorts by its field's SQL); default: every field but the dotted names. */
+  sortable?: readonly string[];
+  /** The properties `fields=` may select; default: every field but the dotted names, then AUDIT_PROPERTIES. */
+  properties?: readonly string[];
+}
+
+/** The ListSpec of a list described by its fields: sortable columns and properties come from the same field table. */
+export function defineList(def: ListDefinition): ListSpec {
+  const { fields, sortable, properties, ...rest } = def;
+  const own = Object.keys(fields).filter((name) => !name.includes('.'));
+  const sortColumns: Record<string, string> = {};
+  for (const name of sortable ?? own) {
+    const field = fields[name] as FilterRegistry[string] | undefined;
+    if (!field) throw new Error(`list ${def.name}: sortable ${name} is not one of its fields`);
+    sortColumns[name] = field.sql;
+  }
+  return { ...rest, sortable: sortColumns, filterable: fields, properties: properties ?? [...own, ...AUDIT_PROPERTIES] };
+}
+
+/** The createdAt and modifiedAt fields of an audited table queried as `alias`. */
+export function auditFields(alias: string): FilterRegistry {
+  return { createdAt: { type: 'datetime', sql: `${alias}.created_at` }, modifiedAt: { type: 'datetime', sql: `${alias}.modified_at` } };
+}

@@ -4,7 +4,7 @@ import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso } from '../common/dates.js';
 import { AppError, notFound, unavailable } from '../common/errors.js';
 import { parseListQuery } from '../lists/list-query.js';
-import type { ListSpec } from '../lists/list-spec.js';
+import { auditFields, defineList } from '../lists/list-spec.js';
 import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import { JOB_IDS } from '../jobs/job-names.js';
@@ -15,24 +15,15 @@ import { Report } from './report.entity.js';
 import { ReportsRepository } from './reports.repository.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 
-export const REPORT_LIST_SPEC: ListSpec = {
+export const REPORT_LIST_SPEC = defineList({
   name: 'reports',
-  sortable: {
-    id: 'r.id',
-    name: 'r.name',
-    type: 'r.type',
-    isPublished: 'r.is_published',
-    schedule: 'r.schedule',
-    lastRun: 'r.last_run',
-    createdAt: 'r.created_at',
-    modifiedAt: 'r.modified_at',
-  },
+  sortable: ['id', 'name', 'type', 'isPublished', 'schedule', 'lastRun', 'createdAt', 'modifiedAt'],
   searchExpression: 'sf_text(r.name, r.description)',
   filters: {
     type: { type: 'string', column: 'r.type', values: REPORT_TYPES },
     isPublished: { type: 'boolean', column: 'r.is_published' },
   },
-  filterable: {
+  fields: {
     id: { type: 'id', sql: 'r.id' },
     name: { type: 'string', sql: 'r.name' },
     description: { type: 'string', sql: 'r.description' },
@@ -40,8 +31,7 @@ export const REPORT_LIST_SPEC: ListSpec = {
     isPublished: { type: 'boolean', sql: 'r.is_published' },
     schedule: { type: 'enum', sql: 'r.schedule', values: REPORT_SCHEDULES },
     lastRun: { type: 'datetime', sql: 'r.last_run' },
-    createdAt: { type: 'datetime', sql: 'r.created_at' },
-    modifiedAt: { type: 'datetime', sql: 'r.modified_at' },
+    ...auditFields('r'),
   },
   properties: [
     'id',
@@ -61,7 +51,7 @@ export const REPORT_LIST_SPEC: ListSpec = {
     'filters',
     'columns',
   ],
-};
+});
 
 export type ReportRecord = ReturnType<ReportsService['toRecord']>;
 

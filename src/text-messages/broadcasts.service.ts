@@ -4,7 +4,7 @@ import { iso, parseIsoWithOffset } from '../common/dates.js';
 import { jobCredentialOf } from '../auth/tokens.service.js';
 import { AppError, conflict, fieldError, notFound, unavailable } from '../common/errors.js';
 import { parseListQuery } from '../lists/list-query.js';
-import type { ListSpec } from '../lists/list-spec.js';
+import { auditFields, defineList } from '../lists/list-spec.js';
 import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
@@ -21,21 +21,14 @@ import { MergeFieldError, parseTemplate, templateAliases, templateSql } from './
 import { SKIP_REASONS, TextMessageRepository } from './text-message.repository.js';
 import { missingReferenceMessage } from '../common/documented-rules.js';
 
-export const BROADCAST_LIST_SPEC: ListSpec = {
+export const BROADCAST_LIST_SPEC = defineList({
   name: 'broadcasts',
-  sortable: {
-    id: 'b.id',
-    name: 'b.name',
-    status: 'b.status',
-    scheduledFor: 'b.scheduled_for',
-    createdAt: 'b.created_at',
-    modifiedAt: 'b.modified_at',
-  },
+  sortable: ['id', 'name', 'status', 'scheduledFor', 'createdAt', 'modifiedAt'],
   searchExpression: `lower(coalesce(b.name, '') || ' ' || b.content)`,
   filters: {
     status: { type: 'string', column: 'b.status', values: BROADCAST_STATUSES },
   },
-  filterable: {
+  fields: {
     id: { type: 'id', sql: 'b.id' },
     name: { type: 'string', sql: 'b.name' },
     content: { type: 'string', sql: 'b.content' },
@@ -47,8 +40,7 @@ export const BROADCAST_LIST_SPEC: ListSpec = {
     completedAt: { type: 'datetime', sql: 'b.completed_at' },
     canceledAt: { type: 'datetime', sql: 'b.canceled_at' },
     recipients: { type: 'int', sql: 'b.recipients' },
-    createdAt: { type: 'datetime', sql: 'b.created_at' },
-    modifiedAt: { type: 'datetime', sql: 'b.modified_at' },
+    ...auditFields('b'),
   },
   properties: [
     'id',
@@ -70,7 +62,7 @@ export const BROADCAST_LIST_SPEC: ListSpec = {
     'modifiedBy',
     'modifiedByUser',
   ],
-};
+});
 
 const MESSAGE_STATUSES = ['queued', 'sent', 'delivered', 'failed', 'canceled'] as const;
 
