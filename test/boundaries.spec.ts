@@ -60,7 +60,7 @@ const VIOLATIONS: [string, string, string, string][] = [
     'src/contacts/contacts.service.ts',
   ],
   ['src/database/uses-root.ts', `import { AppModule } from '../app.module.js';\nexport const m = AppModule;`, 'floor-imports-feature', 'src/app.module.ts'],
-  ['src/common/uses-lists.ts', `import { L } from '../lists/list-spec.js';\nexport const l = L;`, 'floor-imports-higher-floor', 'src/lists/list-spec.ts'],
+  ['src/common/uses-lists.ts', `import { L } from '../lists/list.js';\nexport const l = L;`, 'floor-imports-higher-floor', 'src/lists/list.ts'],
   ['src/server/uses-batch.ts', `import { B } from '../batch/batch.js';\nexport const b = B;`, 'floor-imports-higher-floor', 'src/batch/batch.ts'],
   ['src/contacts/uses-root.ts', `import { AppModule } from '../app.module.js';\nexport const m = AppModule;`, 'feature-imports-root', 'src/app.module.ts'],
   ['src/config/uses-common.ts', `import { port } from '../common/errors.js';\nexport const p = port;`, 'config-imports-src', 'src/common/errors.ts'],
