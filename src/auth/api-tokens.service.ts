@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
 import { parseListQuery } from '../lists/list-query.js';
-import type { ListSpec } from '../lists/list-spec.js';
+import { defineList } from '../lists/list-spec.js';
 import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import type { ApiToken } from './api-token.entity.js';
@@ -11,19 +11,11 @@ import { CreateAccountTokenDto } from './api-token.dto.js';
 import { canGrant, lackingPermissions } from './permissions.js';
 import { TokensService } from './tokens.service.js';
 
-export const ACCOUNT_TOKEN_LIST_SPEC: ListSpec = {
+export const ACCOUNT_TOKEN_LIST_SPEC = defineList({
   name: 'account tokens',
-  sortable: {
-    id: 't.id',
-    name: 't.name',
-    createdAt: 't.created_at',
-    expiresAt: 't.expires_at',
-    lastUsedAt: 't.last_used_at',
-    revokedAt: 't.revoked_at',
-  },
   // A token changes only when it is revoked (last use is not a change of the record).
   changedExpression: 'GREATEST(t.created_at, t.revoked_at)',
-  filterable: {
+  fields: {
     id: { type: 'id', sql: 't.id' },
     name: { type: 'string', sql: 't.name' },
     createdAt: { type: 'datetime', sql: 't.created_at' },
@@ -32,7 +24,7 @@ export const ACCOUNT_TOKEN_LIST_SPEC: ListSpec = {
     revokedAt: { type: 'datetime', sql: 't.revoked_at' },
   },
   properties: ['id', 'name', 'prefix', 'permissions', 'expiresAt', 'lastUsedAt', 'createdAt', 'revokedAt', 'state'],
-};
+});
 
 export type AccountTokenRecord = ReturnType<typeof toRecord>;
 
