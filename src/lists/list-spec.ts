@@ -107,7 +107,7 @@ export interface CursorPosition {
   id: number;
 }
 
-/** Route metadata key of a list route's ListSpec (set by ApiListQuery in openapi.ts). */
+/** Route metadata key of a list route's ListSpec (set by ApiListQuery in list.openapi.ts). */
 export const LIST_SPEC_KEY = 'sf:list-spec';
 
 /** Who created and last changed a record: properties of every audited record, after its own. */

@@ -1,3 +1,8 @@
+/**
+ * The lists' part of the OpenAPI document: the route metadata that names a route's list, each list's
+ * query parameters with their descriptions (from the same ListSpec parseListQuery checks against),
+ * and the filter language's schemas.
+ */
 import { applyDecorators, SetMetadata, type Type } from '@nestjs/common';
 import { ApiEnvelope } from '../common/openapi.js';
 import { MAX_CURSOR } from './cursor.js';
