@@ -4,54 +4,15 @@ import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso } from '../common/dates.js';
 import { AppError, notFound, unavailable } from '../common/errors.js';
 import { parseListQuery } from '../lists/list-query.js';
-import { auditFields, defineList } from '../lists/list-spec.js';
 import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import { JOB_IDS } from '../jobs/job-names.js';
 import { JobQueue } from '../jobs/job-queue.js';
-import { nextRunAt, REPORT_COLUMNS, REPORT_SCHEDULES, REPORT_TYPES, validateColumns, validateFilters } from './report-definition.js';
+import { nextRunAt, REPORT_COLUMNS, validateColumns, validateFilters } from './report-definition.js';
 import { CreateReportDto, UpdateReportDto } from './report.dto.js';
 import { Report } from './report.entity.js';
-import { ReportsRepository } from './reports.repository.js';
+import { REPORT_LIST_SPEC, ReportsRepository } from './reports.repository.js';
 import { Transactions, type Tx } from '../database/transactions.js';
-
-export const REPORT_LIST_SPEC = defineList({
-  name: 'reports',
-  sortable: ['id', 'name', 'type', 'isPublished', 'schedule', 'lastRun', 'createdAt', 'modifiedAt'],
-  searchExpression: 'sf_text(r.name, r.description)',
-  filters: {
-    type: { type: 'string', column: 'r.type', values: REPORT_TYPES },
-    isPublished: { type: 'boolean', column: 'r.is_published' },
-  },
-  fields: {
-    id: { type: 'id', sql: 'r.id' },
-    name: { type: 'string', sql: 'r.name' },
-    description: { type: 'string', sql: 'r.description' },
-    type: { type: 'enum', sql: 'r.type', values: REPORT_TYPES },
-    isPublished: { type: 'boolean', sql: 'r.is_published' },
-    schedule: { type: 'enum', sql: 'r.schedule', values: REPORT_SCHEDULES },
-    lastRun: { type: 'datetime', sql: 'r.last_run' },
-    ...auditFields('r'),
-  },
-  properties: [
-    'id',
-    'name',
-    'description',
-    'type',
-    'isPublished',
-    'schedule',
-    'lastRun',
-    'nextRun',
-    'createdAt',
-    'modifiedAt',
-    'createdBy',
-    'createdByUser',
-    'modifiedBy',
-    'modifiedByUser',
-    'filters',
-    'columns',
-  ],
-});
 
 export type ReportRecord = ReturnType<ReportsService['toRecord']>;
 
@@ -85,7 +46,7 @@ export class ReportsService {
 
   async list(query: Record<string, unknown>) {
     const q = parseListQuery(query, REPORT_LIST_SPEC);
-    const page = await this.reports.list(q, REPORT_LIST_SPEC);
+    const page = await this.reports.list(q);
     const now = new Date();
     return listEnvelope(
       q,
