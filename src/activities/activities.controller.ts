@@ -11,7 +11,8 @@ import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import { BatchWriteDto } from '../batch/batch.dto.js';
 import type { Principal } from '../common/request.js';
 import { ActivityRecordDto, CreateActivityDto, UpdateActivityDto } from './activity.dto.js';
-import { ActivitiesService, ACTIVITY_LIST_SPEC } from './activities.service.js';
+import { ActivitiesService } from './activities.service.js';
+import { ACTIVITY_LIST_SPEC } from './activities.repository.js';
 
 @ApiTags('activities')
 @Controller('api/activities')

@@ -1,29 +1,19 @@
 import { Injectable } from '@nestjs/common';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { auditFields, defineList, type ListQuery } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
 import { Activity } from './activity.entity.js';
 import { ACTIVITY_TYPES } from './activity.rules.js';
 
-export const ACTIVITY_LIST_SPEC: ListSpec = {
+export const ACTIVITY_LIST_SPEC = defineList({
   name: 'activities',
-  sortable: {
-    id: 'a.id',
-    type: 'a.type',
-    subject: 'a.subject',
-    contact_id: 'a.contact_id',
-    due_date: 'a.due_date',
-    notes: 'a.notes',
-    outcome: 'a.outcome',
-    createdAt: 'a.created_at',
-    modifiedAt: 'a.modified_at',
-  },
   // Same expression as the activities_search_trgm index.
   searchExpression: 'sf_text(a.subject, a.notes, a.outcome)',
   filters: {
     type: { type: 'string', column: 'a.type', values: ACTIVITY_TYPES },
     contact_id: { type: 'int', column: 'a.contact_id' },
   },
-  filterable: {
+  fields: {
     id: { type: 'id', sql: 'a.id' },
     type: { type: 'enum', sql: 'a.type', values: ACTIVITY_TYPES },
     subject: { type: 'string', sql: 'a.subject' },
@@ -31,25 +21,9 @@ export const ACTIVITY_LIST_SPEC: ListSpec = {
     due_date: { type: 'datetime', sql: 'a.due_date' },
     notes: { type: 'string', sql: 'a.notes' },
     outcome: { type: 'string', sql: 'a.outcome' },
-    createdAt: { type: 'datetime', sql: 'a.created_at' },
-    modifiedAt: { type: 'datetime', sql: 'a.modified_at' },
+    ...auditFields('a'),
   },
-  properties: [
-    'id',
-    'type',
-    'subject',
-    'contact_id',
-    'due_date',
-    'notes',
-    'outcome',
-    'createdAt',
-    'modifiedAt',
-    'createdBy',
-    'createdByUser',
-    'modifiedBy',
-    'modifiedByUser',
-  ],
-};
+});
 
 /** Every query of the activities table. */
 @Injectable()

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
 import { fieldError, notFound, rejectNulls } from '../common/errors.js';
-import { listEnvelope, parseListQuery } from '../lists/list.js';
+import { parseListQuery } from '../lists/list-query.js';
+import { listEnvelope } from '../lists/list-sql.js';
 import { assertBatchPermission, type BatchAnswer, BatchRunner } from '../batch/batch.js';
 import type { BatchWriteDto } from '../batch/batch.dto.js';
 import type { Principal } from '../common/request.js';
@@ -11,7 +12,6 @@ import { EventsService } from '../events/events.service.js';
 import { ACTIVITY_LIST_SPEC, ActivitiesRepository } from './activities.repository.js';
 
 /** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
-export { ACTIVITY_LIST_SPEC };
 import { Activity } from './activity.entity.js';
 import { CreateActivityDto, UpdateActivityDto } from './activity.dto.js';
 

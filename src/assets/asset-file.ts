@@ -5,7 +5,7 @@
  */
 import { fileTypeFromBuffer } from 'file-type';
 import { ALIAS_MAX_LENGTH } from '../common/alias.js';
-import { parseBoolean } from '../lists/list.js';
+import { parseBoolean } from '../lists/list-query.js';
 import type { ErrorDetail } from '../common/errors.js';
 
 /** Bytes from the start of an upload kept for type detection (never the whole file). */

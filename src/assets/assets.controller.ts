@@ -30,7 +30,8 @@ import type { Principal } from '../common/request.js';
 import { AssetEditFormDto, AssetRecordDto, AssetUploadFormDto } from './asset.dto.js';
 import { AssetDownloadsService } from './asset-downloads.service.js';
 import type { UploadedAssetFile } from './asset-upload.engine.js';
-import { type AssetInput, AssetsService, ASSET_LIST_SPEC } from './assets.service.js';
+import { type AssetInput, AssetsService } from './assets.service.js';
+import { ASSET_LIST_SPEC } from './assets.repository.js';
 
 /** The body of a create/edit request: JSON or multipart form fields, and the upload multer stored (if any). */
 const AssetRequest = createParamDecorator((_: unknown, ctx: ExecutionContext): AssetInput => {

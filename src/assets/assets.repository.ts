@@ -1,7 +1,76 @@
 import { Injectable } from '@nestjs/common';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
+import { defineList, type ListQuery } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
 import { type Db, Transactions, type Tx } from '../database/transactions.js';
 import { Asset } from './asset.entity.js';
+
+export const ASSET_LIST_SPEC = defineList({
+  name: 'assets',
+  sortable: [
+    'id',
+    'title',
+    'alias',
+    'language',
+    'isPublished',
+    'publishUp',
+    'publishDown',
+    'dateAdded',
+    'dateModified',
+    'downloadCount',
+    'uniqueDownloadCount',
+    'revision',
+    'extension',
+    'mime',
+    'size',
+  ],
+  searchExpression: 'sf_text(a.title, a.alias, a.description)',
+  // `status` is read here and applied as is_published (see list()).
+  filters: { status: { type: 'string', column: 'a.is_published', values: ['published', 'unpublished'] } },
+  fields: {
+    id: { type: 'id', sql: 'a.id' },
+    title: { type: 'string', sql: 'a.title' },
+    alias: { type: 'string', sql: 'a.alias' },
+    description: { type: 'string', sql: 'a.description' },
+    language: { type: 'string', sql: 'a.language' },
+    isPublished: { type: 'boolean', sql: 'a.is_published' },
+    publishUp: { type: 'datetime', sql: 'a.publish_up' },
+    publishDown: { type: 'datetime', sql: 'a.publish_down' },
+    'category.id': { type: 'id', sql: 'a.category_id' },
+    dateAdded: { type: 'datetime', sql: 'a.created_at' },
+    dateModified: { type: 'datetime', sql: 'a.modified_at' },
+    downloadCount: { type: 'int', sql: 'a.download_count' },
+    uniqueDownloadCount: { type: 'int', sql: 'a.unique_download_count' },
+    revision: { type: 'int', sql: 'a.revision' },
+    extension: { type: 'string', sql: 'a.extension' },
+    mime: { type: 'string', sql: 'a.mime' },
+    size: { type: 'int', sql: 'a.size' },
+  },
+  properties: [
+    'id',
+    'title',
+    'description',
+    'alias',
+    'language',
+    'isPublished',
+    'publishUp',
+    'publishDown',
+    'dateAdded',
+    'createdBy',
+    'createdByUser',
+    'dateModified',
+    'modifiedBy',
+    'modifiedByUser',
+    'downloadCount',
+    'uniqueDownloadCount',
+    'revision',
+    'category',
+    'extension',
+    'mime',
+    'size',
+    'originalFilename',
+    'downloadUrl',
+  ],
+});
 
 /** The category embedded in an asset record, as read for it. */
 export interface AssetCategoryRow {
@@ -46,10 +115,10 @@ export class AssetsRepository {
   }
 
   /** A page of assets; `published` narrows to the isPublished flag (the list's `status` filter). */
-  list(q: ListQuery, spec: ListSpec, published?: boolean): Promise<ListPage<Asset>> {
+  list(q: ListQuery, published?: boolean): Promise<ListPage<Asset>> {
     const qb = this.repo().createQueryBuilder('a');
     if (published !== undefined) qb.andWhere('a.is_published = :published', { published });
-    return paginate(qb, q, spec);
+    return paginate(qb, q, ASSET_LIST_SPEC);
   }
 
   findById(id: number, tx?: Tx): Promise<Asset | null> {

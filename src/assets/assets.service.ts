@@ -4,7 +4,8 @@ import { stampCreated, stampModified } from '../common/audit.js';
 import { isUniqueViolation } from '../database/constraints.js';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
 import { fieldError, notFound, validationError } from '../common/errors.js';
-import { type ListSpec, listEnvelope, parseListQuery } from '../lists/list.js';
+import { parseListQuery } from '../lists/list-query.js';
+import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import { assertFormFields } from '../server/request-text.middleware.js';
 import { AppValidationPipe } from '../common/validation.js';
@@ -16,75 +17,7 @@ import { CreateAssetDto, UpdateAssetDto } from './asset.dto.js';
 import { formFieldsToBody, slugify } from './asset-file.js';
 import { AssetStorage } from './asset-storage.js';
 import type { UploadedAssetFile } from './asset-upload.engine.js';
-import { type AssetCategoryRow, AssetsRepository } from './assets.repository.js';
-
-export const ASSET_LIST_SPEC: ListSpec = {
-  name: 'assets',
-  sortable: {
-    id: 'a.id',
-    title: 'a.title',
-    alias: 'a.alias',
-    language: 'a.language',
-    isPublished: 'a.is_published',
-    publishUp: 'a.publish_up',
-    publishDown: 'a.publish_down',
-    dateAdded: 'a.created_at',
-    dateModified: 'a.modified_at',
-    downloadCount: 'a.download_count',
-    uniqueDownloadCount: 'a.unique_download_count',
-    revision: 'a.revision',
-    extension: 'a.extension',
-    mime: 'a.mime',
-    size: 'a.size',
-  },
-  searchExpression: 'sf_text(a.title, a.alias, a.description)',
-  // `status` is read here and applied as is_published (see list()).
-  filters: { status: { type: 'string', column: 'a.is_published', values: ['published', 'unpublished'] } },
-  filterable: {
-    id: { type: 'id', sql: 'a.id' },
-    title: { type: 'string', sql: 'a.title' },
-    alias: { type: 'string', sql: 'a.alias' },
-    description: { type: 'string', sql: 'a.description' },
-    language: { type: 'string', sql: 'a.language' },
-    isPublished: { type: 'boolean', sql: 'a.is_published' },
-    publishUp: { type: 'datetime', sql: 'a.publish_up' },
-    publishDown: { type: 'datetime', sql: 'a.publish_down' },
-    'category.id': { type: 'id', sql: 'a.category_id' },
-    dateAdded: { type: 'datetime', sql: 'a.created_at' },
-    dateModified: { type: 'datetime', sql: 'a.modified_at' },
-    downloadCount: { type: 'int', sql: 'a.download_count' },
-    uniqueDownloadCount: { type: 'int', sql: 'a.unique_download_count' },
-    revision: { type: 'int', sql: 'a.revision' },
-    extension: { type: 'string', sql: 'a.extension' },
-    mime: { type: 'string', sql: 'a.mime' },
-    size: { type: 'int', sql: 'a.size' },
-  },
-  properties: [
-    'id',
-    'title',
-    'description',
-    'alias',
-    'language',
-    'isPublished',
-    'publishUp',
-    'publishDown',
-    'dateAdded',
-    'createdBy',
-    'createdByUser',
-    'dateModified',
-    'modifiedBy',
-    'modifiedByUser',
-    'downloadCount',
-    'uniqueDownloadCount',
-    'revision',
-    'category',
-    'extension',
-    'mime',
-    'size',
-    'originalFilename',
-    'downloadUrl',
-  ],
-};
+import { ASSET_LIST_SPEC, type AssetCategoryRow, AssetsRepository } from './assets.repository.js';
 
 /** What a create or edit request carries: the body (JSON, or multipart form fields) and the stored upload. */
 export interface AssetInput {
@@ -166,7 +99,7 @@ export class AssetsService {
     const q = parseListQuery(query, ASSET_LIST_SPEC);
     const status = q.filters.status;
     if (status !== undefined) delete q.filters.status;
-    const page = await this.assets.list(q, ASSET_LIST_SPEC, status === undefined ? undefined : status === 'published');
+    const page = await this.assets.list(q, status === undefined ? undefined : status === 'published');
     return listEnvelope(q, 'assets', page, await this.toRecords(page.items));
   }
 

@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
-import { type ListSpec, listEnvelope, parseListQuery } from '../lists/list.js';
+import { parseListQuery } from '../lists/list-query.js';
+import { defineList } from '../lists/list-spec.js';
+import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import type { ApiToken } from './api-token.entity.js';
 import { ApiTokenRepository } from './api-token.repository.js';
@@ -9,19 +11,11 @@ import { CreateAccountTokenDto } from './api-token.dto.js';
 import { canGrant, lackingPermissions } from './permissions.js';
 import { TokensService } from './tokens.service.js';
 
-export const ACCOUNT_TOKEN_LIST_SPEC: ListSpec = {
+export const ACCOUNT_TOKEN_LIST_SPEC = defineList({
   name: 'account tokens',
-  sortable: {
-    id: 't.id',
-    name: 't.name',
-    createdAt: 't.created_at',
-    expiresAt: 't.expires_at',
-    lastUsedAt: 't.last_used_at',
-    revokedAt: 't.revoked_at',
-  },
   // A token changes only when it is revoked (last use is not a change of the record).
   changedExpression: 'GREATEST(t.created_at, t.revoked_at)',
-  filterable: {
+  fields: {
     id: { type: 'id', sql: 't.id' },
     name: { type: 'string', sql: 't.name' },
     createdAt: { type: 'datetime', sql: 't.created_at' },
@@ -30,7 +24,7 @@ export const ACCOUNT_TOKEN_LIST_SPEC: ListSpec = {
     revokedAt: { type: 'datetime', sql: 't.revoked_at' },
   },
   properties: ['id', 'name', 'prefix', 'permissions', 'expiresAt', 'lastUsedAt', 'createdAt', 'revokedAt', 'state'],
-};
+});
 
 export type AccountTokenRecord = ReturnType<typeof toRecord>;
 

@@ -18,8 +18,9 @@ import {
   SuccessDto,
   UpdateCampaignDto,
 } from './campaign.dto.js';
-import { CampaignsService, CAMPAIGN_LIST_SPEC } from './campaigns.service.js';
-import { CONTACT_LIST_SPEC } from '../contacts/contacts.service.js';
+import { CampaignsService } from './campaigns.service.js';
+import { CAMPAIGN_LIST_SPEC } from './campaigns.repository.js';
+import { CONTACT_LIST_SPEC } from '../contacts/contacts.repository.js';
 
 @ApiTags('campaigns')
 @Controller('api/campaigns')

@@ -1,26 +1,17 @@
 import { Injectable } from '@nestjs/common';
-import { type ListPage, type ListQuery, type ListSpec, paginate, rowsAndCount } from '../lists/list.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { auditFields, defineList, type ListQuery } from '../lists/list-spec.js';
+import { type ListPage, paginate, rowsAndCount } from '../lists/list-sql.js';
 import { Campaign } from './campaign.entity.js';
 import { CAMPAIGN_STATUSES } from './campaign.rules.js';
 
-export const CAMPAIGN_LIST_SPEC: ListSpec = {
+export const CAMPAIGN_LIST_SPEC = defineList({
   name: 'campaigns',
-  sortable: {
-    id: 'cp.id',
-    name: 'cp.name',
-    description: 'cp.description',
-    type: 'cp.type',
-    status: 'cp.status',
-    startDate: 'cp.start_date',
-    endDate: 'cp.end_date',
-    createdAt: 'cp.created_at',
-    modifiedAt: 'cp.modified_at',
-  },
+  sortable: ['id', 'name', 'description', 'type', 'status', 'startDate', 'endDate', 'createdAt', 'modifiedAt'],
   // Same expression as the campaigns_search_trgm index.
   searchExpression: 'sf_text(cp.name, cp.description, cp.type)',
   filters: { status: { type: 'string', column: 'cp.status', values: CAMPAIGN_STATUSES } },
-  filterable: {
+  fields: {
     id: { type: 'id', sql: 'cp.id' },
     name: { type: 'string', sql: 'cp.name' },
     description: { type: 'string', sql: 'cp.description' },
@@ -29,26 +20,9 @@ export const CAMPAIGN_LIST_SPEC: ListSpec = {
     startDate: { type: 'datetime', sql: 'cp.start_date' },
     endDate: { type: 'datetime', sql: 'cp.end_date' },
     segmentId: { type: 'id', sql: 'cp.segment_id', description: 'the segment the campaign mirrors' },
-    createdAt: { type: 'datetime', sql: 'cp.created_at' },
-    modifiedAt: { type: 'datetime', sql: 'cp.modified_at' },
+    ...auditFields('cp'),
   },
-  properties: [
-    'id',
-    'name',
-    'description',
-    'type',
-    'status',
-    'startDate',
-    'endDate',
-    'segmentId',
-    'createdAt',
-    'modifiedAt',
-    'createdBy',
-    'createdByUser',
-    'modifiedBy',
-    'modifiedByUser',
-  ],
-};
+});
 
 /**
  * The completion job: one idempotent statement. Campaigns whose endDate has passed and that are

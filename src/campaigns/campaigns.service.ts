@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
-import { listEnvelope, parseListQuery } from '../lists/list.js';
+import { parseListQuery } from '../lists/list-query.js';
+import { listEnvelope } from '../lists/list-sql.js';
 import { assertBatchSize } from '../batch/batch.js';
 import type { Principal } from '../common/request.js';
 import { ContactsService } from '../contacts/contacts.service.js';
@@ -21,7 +22,6 @@ import { CampaignMembersRepository } from './campaign-members.repository.js';
 import { CAMPAIGN_LIST_SPEC, CampaignsRepository } from './campaigns.repository.js';
 
 /** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
-export { CAMPAIGN_LIST_SPEC };
 import { checkCreateStatus, checkDateOrder, DEFAULT_CAMPAIGN_STATUS, rejectNulls } from './campaign.rules.js';
 
 /** A campaign as the API returns it (the one mapper from row to record). */

@@ -9,7 +9,8 @@ import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
 import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { CategoryRecordDto, CreateCategoryDto, UpdateCategoryDto } from './category.dto.js';
-import { CategoriesService, CATEGORY_LIST_SPEC } from './categories.service.js';
+import { CategoriesService } from './categories.service.js';
+import { CATEGORY_LIST_SPEC } from './categories.repository.js';
 
 @ApiTags('categories')
 @Controller('api/categories')

@@ -1,48 +1,26 @@
 import { Injectable } from '@nestjs/common';
 import { isUniqueViolation } from '../database/constraints.js';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { auditFields, defineList, type ListQuery } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
 import { CATEGORY_BUNDLES } from './category.dto.js';
 import { Category } from './category.entity.js';
 
-export const CATEGORY_LIST_SPEC: ListSpec = {
+export const CATEGORY_LIST_SPEC = defineList({
   name: 'categories',
-  sortable: {
-    id: 'c.id',
-    title: 'c.title',
-    alias: 'c.alias',
-    bundle: 'c.bundle',
-    color: 'c.color',
-    createdAt: 'c.created_at',
-    modifiedAt: 'c.modified_at',
-  },
+  sortable: ['id', 'title', 'alias', 'bundle', 'color', 'createdAt', 'modifiedAt'],
   searchExpression: 'sf_text(c.title, c.alias, c.description)',
   filters: { bundle: { type: 'string', column: 'c.bundle', values: CATEGORY_BUNDLES } },
-  filterable: {
+  fields: {
     id: { type: 'id', sql: 'c.id' },
     title: { type: 'string', sql: 'c.title' },
     alias: { type: 'string', sql: 'c.alias' },
     description: { type: 'string', sql: 'c.description' },
     color: { type: 'string', sql: 'c.color' },
     bundle: { type: 'enum', sql: 'c.bundle', values: CATEGORY_BUNDLES },
-    createdAt: { type: 'datetime', sql: 'c.created_at' },
-    modifiedAt: { type: 'datetime', sql: 'c.modified_at' },
+    ...auditFields('c'),
   },
-  properties: [
-    'id',
-    'title',
-    'alias',
-    'description',
-    'color',
-    'bundle',
-    'createdAt',
-    'modifiedAt',
-    'createdBy',
-    'createdByUser',
-    'modifiedBy',
-    'modifiedByUser',
-  ],
-};
+});
 
 /** Every query of the categories table. */
 @Injectable()

@@ -3,14 +3,14 @@ import { aliasFrom, withGeneratedAlias } from '../common/alias.js';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { COLOR_MESSAGE, normalizeColor } from '../common/color.js';
 import { type ErrorDetail, notFound, validationError } from '../common/errors.js';
-import { listEnvelope, parseListQuery } from '../lists/list.js';
+import { parseListQuery } from '../lists/list-query.js';
+import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
 import { CATEGORY_LIST_SPEC, CategoriesRepository } from './categories.repository.js';
 
 /** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
-export { CATEGORY_LIST_SPEC };
 import { Category } from './category.entity.js';
 import { CreateCategoryDto, UpdateCategoryDto } from './category.dto.js';
 

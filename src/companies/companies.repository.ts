@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
+import type { ListQuery, ListSpec } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
 import { type Db, returning, Transactions, type Tx } from '../database/transactions.js';
 import { outboxInsertSql } from '../events/events.repository.js';
 import { Company } from './company.entity.js';

@@ -4,8 +4,10 @@ import { assertBatchPermission, type BatchAnswer, BatchRunner } from '../batch/b
 import type { BatchWriteDto } from '../batch/batch.dto.js';
 import { iso } from '../common/dates.js';
 import { fieldError, notFound, rejectNulls } from '../common/errors.js';
-import type { FilterField } from '../lists/filter.js';
-import { type ListExtras, listEnvelope, parseListQuery } from '../lists/list.js';
+import type { FilterField } from '../lists/filter-sql.js';
+import { parseListQuery } from '../lists/list-query.js';
+import type { ListExtras } from '../lists/list-spec.js';
+import { listEnvelope } from '../lists/list-sql.js';
 import { toE164 } from '../common/phone.js';
 import type { Principal } from '../common/request.js';
 import { ContactsService, customFilterField } from '../contacts/contacts.service.js';
@@ -21,7 +23,6 @@ import { normalizeDomain, normalizeWebsite } from './company.rules.js';
 import { type BackfillActor, type BackfillRunRow, COMPANY_LIST_SPEC, CompaniesRepository } from './companies.repository.js';
 
 /** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
-export { COMPANY_LIST_SPEC };
 
 /** A company as the API returns it (the one mapper from row to record; RECORD_JSON in the repository mirrors it). */
 export function toCompanyRecord(c: Company, ownerName: string | null) {

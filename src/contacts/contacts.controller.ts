@@ -11,7 +11,8 @@ import { ApiBatchAnswers } from '../batch/batch.openapi.js';
 import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
 import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import { BatchWriteDto } from '../batch/batch.dto.js';
-import { ContactsService, CONTACT_LIST_SPEC } from './contacts.service.js';
+import { ContactsService } from './contacts.service.js';
+import { CONTACT_LIST_SPEC } from './contacts.repository.js';
 
 @ApiTags('contacts')
 @Controller('api/contacts')

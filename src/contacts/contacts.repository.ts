@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository, SelectQueryBuilder } from 'typeorm';
-import type { CompiledFilter } from '../lists/filter.js';
-import { type ListPage, type ListQuery, type ListSpec, type PageLoader, paginate } from '../lists/list.js';
+import type { CompiledFilter } from '../lists/filter-sql.js';
+import type { ListQuery, ListSpec } from '../lists/list-spec.js';
+import { type ListPage, type PageLoader, paginate } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import { type Db, prepared, Transactions, type Tx } from '../database/transactions.js';
 import { outboxInsertSql } from '../events/events.repository.js';

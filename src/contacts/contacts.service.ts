@@ -1,8 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { iso } from '../common/dates.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
-import { type CompiledFilter, compileFilter, type FilterField, type FilterNode, type FilterRegistry } from '../lists/filter.js';
-import { type ListExtras, listEnvelope, parseListQuery } from '../lists/list.js';
+import { type CompiledFilter, compileFilter, type FilterField, type FilterRegistry } from '../lists/filter-sql.js';
+import type { FilterNode } from '../lists/filter-syntax.js';
+import { parseListQuery } from '../lists/list-query.js';
+import type { ListExtras } from '../lists/list-spec.js';
+import { listEnvelope } from '../lists/list-sql.js';
 import {
   assertBatchPermission,
   assertBatchSize,
@@ -31,8 +34,6 @@ import {
   type ContactValues,
   type DncAuthor,
 } from './contacts.repository.js';
-
-export { CONTACT_LIST_SPEC, type ContactListScope };
 
 /** A narrowed contacts list: a company's, a campaign's or a segment's contacts. */
 export interface ScopedContactList {

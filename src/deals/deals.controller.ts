@@ -11,7 +11,8 @@ import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import { BatchWriteDto } from '../batch/batch.dto.js';
 import type { Principal } from '../common/request.js';
 import { CreateDealDto, DealRecordDto, UpdateDealDto } from './deal.dto.js';
-import { DealsService, DEAL_LIST_SPEC } from './deals.service.js';
+import { DealsService } from './deals.service.js';
+import { DEAL_LIST_SPEC } from './deals.repository.js';
 
 const CLOSED_AT_RULE =
   'Moving a deal to won or lost without closed_at stamps closed_at with the current time; a deal already won or lost keeps its ' +

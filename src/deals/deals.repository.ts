@@ -1,29 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { In } from 'typeorm';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
 import { returning, Transactions, type Tx } from '../database/transactions.js';
+import { auditFields, defineList, type ListQuery } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
 import { Deal } from './deal.entity.js';
 import { DEAL_STATUSES } from './deal.rules.js';
 
-export const DEAL_LIST_SPEC: ListSpec = {
+export const DEAL_LIST_SPEC = defineList({
   name: 'deals',
-  sortable: {
-    id: 'd.id',
-    title: 'd.title',
-    value: 'd.value',
-    contact_id: 'd.contact_id',
-    expected_close_date: 'd.expected_close_date',
-    stage: 'd.stage',
-    probability: 'd.probability',
-    status: 'd.status',
-    product: 'd.product',
-    quantity: 'd.quantity',
-    closed_at: 'd.closed_at',
-    owner_id: 'd.owner_id',
-    company_id: 'd.company_id',
-    createdAt: 'd.created_at',
-    modifiedAt: 'd.modified_at',
-  },
   // Same expression as the deals_search_trgm index.
   searchExpression: 'sf_text(d.title, d.stage, d.product)',
   filters: {
@@ -32,7 +16,7 @@ export const DEAL_LIST_SPEC: ListSpec = {
     owner_id: { type: 'int', column: 'd.owner_id' },
     company_id: { type: 'int', column: 'd.company_id' },
   },
-  filterable: {
+  fields: {
     id: { type: 'id', sql: 'd.id' },
     title: { type: 'string', sql: 'd.title' },
     value: { type: 'number', sql: 'd.value' },
@@ -48,31 +32,9 @@ export const DEAL_LIST_SPEC: ListSpec = {
     'owner.id': { type: 'id', sql: 'd.owner_id' },
     company_id: { type: 'id', sql: 'd.company_id' },
     'company.id': { type: 'id', sql: 'd.company_id' },
-    createdAt: { type: 'datetime', sql: 'd.created_at' },
-    modifiedAt: { type: 'datetime', sql: 'd.modified_at' },
+    ...auditFields('d'),
   },
-  properties: [
-    'id',
-    'title',
-    'value',
-    'contact_id',
-    'expected_close_date',
-    'stage',
-    'probability',
-    'status',
-    'product',
-    'quantity',
-    'closed_at',
-    'owner_id',
-    'company_id',
-    'createdAt',
-    'modifiedAt',
-    'createdBy',
-    'createdByUser',
-    'modifiedBy',
-    'modifiedByUser',
-  ],
-};
+});
 
 /** Every query of the deals table. */
 @Injectable()

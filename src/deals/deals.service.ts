@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
 import { fieldError, notFound } from '../common/errors.js';
-import { listEnvelope, parseListQuery } from '../lists/list.js';
+import { parseListQuery } from '../lists/list-query.js';
+import { listEnvelope } from '../lists/list-sql.js';
 import { assertBatchPermission, type BatchAnswer, BatchRunner } from '../batch/batch.js';
 import type { BatchWriteDto } from '../batch/batch.dto.js';
 import type { Principal } from '../common/request.js';
@@ -14,7 +15,6 @@ import { DEFAULT_DEAL_QUANTITY, DEFAULT_DEAL_STATUS, rejectNulls, resolveClosedA
 import { DEAL_LIST_SPEC, DealsRepository } from './deals.repository.js';
 
 /** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
-export { DEAL_LIST_SPEC };
 
 /** A deal as the API returns it (the one mapper from row to record). */
 export function toDealRecord(d: Deal) {

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { type ListPage, type ListQuery, type ListSpec, type PageLoader, paginate } from '../lists/list.js';
+import { defineList, type ListQuery, type ListSpec } from '../lists/list-spec.js';
+import { type ListPage, type PageLoader, paginate } from '../lists/list-sql.js';
 import { storableText } from '../common/storable-text.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { WebhookDelivery } from './webhook-delivery.entity.js';
@@ -65,22 +66,13 @@ const NEXT_ATTEMPT_AT = `CASE WHEN d.status IN ('pending', 'failed') THEN d.next
  * newest first unless orderByDir says otherwise. The service names each webhook's list
  * (`webhook 5 deliveries`), so that a cursor of one webhook's list is refused by another's.
  */
-export const WEBHOOK_DELIVERY_LIST_SPEC: ListSpec = {
+export const WEBHOOK_DELIVERY_LIST_SPEC = defineList({
   name: 'webhook deliveries',
   defaultOrderByDir: 'DESC',
-  sortable: {
-    id: 'd.id',
-    eventType: 'd.event_type',
-    sequence: 'd.sequence',
-    status: 'd.status',
-    attemptCount: 'd.attempt_count',
-    nextAttemptAt: NEXT_ATTEMPT_AT,
-    createdAt: 'd.created_at',
-    completedAt: 'd.completed_at',
-  },
+  sortable: ['id', 'eventType', 'sequence', 'status', 'attemptCount', 'nextAttemptAt', 'createdAt', 'completedAt'],
   searchExpression: `lower(d.event_type || ' ' || d.event_id::text || ' ' || coalesce(d.last_error, ''))`,
   filters: { status: { type: 'string', column: 'd.status', values: DELIVERY_STATUSES } },
-  filterable: {
+  fields: {
     id: { type: 'id', sql: 'd.id' },
     eventId: { type: 'string', sql: 'd.event_id::text', description: 'the event (a UUID, as in the event feed)' },
     eventType: { type: 'string', sql: 'd.event_type' },
@@ -106,7 +98,7 @@ export const WEBHOOK_DELIVERY_LIST_SPEC: ListSpec = {
     'createdAt',
     'completedAt',
   ],
-};
+});
 
 const COLUMNS = `id::int AS "id", webhook_id AS "webhookId", event_id AS "eventId", event_type AS "eventType", sequence::float8 AS "sequence", body,
   status, attempt_count AS "attemptCount", attempts, next_attempt_at AS "nextAttemptAt", window_started_at AS "windowStartedAt",

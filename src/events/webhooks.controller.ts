@@ -11,7 +11,8 @@ import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { CreateWebhookDto, UpdateWebhookDto, WebhookDeliveryDto, WebhookRecordDto, WebhookTestResultDto } from './webhook.dto.js';
 import { WEBHOOK_DELIVERY_LIST_SPEC } from './webhook-deliveries.repository.js';
-import { WEBHOOK_LIST_SPEC, WebhooksService } from './webhooks.service.js';
+import { WebhooksService } from './webhooks.service.js';
+import { WEBHOOK_LIST_SPEC } from './webhooks.repository.js';
 
 const SUBSCRIBE_RULE =
   "A webhook's events carry their records, so subscribing to a resource's events needs that resource's read permission (contact.* needs contacts:read, " +

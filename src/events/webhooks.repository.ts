@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { auditFields, defineList, type ListQuery } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
 import { Webhook } from './webhook.entity.js';
 
 /**
@@ -12,20 +13,19 @@ async function returning<T>(db: { query(sql: string, params?: unknown[]): Promis
   return (Array.isArray(r) && r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number' ? r[0] : r) as T[];
 }
 
-export const WEBHOOK_LIST_SPEC: ListSpec = {
+export const WEBHOOK_LIST_SPEC = defineList({
   name: 'webhooks',
-  sortable: { id: 'w.id', url: 'w.url', createdAt: 'w.created_at', modifiedAt: 'w.modified_at' },
+  sortable: ['id', 'url', 'createdAt', 'modifiedAt'],
   searchExpression: "lower(w.url || ' ' || coalesce(w.description, ''))",
   filters: { isActive: { type: 'boolean', column: 'w.is_active' } },
-  filterable: {
+  fields: {
     id: { type: 'id', sql: 'w.id' },
     url: { type: 'string', sql: 'w.url' },
     description: { type: 'string', sql: 'w.description' },
     isActive: { type: 'boolean', sql: 'w.is_active' },
     lastSuccessAt: { type: 'datetime', sql: 'w.last_success_at' },
     failingSince: { type: 'datetime', sql: 'w.failing_since' },
-    createdAt: { type: 'datetime', sql: 'w.created_at' },
-    modifiedAt: { type: 'datetime', sql: 'w.modified_at' },
+    ...auditFields('w'),
   },
   properties: [
     'id',
@@ -44,7 +44,7 @@ export const WEBHOOK_LIST_SPEC: ListSpec = {
     'modifiedBy',
     'modifiedByUser',
   ],
-};
+});
 
 /** Active webhooks as the dispatcher matches them against events. */
 export interface WebhookSubscription {

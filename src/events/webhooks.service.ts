@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso } from '../common/dates.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
-import { listEnvelope, parseListQuery } from '../lists/list.js';
+import { parseListQuery } from '../lists/list-query.js';
+import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import { Transactions } from '../database/transactions.js';
 import { EVENT_TYPES, isEventType, missingReadPermissions } from './event-types.js';
@@ -15,8 +16,6 @@ import { resolveTarget, WebhookUrlError } from './webhook-url.js';
 import type { CreateWebhookDto, UpdateWebhookDto } from './webhook.dto.js';
 import type { Webhook } from './webhook.entity.js';
 import { WEBHOOK_LIST_SPEC, WebhooksRepository } from './webhooks.repository.js';
-
-export { WEBHOOK_LIST_SPEC };
 
 /** After a rotation the previous secret keeps signing beside the new one this long. */
 export const PREVIOUS_SECRET_TTL_MS = 24 * 3600_000;

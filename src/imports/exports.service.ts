@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { stringify } from 'csv-stringify/sync';
 import type { Response } from 'express';
 import { iso } from '../common/dates.js';
-import type { ListSpec } from '../lists/list.js';
+import type { ListSpec } from '../lists/list-spec.js';
 import { type CredentialWatch, jobCredentialOf, TokensService } from '../auth/tokens.service.js';
 import { AppError, notFound } from '../common/errors.js';
 import type { Principal } from '../common/request.js';

@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { AppError } from '../common/errors.js';
-import { compileFilter, type FilterNode, type FilterRegistry, parseFilterText, readJsonFilter, relativeDate, toQueryString } from './filter.js';
+import { compileFilter, type FilterRegistry, relativeDate } from './filter-sql.js';
+import { type FilterNode, parseFilterText, readJsonFilter, toQueryString } from './filter-syntax.js';
 
 const registry: FilterRegistry = {
   id: { type: 'id', sql: 'c.id' },

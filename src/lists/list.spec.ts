@@ -1,6 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { AppError } from '../common/errors.js';
-import { changedExpression, likePattern, listQueryParameters, type ListSpec, parseListQuery } from './list.js';
+import { parseListQuery } from './list-query.js';
+import { AUDIT_PROPERTIES, auditFields, changedExpression, defineList, type ListSpec } from './list-spec.js';
+import { likePattern } from './list-sql.js';
+import { listQueryParameters } from './list.openapi.js';
 
 const spec: ListSpec = {
   name: 'things',
@@ -118,5 +121,33 @@ describe('modifiedSince (incremental sync)', () => {
     expect(listQueryParameters(audited).map((p) => p.name)).toContain('modifiedSince');
     expect(listQueryParameters(spec).map((p) => p.name)).not.toContain('modifiedSince');
     expect(fails({ modifiedSince: '2026-01-31T12:00:00Z' }).details?.[0]?.field).toBe('modifiedSince');
+  });
+});
+
+describe('defineList', () => {
+  const fields = {
+    id: { type: 'id', sql: 't.id' },
+    name: { type: 'string', sql: 't.name' },
+    'owner.id': { type: 'id', sql: 't.owner_id' },
+    ...auditFields('t'),
+  } as const;
+
+  it("sorts by every field but the dotted names, with the field's SQL, and answers them then the audit properties", () => {
+    const list = defineList({ name: 'things', fields });
+    expect(list.sortable).toEqual({ id: 't.id', name: 't.name', createdAt: 't.created_at', modifiedAt: 't.modified_at' });
+    expect(Object.keys(list.sortable)).toEqual(['id', 'name', 'createdAt', 'modifiedAt']);
+    expect(list.filterable).toBe(fields);
+    expect(list.properties).toEqual(['id', 'name', 'createdAt', 'modifiedAt', ...AUDIT_PROPERTIES]);
+    expect(changedExpression(list)).toBe('COALESCE(t.modified_at, t.created_at)');
+  });
+
+  it('keeps a stated sort order and property list', () => {
+    const list = defineList({ name: 'things', fields, sortable: ['name', 'id'], properties: ['id', 'name', 'extra'] });
+    expect(Object.keys(list.sortable)).toEqual(['name', 'id']);
+    expect(list.properties).toEqual(['id', 'name', 'extra']);
+  });
+
+  it('refuses a sortable name that is not a field', () => {
+    expect(() => defineList({ name: 'things', fields, sortable: ['nope'] })).toThrow('list things: sortable nope is not one of its fields');
   });
 });

@@ -8,7 +8,8 @@ import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
 import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { NotificationRecordDto, ReadAllResultDto } from './notification.dto.js';
-import { NotificationsService, NOTIFICATION_LIST_SPEC } from './notifications.service.js';
+import { NotificationsService } from './notifications.service.js';
+import { NOTIFICATION_LIST_SPEC } from './notifications.repository.js';
 
 const OWN = "Only the caller's own notifications are visible: another user's notification id is a 404.";
 

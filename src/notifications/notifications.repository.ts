@@ -1,28 +1,28 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
+import { auditFields, defineList, type ListQuery } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
 import { type Db, Transactions, type Tx } from '../database/transactions.js';
 import { Notification, NOTIFICATION_TYPES, type NotificationType } from './notification.entity.js';
 
-export const NOTIFICATION_LIST_SPEC: ListSpec = {
+export const NOTIFICATION_LIST_SPEC = defineList({
   name: 'notifications',
-  sortable: { id: 'n.id', type: 'n.type', isRead: 'n.is_read', createdAt: 'n.created_at', modifiedAt: 'n.modified_at' },
+  sortable: ['id', 'type', 'isRead', 'createdAt', 'modifiedAt'],
   searchExpression: 'sf_text(n.message)',
   filters: {
     isRead: { type: 'boolean', column: 'n.is_read' },
     type: { type: 'string', column: 'n.type', values: NOTIFICATION_TYPES },
   },
-  filterable: {
+  fields: {
     id: { type: 'id', sql: 'n.id' },
     type: { type: 'enum', sql: 'n.type', values: NOTIFICATION_TYPES },
     message: { type: 'string', sql: 'n.message' },
     isRead: { type: 'boolean', sql: 'n.is_read' },
-    createdAt: { type: 'datetime', sql: 'n.created_at' },
-    modifiedAt: { type: 'datetime', sql: 'n.modified_at' },
+    ...auditFields('n'),
   },
   properties: ['id', 'message', 'type', 'isRead', 'createdAt', 'modifiedAt', 'userId', 'userName', 'details'],
-};
+});
 
 /** A stored notification (an entity, or a raw row with the same property names). */
 export type NotificationRow = Pick<Notification, 'id' | 'userId' | 'type' | 'message' | 'details' | 'isRead' | 'createdAt' | 'modifiedAt'>;

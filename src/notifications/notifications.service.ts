@@ -1,13 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { iso, isoRequired } from '../common/dates.js';
 import { notFound } from '../common/errors.js';
-import { listEnvelope, parseListQuery } from '../lists/list.js';
+import { parseListQuery } from '../lists/list-query.js';
+import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import type { Tx } from '../database/transactions.js';
 import type { NotificationType } from './notification.entity.js';
 import { NOTIFICATION_LIST_SPEC, type NotificationRow, NotificationsRepository } from './notifications.repository.js';
-
-export { NOTIFICATION_LIST_SPEC };
 
 /** The one mapper from a stored notification to the API record (the caller is always its user). */
 export function toNotificationRecord(n: NotificationRow, who: Principal) {

@@ -9,7 +9,8 @@ import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
 import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { CreatePointGroupDto, PointGroupRecordDto, UpdatePointGroupDto } from './point-group.dto.js';
-import { PointGroupsService, POINT_GROUP_LIST_SPEC } from './point-groups.service.js';
+import { PointGroupsService } from './point-groups.service.js';
+import { POINT_GROUP_LIST_SPEC } from './point-groups.repository.js';
 
 /** Served under both spellings, /api/point-groups and /api/point_groups, by the same handlers. */
 @ApiTags('point groups')

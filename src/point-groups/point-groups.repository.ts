@@ -1,23 +1,15 @@
 import { Injectable } from '@nestjs/common';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { auditFields, defineList, type ListQuery } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
 import { PointGroup } from './point-group.entity.js';
 
-export const POINT_GROUP_LIST_SPEC: ListSpec = {
+export const POINT_GROUP_LIST_SPEC = defineList({
   name: 'point groups',
-  sortable: {
-    id: 'g.id',
-    name: 'g.name',
-    isPublished: 'g.is_published',
-    minimumPoints: 'g.minimum_points',
-    maximumPoints: 'g.maximum_points',
-    color: 'g.color',
-    createdAt: 'g.created_at',
-    modifiedAt: 'g.modified_at',
-  },
+  sortable: ['id', 'name', 'isPublished', 'minimumPoints', 'maximumPoints', 'color', 'createdAt', 'modifiedAt'],
   searchExpression: 'sf_text(g.name, g.description)',
   filters: { isPublished: { type: 'boolean', column: 'g.is_published' } },
-  filterable: {
+  fields: {
     id: { type: 'id', sql: 'g.id' },
     name: { type: 'string', sql: 'g.name' },
     description: { type: 'string', sql: 'g.description' },
@@ -25,25 +17,9 @@ export const POINT_GROUP_LIST_SPEC: ListSpec = {
     minimumPoints: { type: 'int', sql: 'g.minimum_points' },
     maximumPoints: { type: 'int', sql: 'g.maximum_points' },
     color: { type: 'string', sql: 'g.color' },
-    createdAt: { type: 'datetime', sql: 'g.created_at' },
-    modifiedAt: { type: 'datetime', sql: 'g.modified_at' },
+    ...auditFields('g'),
   },
-  properties: [
-    'id',
-    'name',
-    'description',
-    'isPublished',
-    'minimumPoints',
-    'maximumPoints',
-    'color',
-    'createdAt',
-    'modifiedAt',
-    'createdBy',
-    'createdByUser',
-    'modifiedBy',
-    'modifiedByUser',
-  ],
-};
+});
 
 /** Every query of the point_groups table. */
 @Injectable()

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { COLOR_MESSAGE, normalizeColor } from '../common/color.js';
 import { type ErrorDetail, notFound, validationError } from '../common/errors.js';
-import { listEnvelope, parseListQuery } from '../lists/list.js';
+import { parseListQuery } from '../lists/list-query.js';
+import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
@@ -11,7 +12,6 @@ import { CreatePointGroupDto, UpdatePointGroupDto } from './point-group.dto.js';
 import { POINT_GROUP_LIST_SPEC, PointGroupsRepository } from './point-groups.repository.js';
 
 /** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
-export { POINT_GROUP_LIST_SPEC };
 
 /** A point group as the API returns it (the one mapper from row to record). */
 export function toPointGroupRecord(g: PointGroup) {

@@ -9,7 +9,8 @@ import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
 import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import type { Principal } from '../common/request.js';
 import { CreateReportDto, ReportRecordDto, ReportResultsEnvelopeDto, ReportRunDto, UpdateReportDto } from './report.dto.js';
-import { ReportsService, REPORT_LIST_SPEC } from './reports.service.js';
+import { ReportsService } from './reports.service.js';
+import { REPORT_LIST_SPEC } from './reports.repository.js';
 
 @ApiTags('reports')
 @Controller('api/reports')

@@ -1,8 +1,55 @@
 import { Injectable } from '@nestjs/common';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
+import { auditFields, defineList, type ListQuery } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
 import { type Db, Transactions, type Tx } from '../database/transactions.js';
-import { buildMarketingQuery, buildSalesQuery, type ReportOutput, shapeMarketingResult, shapeSalesResult } from './report-definition.js';
+import {
+  buildMarketingQuery,
+  buildSalesQuery,
+  REPORT_SCHEDULES,
+  REPORT_TYPES,
+  type ReportOutput,
+  shapeMarketingResult,
+  shapeSalesResult,
+} from './report-definition.js';
 import { Report } from './report.entity.js';
+
+export const REPORT_LIST_SPEC = defineList({
+  name: 'reports',
+  sortable: ['id', 'name', 'type', 'isPublished', 'schedule', 'lastRun', 'createdAt', 'modifiedAt'],
+  searchExpression: 'sf_text(r.name, r.description)',
+  filters: {
+    type: { type: 'string', column: 'r.type', values: REPORT_TYPES },
+    isPublished: { type: 'boolean', column: 'r.is_published' },
+  },
+  fields: {
+    id: { type: 'id', sql: 'r.id' },
+    name: { type: 'string', sql: 'r.name' },
+    description: { type: 'string', sql: 'r.description' },
+    type: { type: 'enum', sql: 'r.type', values: REPORT_TYPES },
+    isPublished: { type: 'boolean', sql: 'r.is_published' },
+    schedule: { type: 'enum', sql: 'r.schedule', values: REPORT_SCHEDULES },
+    lastRun: { type: 'datetime', sql: 'r.last_run' },
+    ...auditFields('r'),
+  },
+  properties: [
+    'id',
+    'name',
+    'description',
+    'type',
+    'isPublished',
+    'schedule',
+    'lastRun',
+    'nextRun',
+    'createdAt',
+    'modifiedAt',
+    'createdBy',
+    'createdByUser',
+    'modifiedBy',
+    'modifiedByUser',
+    'filters',
+    'columns',
+  ],
+});
 
 /** Results kept per report; older ones are deleted by each run. */
 export const KEEP_RESULTS = 10;
@@ -33,8 +80,8 @@ export class ReportsRepository {
     return this.transactions.manager(tx).getRepository(Report);
   }
 
-  list(q: ListQuery, spec: ListSpec): Promise<ListPage<Report>> {
-    return paginate(this.repo().createQueryBuilder('r'), q, spec);
+  list(q: ListQuery): Promise<ListPage<Report>> {
+    return paginate(this.repo().createQueryBuilder('r'), q, REPORT_LIST_SPEC);
   }
 
   findById(id: number, tx?: Tx): Promise<Report | null> {

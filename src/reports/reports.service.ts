@@ -3,63 +3,16 @@ import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso } from '../common/dates.js';
 import { AppError, notFound, unavailable } from '../common/errors.js';
-import { type ListSpec, listEnvelope, parseListQuery } from '../lists/list.js';
+import { parseListQuery } from '../lists/list-query.js';
+import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import { JOB_IDS } from '../jobs/job-names.js';
 import { JobQueue } from '../jobs/job-queue.js';
-import { nextRunAt, REPORT_COLUMNS, REPORT_SCHEDULES, REPORT_TYPES, validateColumns, validateFilters } from './report-definition.js';
+import { nextRunAt, REPORT_COLUMNS, validateColumns, validateFilters } from './report-definition.js';
 import { CreateReportDto, UpdateReportDto } from './report.dto.js';
 import { Report } from './report.entity.js';
-import { ReportsRepository } from './reports.repository.js';
+import { REPORT_LIST_SPEC, ReportsRepository } from './reports.repository.js';
 import { Transactions, type Tx } from '../database/transactions.js';
-
-export const REPORT_LIST_SPEC: ListSpec = {
-  name: 'reports',
-  sortable: {
-    id: 'r.id',
-    name: 'r.name',
-    type: 'r.type',
-    isPublished: 'r.is_published',
-    schedule: 'r.schedule',
-    lastRun: 'r.last_run',
-    createdAt: 'r.created_at',
-    modifiedAt: 'r.modified_at',
-  },
-  searchExpression: 'sf_text(r.name, r.description)',
-  filters: {
-    type: { type: 'string', column: 'r.type', values: REPORT_TYPES },
-    isPublished: { type: 'boolean', column: 'r.is_published' },
-  },
-  filterable: {
-    id: { type: 'id', sql: 'r.id' },
-    name: { type: 'string', sql: 'r.name' },
-    description: { type: 'string', sql: 'r.description' },
-    type: { type: 'enum', sql: 'r.type', values: REPORT_TYPES },
-    isPublished: { type: 'boolean', sql: 'r.is_published' },
-    schedule: { type: 'enum', sql: 'r.schedule', values: REPORT_SCHEDULES },
-    lastRun: { type: 'datetime', sql: 'r.last_run' },
-    createdAt: { type: 'datetime', sql: 'r.created_at' },
-    modifiedAt: { type: 'datetime', sql: 'r.modified_at' },
-  },
-  properties: [
-    'id',
-    'name',
-    'description',
-    'type',
-    'isPublished',
-    'schedule',
-    'lastRun',
-    'nextRun',
-    'createdAt',
-    'modifiedAt',
-    'createdBy',
-    'createdByUser',
-    'modifiedBy',
-    'modifiedByUser',
-    'filters',
-    'columns',
-  ],
-};
 
 export type ReportRecord = ReturnType<ReportsService['toRecord']>;
 
@@ -93,7 +46,7 @@ export class ReportsService {
 
   async list(query: Record<string, unknown>) {
     const q = parseListQuery(query, REPORT_LIST_SPEC);
-    const page = await this.reports.list(q, REPORT_LIST_SPEC);
+    const page = await this.reports.list(q);
     const now = new Date();
     return listEnvelope(
       q,

@@ -9,7 +9,7 @@ import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
 import { CreateOrReplace, putOutcome } from '../common/put-status.js';
 import type { Principal } from '../common/request.js';
 import { ContactRecordDto } from '../contacts/contact.dto.js';
-import { CONTACT_LIST_SPEC } from '../contacts/contacts.service.js';
+import { CONTACT_LIST_SPEC } from '../contacts/contacts.repository.js';
 import {
   ContactSegmentsDto,
   CreateSegmentDto,
@@ -21,7 +21,8 @@ import {
   SegmentRecordDto,
   UpdateSegmentDto,
 } from './segment.dto.js';
-import { SEGMENT_LIST_SPEC, SegmentsService } from './segments.service.js';
+import { SegmentsService } from './segments.service.js';
+import { SEGMENT_LIST_SPEC } from './segments.repository.js';
 
 const RULES =
   'type dynamic takes a filter over contacts (required; the filter language of GET /api/contacts, every field but segment.id; a 400 names what is wrong) and its ' +

@@ -1,30 +1,24 @@
 import { Injectable } from '@nestjs/common';
 import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { segmentMembershipLockSql } from '../database/advisory-locks.js';
-import type { CompiledFilter } from '../lists/filter.js';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import type { CompiledFilter } from '../lists/filter-sql.js';
+import { auditFields, defineList, type ListQuery } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
 import { BUILD_STATUSES, Segment, SEGMENT_TYPES } from './segment.entity.js';
 
-export const SEGMENT_LIST_SPEC: ListSpec = {
+export const SEGMENT_LIST_SPEC = defineList({
   name: 'segments',
-  sortable: {
-    id: 's.id',
-    name: 's.name',
-    type: 's.type',
-    createdAt: 's.created_at',
-    modifiedAt: 's.modified_at',
-  },
+  sortable: ['id', 'name', 'type', 'createdAt', 'modifiedAt'],
   searchExpression: `lower(coalesce(s.name, '') || ' ' || coalesce(s.description, ''))`,
   filters: { type: { type: 'string', column: 's.type', values: SEGMENT_TYPES } },
-  filterable: {
+  fields: {
     id: { type: 'id', sql: 's.id' },
     name: { type: 'string', sql: 's.name' },
     description: { type: 'string', sql: 's.description' },
     type: { type: 'enum', sql: 's.type', values: SEGMENT_TYPES },
     'membership.status': { type: 'enum', sql: 's.build_status', values: BUILD_STATUSES },
-    createdAt: { type: 'datetime', sql: 's.created_at' },
-    modifiedAt: { type: 'datetime', sql: 's.modified_at' },
+    ...auditFields('s'),
   },
   properties: [
     'id',
@@ -40,7 +34,7 @@ export const SEGMENT_LIST_SPEC: ListSpec = {
     'modifiedBy',
     'modifiedByUser',
   ],
-};
+});
 
 /** Event types whose contacts a refresh re-evaluates, and where the contact id is in their data. */
 const CHANGE_EVENTS = {

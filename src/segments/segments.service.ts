@@ -3,8 +3,10 @@ import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { assertBatchSize } from '../batch/batch.js';
 import { iso } from '../common/dates.js';
 import { AppError, conflict, fieldError, notFound, rejectNulls, validationError } from '../common/errors.js';
-import { compileFilter, type FilterNode } from '../lists/filter.js';
-import { listEnvelope, parseListQuery } from '../lists/list.js';
+import { compileFilter } from '../lists/filter-sql.js';
+import type { FilterNode } from '../lists/filter-syntax.js';
+import { parseListQuery } from '../lists/list-query.js';
+import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import { CampaignsService } from '../campaigns/campaigns.service.js';
 import { ContactsService } from '../contacts/contacts.service.js';
@@ -13,8 +15,6 @@ import { EventsService } from '../events/events.service.js';
 import { CreateSegmentDto, SEGMENT_BATCH_MAX, type SegmentMembersBatchDto, type SegmentMembersBatchResultDto, UpdateSegmentDto } from './segment.dto.js';
 import { Segment, type SegmentType } from './segment.entity.js';
 import { SEGMENT_LIST_SPEC, SegmentsRepository } from './segments.repository.js';
-
-export { SEGMENT_LIST_SPEC };
 
 /** How many matching contacts a preview shows. */
 export const PREVIEW_SAMPLE_SIZE = 10;

@@ -5,10 +5,11 @@ import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Matches, Max, Min } from
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { Public, RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { type ListSpec, listQueryParameters, parseListQuery } from '../lists/list.js';
+import { parseListQuery } from '../lists/list-query.js';
+import type { ListSpec } from '../lists/list-spec.js';
 import { NotBlank, References, Rule } from '../common/documented-rules.js';
 import { ApiErrors } from '../common/openapi.js';
-import { ApiListQuery } from '../lists/list.openapi.js';
+import { ApiListQuery, listQueryParameters } from '../lists/list.openapi.js';
 import { completeOpenApi } from './openapi-document.js';
 import type { RouteInfo } from './route-table.js';
 import { IsIsoDateTime, IsPhone, NoNul } from '../common/validation.js';

@@ -8,11 +8,11 @@ type ValidationMetadata = ReturnType<ReturnType<typeof getMetadataStorage>['getT
 import { ISO_WITH_OFFSET } from '../common/dates.js';
 import { ERROR_STATUS, type ErrorCode, GENERIC_ERROR_STATUS } from '../common/errors.js';
 import { IdPipe } from '../common/id.pipe.js';
-import { describeRegistry } from '../lists/filter.js';
-import { FILTER_NODE_SCHEMAS, LIST_SEARCH_KEY } from '../lists/list.openapi.js';
+import { describeRegistry } from '../lists/filter-sql.js';
+import { FILTER_NODE_SCHEMAS, LIST_SEARCH_KEY, listQueryParameters } from '../lists/list.openapi.js';
 import { API_ERRORS_KEY, type ApiErrorDoc, SPARSE_MODELS } from '../common/openapi.js';
 import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS } from '../idempotency/idempotency.decorators.js';
-import { LIST_SPEC_KEY, listQueryParameters, type ListSpec } from '../lists/list.js';
+import { LIST_SPEC_KEY, type ListSpec } from '../lists/list-spec.js';
 import type { RouteInfo } from './route-table.js';
 
 const MAX_ID = 2147483647;

@@ -9,7 +9,8 @@ import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import { CreateOrReplace, putOutcome } from '../common/put-status.js';
 import type { Principal } from '../common/request.js';
 import { BroadcastRecordDto, CreateBroadcastDto, UpdateBroadcastDto } from './broadcast.dto.js';
-import { BROADCAST_LIST_SPEC, BroadcastsService } from './broadcasts.service.js';
+import { BroadcastsService } from './broadcasts.service.js';
+import { BROADCAST_LIST_SPEC } from './broadcasts.repository.js';
 
 const CONTENT_RULES =
   'content may carry merge fields rendered per recipient: {{contact.name}}, {{contact.email}}, {{contact.phone}}, {{contact.company}}, {{contact.title}}, ' +

@@ -1,7 +1,51 @@
 import { Injectable } from '@nestjs/common';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
+import { auditFields, defineList, type ListQuery } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
 import { type Db, returning, Transactions, type Tx } from '../database/transactions.js';
-import { type Audience, Broadcast } from './broadcast.entity.js';
+import { type Audience, Broadcast, BROADCAST_STATUSES } from './broadcast.entity.js';
+
+export const BROADCAST_LIST_SPEC = defineList({
+  name: 'broadcasts',
+  sortable: ['id', 'name', 'status', 'scheduledFor', 'createdAt', 'modifiedAt'],
+  searchExpression: `lower(coalesce(b.name, '') || ' ' || b.content)`,
+  filters: {
+    status: { type: 'string', column: 'b.status', values: BROADCAST_STATUSES },
+  },
+  fields: {
+    id: { type: 'id', sql: 'b.id' },
+    name: { type: 'string', sql: 'b.name' },
+    content: { type: 'string', sql: 'b.content' },
+    status: { type: 'enum', sql: 'b.status', values: BROADCAST_STATUSES },
+    campaignId: { type: 'id', sql: `(b.audience ->> 'campaignId')::int`, description: 'the campaign of the audience (null for other audiences)' },
+    segmentId: { type: 'id', sql: `(b.audience ->> 'segmentId')::int`, description: 'the segment of the audience (null for other audiences)' },
+    scheduledFor: { type: 'datetime', sql: 'b.scheduled_for' },
+    startedAt: { type: 'datetime', sql: 'b.started_at' },
+    completedAt: { type: 'datetime', sql: 'b.completed_at' },
+    canceledAt: { type: 'datetime', sql: 'b.canceled_at' },
+    recipients: { type: 'int', sql: 'b.recipients' },
+    ...auditFields('b'),
+  },
+  properties: [
+    'id',
+    'name',
+    'content',
+    'audience',
+    'status',
+    'scheduledFor',
+    'startedAt',
+    'completedAt',
+    'canceledAt',
+    'recipients',
+    'counts',
+    'skipped',
+    'createdAt',
+    'modifiedAt',
+    'createdBy',
+    'createdByUser',
+    'modifiedBy',
+    'modifiedByUser',
+  ],
+});
 
 /**
  * The audience as SQL yielding contact ids as `id`, parameters appended to `params`. Reads of the
@@ -36,8 +80,8 @@ export class BroadcastsRepository {
     return this.transactions.manager(tx).getRepository(Broadcast);
   }
 
-  list(q: ListQuery, spec: ListSpec): Promise<ListPage<Broadcast>> {
-    return paginate(this.repo().createQueryBuilder('b'), q, spec);
+  list(q: ListQuery): Promise<ListPage<Broadcast>> {
+    return paginate(this.repo().createQueryBuilder('b'), q, BROADCAST_LIST_SPEC);
   }
 
   findById(id: number, tx?: Tx): Promise<Broadcast | null> {

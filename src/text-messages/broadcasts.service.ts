@@ -3,7 +3,8 @@ import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
 import { jobCredentialOf } from '../auth/tokens.service.js';
 import { AppError, conflict, fieldError, notFound, unavailable } from '../common/errors.js';
-import { listEnvelope, type ListSpec, parseListQuery } from '../lists/list.js';
+import { parseListQuery } from '../lists/list-query.js';
+import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Transactions, type Tx } from '../database/transactions.js';
@@ -11,64 +12,13 @@ import { EventsService } from '../events/events.service.js';
 import { ContactFieldValuesService } from '../fields/contact-field-values.service.js';
 import { JOB_IDS } from '../jobs/job-names.js';
 import { JobQueue } from '../jobs/job-queue.js';
-import { Broadcast, BROADCAST_STATUSES } from './broadcast.entity.js';
+import { Broadcast } from './broadcast.entity.js';
 import { CreateBroadcastDto, UpdateBroadcastDto } from './broadcast.dto.js';
 import { SegmentsService } from '../segments/segments.service.js';
-import { audienceSql, BroadcastsRepository } from './broadcasts.repository.js';
+import { audienceSql, BROADCAST_LIST_SPEC, BroadcastsRepository } from './broadcasts.repository.js';
 import { MergeFieldError, parseTemplate, templateAliases, templateSql } from './merge-fields.js';
 import { SKIP_REASONS, TextMessageRepository } from './text-message.repository.js';
 import { missingReferenceMessage } from '../common/documented-rules.js';
-
-export const BROADCAST_LIST_SPEC: ListSpec = {
-  name: 'broadcasts',
-  sortable: {
-    id: 'b.id',
-    name: 'b.name',
-    status: 'b.status',
-    scheduledFor: 'b.scheduled_for',
-    createdAt: 'b.created_at',
-    modifiedAt: 'b.modified_at',
-  },
-  searchExpression: `lower(coalesce(b.name, '') || ' ' || b.content)`,
-  filters: {
-    status: { type: 'string', column: 'b.status', values: BROADCAST_STATUSES },
-  },
-  filterable: {
-    id: { type: 'id', sql: 'b.id' },
-    name: { type: 'string', sql: 'b.name' },
-    content: { type: 'string', sql: 'b.content' },
-    status: { type: 'enum', sql: 'b.status', values: BROADCAST_STATUSES },
-    campaignId: { type: 'id', sql: `(b.audience ->> 'campaignId')::int`, description: 'the campaign of the audience (null for other audiences)' },
-    segmentId: { type: 'id', sql: `(b.audience ->> 'segmentId')::int`, description: 'the segment of the audience (null for other audiences)' },
-    scheduledFor: { type: 'datetime', sql: 'b.scheduled_for' },
-    startedAt: { type: 'datetime', sql: 'b.started_at' },
-    completedAt: { type: 'datetime', sql: 'b.completed_at' },
-    canceledAt: { type: 'datetime', sql: 'b.canceled_at' },
-    recipients: { type: 'int', sql: 'b.recipients' },
-    createdAt: { type: 'datetime', sql: 'b.created_at' },
-    modifiedAt: { type: 'datetime', sql: 'b.modified_at' },
-  },
-  properties: [
-    'id',
-    'name',
-    'content',
-    'audience',
-    'status',
-    'scheduledFor',
-    'startedAt',
-    'completedAt',
-    'canceledAt',
-    'recipients',
-    'counts',
-    'skipped',
-    'createdAt',
-    'modifiedAt',
-    'createdBy',
-    'createdByUser',
-    'modifiedBy',
-    'modifiedByUser',
-  ],
-};
 
 const MESSAGE_STATUSES = ['queued', 'sent', 'delivered', 'failed', 'canceled'] as const;
 
@@ -142,7 +92,7 @@ export class BroadcastsService {
 
   async list(query: Record<string, unknown>) {
     const q = parseListQuery(query, BROADCAST_LIST_SPEC);
-    const page = await this.broadcasts.list(q, BROADCAST_LIST_SPEC);
+    const page = await this.broadcasts.list(q);
     return listEnvelope(q, 'broadcasts', page, await this.toRecords(page.items));
   }
 

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
+import type { ListQuery, ListSpec } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
 import { type Db, returning, Transactions, type Tx } from '../database/transactions.js';
 import type { FailureCode, TextMessageStatus } from './text-message-state.js';
 import { TextMessage } from './text-message.entity.js';

@@ -5,7 +5,9 @@ import { EventsService } from '../events/events.service.js';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso, parseIsoWithOffset } from '../common/dates.js';
 import { AppError, conflict, fieldError, notFound, unavailable } from '../common/errors.js';
-import { type ListSpec, listEnvelope, parseListQuery } from '../lists/list.js';
+import { parseListQuery } from '../lists/list-query.js';
+import { auditFields, defineList } from '../lists/list-spec.js';
+import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import { toE164 } from '../common/validation.js';
 import { JOB_IDS } from '../jobs/job-names.js';
@@ -19,25 +21,16 @@ import { TextMessageRepository } from './text-message.repository.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
 import { ContactsService } from '../contacts/contacts.service.js';
 
-export const TEXT_MESSAGE_LIST_SPEC: ListSpec = {
+export const TEXT_MESSAGE_LIST_SPEC = defineList({
   name: 'text messages',
-  sortable: {
-    id: 't.id',
-    recipient: 't.recipient',
-    status: 't.status',
-    scheduledFor: 't.scheduled_for',
-    sentAt: 't.sent_at',
-    deliveredAt: 't.delivered_at',
-    createdAt: 't.created_at',
-    modifiedAt: 't.modified_at',
-  },
+  sortable: ['id', 'recipient', 'status', 'scheduledFor', 'sentAt', 'deliveredAt', 'createdAt', 'modifiedAt'],
   searchExpression: 'sf_text(t.content, t.recipient)',
   filters: {
     status: { type: 'string', column: 't.status', values: TEXT_MESSAGE_STATUSES },
     campaignId: { type: 'int', column: 't.campaign_id' },
     broadcastId: { type: 'int', column: 't.broadcast_id' },
   },
-  filterable: {
+  fields: {
     id: { type: 'id', sql: 't.id' },
     content: { type: 'string', sql: 't.content' },
     recipient: { type: 'string', sql: 't.recipient' },
@@ -49,8 +42,7 @@ export const TEXT_MESSAGE_LIST_SPEC: ListSpec = {
     deliveredAt: { type: 'datetime', sql: 't.delivered_at' },
     failedAt: { type: 'datetime', sql: 't.failed_at' },
     failureCode: { type: 'string', sql: 't.failure_code' },
-    createdAt: { type: 'datetime', sql: 't.created_at' },
-    modifiedAt: { type: 'datetime', sql: 't.modified_at' },
+    ...auditFields('t'),
   },
   properties: [
     'id',
@@ -71,7 +63,7 @@ export const TEXT_MESSAGE_LIST_SPEC: ListSpec = {
     'modifiedBy',
     'modifiedByUser',
   ],
-};
+});
 
 export type TextMessageRecord = ReturnType<TextMessagesService['toRecord']>;
 

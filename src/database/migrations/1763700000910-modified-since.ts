@@ -2,7 +2,7 @@ import { type MigrationInterface, type QueryRunner } from 'typeorm';
 
 /**
  * Incremental sync (issue 13): lists take `modifiedSince`, compared with a record's last change
- * time COALESCE(modified_at, created_at) (see changedExpression in common/list.ts). The two
+ * time COALESCE(modified_at, created_at) (see changedExpression in lists/list-spec.ts). The two
  * largest tables get an index on exactly that expression, so a sync poll reads only what changed.
  */
 export class ModifiedSince1763700000910 implements MigrationInterface {
