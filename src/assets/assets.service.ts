@@ -7,7 +7,7 @@ import { fieldError, notFound, validationError } from '../common/errors.js';
 import { type ListSpec, listEnvelope, parseListQuery } from '../lists/list.js';
 import type { Principal } from '../common/request.js';
 import { assertFormFields } from '../server/request-text.middleware.js';
-import { AppValidationPipe } from '../common/validation.js';
+import { AppValidationPipe } from '../server/validation.pipe.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';

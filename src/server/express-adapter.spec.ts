@@ -3,7 +3,7 @@ import type express from 'express';
 import type { Request, Response } from 'express';
 import { IncomingMessage, type Server, ServerResponse } from 'node:http';
 import request from 'supertest';
-import { AppExpressAdapter, constructorWithPrototype, routeBucket } from './express-adapter.js';
+import { AppExpressAdapter, routeBucket } from './express-adapter.js';
 
 describe('routeBucket', () => {
   it('takes the first two literal segments, or the only one', () => {
@@ -102,19 +102,6 @@ describe('AppExpressAdapter.initHttpServer', () => {
     const { atServer, answers } = await prototypes({ forceCloseConnections: true });
     expect(atServer).toEqual([false, false, false, false]);
     expect(answers[0]).toEqual({ status: 201, body: { express: true, node: true, id: '7', q: 'a', header: 'a' } });
-  });
-
-  it('constructorWithPrototype runs the base constructor on an object with the given prototype', () => {
-    function Base(this: { a?: unknown; b?: unknown }, a: unknown, b: unknown) {
-      this.a = a;
-      this.b = b;
-    }
-    const proto = Object.create(Base.prototype as object) as object;
-    const Made = constructorWithPrototype(Base as unknown as new (a: unknown, b: unknown) => { a: unknown; b: unknown }, proto);
-    const made = new Made(1, 2);
-    expect(Object.getPrototypeOf(made)).toBe(proto);
-    expect(made).toBeInstanceOf(Base);
-    expect({ a: made.a, b: made.b }).toEqual({ a: 1, b: 2 });
   });
 });
 

@@ -14,6 +14,8 @@ import { API_ERRORS_KEY, type ApiErrorDoc, SPARSE_MODELS } from '../common/opena
 import { IDEMPOTENCY_HEADER, IDEMPOTENT_METHODS } from '../idempotency/idempotency.decorators.js';
 import { LIST_SPEC_KEY, listQueryParameters, type ListSpec } from '../lists/list.js';
 import type { RouteInfo } from './route-table.js';
+import { classesWithRules } from '../patches/class-validator.js';
+import { THROTTLER_SKIP } from '../patches/throttler.js';
 
 const MAX_ID = 2147483647;
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -253,9 +255,7 @@ function applyRule(prop: Schema, m: ValidationMetadata): void {
 /** Request bodies, as the global validation pipe checks them (class-validator metadata of the DTO classes). */
 function tightenBodySchemas(schemas: Record<string, Schema>, bodyClasses: Set<Function>): void {
   const storage = getMetadataStorage();
-  const internal = (storage as unknown as { validationMetadatas?: Map<unknown, unknown> }).validationMetadatas;
-  const classes = new Set<Function>(bodyClasses);
-  for (const key of internal?.keys() ?? []) if (typeof key === 'function') classes.add(key);
+  const classes = new Set<Function>([...bodyClasses, ...classesWithRules()]);
   for (const cls of classes) {
     const schema = schemas[cls.name];
     if (!schema?.properties) continue;
@@ -542,7 +542,7 @@ export function completeOpenApi(document: OpenAPIObject, routes: RouteInfo[]): v
       add(409, 'Conflict with the current state of a record, or a request with the same Idempotency-Key is still running (retry after Retry-After)');
       errors.set(422, { status: 422, description: 'The Idempotency-Key was already used with a different request', codes: ['idempotency_key_mismatch'] });
     }
-    const skipThrottle = [handler, r.controller].some((t) => Reflect.getMetadata('THROTTLER:SKIPdefault', t) === true);
+    const skipThrottle = [handler, r.controller].some((t) => Reflect.getMetadata(THROTTLER_SKIP + 'default', t) === true);
     if (!skipThrottle) add(429);
     // Every request may reach the database (the token lookup, the route's own queries).
     add(503);
