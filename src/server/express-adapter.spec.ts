@@ -3,6 +3,7 @@ import type express from 'express';
 import type { Request, Response } from 'express';
 import { IncomingMessage, type Server, ServerResponse } from 'node:http';
 import request from 'supertest';
+import { attachAnswerRecorder } from '../common/answer-recorder.js';
 import { AppExpressAdapter, routeBucket } from './express-adapter.js';
 
 describe('routeBucket', () => {
@@ -113,11 +114,13 @@ describe('AppExpressAdapter.reply', () => {
     adapter.get('/api/json/big', (_req: Request, res: Response) => adapter.reply(res, big, 201));
     adapter.get('/api/json/empty', (_req: Request, res: Response) => adapter.reply(res, undefined, 204));
     adapter.get('/api/json/wrapped', (_req: Request, res: Response) => {
-      const send = res.send.bind(res);
-      res.send = ((b: unknown) => {
-        res.setHeader('X-Wrapped', 'yes');
-        return send(b);
-      }) as Response['send'];
+      attachAnswerRecorder(res, {
+        record(r, body, send) {
+          r.setHeader('X-Wrapped', body?.toString() ?? 'none');
+          send();
+        },
+        abandon() {},
+      });
       return adapter.reply(res, { ok: true }, 200);
     });
     return { http: request(adapter.getInstance<express.Express>()), big };
@@ -135,13 +138,13 @@ describe('AppExpressAdapter.reply', () => {
     expect(head.text).toBeUndefined();
   });
 
-  it('leaves bodiless statuses and a wrapped res.send to Express', async () => {
+  it('leaves bodiless statuses and an answer a recorder waits for to Express (res.send)', async () => {
     const { http } = app();
     const empty = await http.get('/api/json/empty');
     expect(empty.status).toBe(204);
     expect(empty.text).toBe('');
     const wrapped = await http.get('/api/json/wrapped');
-    expect(wrapped.headers['x-wrapped']).toBe('yes');
+    expect(wrapped.headers['x-wrapped']).toBe('{"ok":true}');
     expect(wrapped.body).toEqual({ ok: true });
   });
 });
