@@ -12,6 +12,7 @@ import { BatchWriteDto } from '../batch/batch.dto.js';
 import type { Principal } from '../common/request.js';
 import { ActivityRecordDto, CreateActivityDto, UpdateActivityDto } from './activity.dto.js';
 import { ActivitiesService, ACTIVITY_LIST_SPEC } from './activities.service.js';
+import { LargeJsonBody } from '../server/large-json-body.decorator.js';
 
 @ApiTags('activities')
 @Controller('api/activities')
@@ -51,6 +52,7 @@ export class ActivitiesController {
     return { activity: await this.activities.create(dto, who) };
   }
 
+  @LargeJsonBody()
   @Post('batch')
   @HttpCode(200)
   @RequirePermission('activities:write')

@@ -20,6 +20,7 @@ import {
 } from './campaign.dto.js';
 import { CampaignsService, CAMPAIGN_LIST_SPEC } from './campaigns.service.js';
 import { CONTACT_LIST_SPEC } from '../contacts/contacts.service.js';
+import { LargeJsonBody } from '../server/large-json-body.decorator.js';
 
 @ApiTags('campaigns')
 @Controller('api/campaigns')
@@ -140,6 +141,7 @@ export class CampaignsController {
     return this.campaigns.listContacts(id, searchQuery(body));
   }
 
+  @LargeJsonBody()
   @Post(':id/contacts/batch')
   @HttpCode(200)
   @RequirePermission('campaigns:write')

@@ -12,6 +12,7 @@ import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
 import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import { BatchWriteDto } from '../batch/batch.dto.js';
 import { ContactsService, CONTACT_LIST_SPEC } from './contacts.service.js';
+import { LargeJsonBody } from '../server/large-json-body.decorator.js';
 
 @ApiTags('contacts')
 @Controller('api/contacts')
@@ -53,6 +54,7 @@ export class ContactsController {
     return { contact: await this.contacts.create(dto, who) };
   }
 
+  @LargeJsonBody()
   @Post('batch')
   @HttpCode(200)
   @RequirePermission('contacts:write')

@@ -12,6 +12,7 @@ import { BatchWriteDto } from '../batch/batch.dto.js';
 import type { Principal } from '../common/request.js';
 import { CreateDealDto, DealRecordDto, UpdateDealDto } from './deal.dto.js';
 import { DealsService, DEAL_LIST_SPEC } from './deals.service.js';
+import { LargeJsonBody } from '../server/large-json-body.decorator.js';
 
 const CLOSED_AT_RULE =
   'Moving a deal to won or lost without closed_at stamps closed_at with the current time; a deal already won or lost keeps its ' +
@@ -59,6 +60,7 @@ export class DealsController {
     return { deal: await this.deals.create(dto, who) };
   }
 
+  @LargeJsonBody()
   @Post('batch')
   @HttpCode(200)
   @RequirePermission('deals:write')
