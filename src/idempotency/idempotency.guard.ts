@@ -1,5 +1,5 @@
 import { type ExecutionContext, Injectable, Logger } from '@nestjs/common';
-import type { RequestCheck } from '../common/request-check.js';
+import type { NowOrLater, RequestCheck } from '../common/request-check.js';
 import { attachAnswerRecorder } from '../common/answer-recorder.js';
 import type { Response } from 'express';
 import {
@@ -35,7 +35,7 @@ export class IdempotencyGuard implements RequestCheck {
   constructor(private readonly idempotency: IdempotencyService) {}
 
   /** Answers without a promise for a request that carries no key (almost all). */
-  check(context: ExecutionContext): boolean | Promise<boolean> {
+  check(context: ExecutionContext): NowOrLater<boolean> {
     if (context.getType() !== 'http') return true;
     const req = context.switchToHttp().getRequest<AppRequest>();
     const header = req.headers['idempotency-key'];

@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import { InjectThrottlerOptions, InjectThrottlerStorage, type ThrottlerModuleOptions, type ThrottlerOptions, type ThrottlerStorage } from '@nestjs/throttler';
 import type { Response } from 'express';
 import { AppError } from '../common/errors.js';
-import type { RequestCheck } from '../common/request-check.js';
+import type { NowOrLater, RequestCheck } from '../common/request-check.js';
 import type { AppRequest } from '../common/request.js';
 import { overridesThrottler, skipsThrottler } from '../patches/throttler.js';
 import { rateLimitBucketOf } from './rate-limit.bucket.js';
@@ -58,7 +58,7 @@ export class RateLimitGuard implements RequestCheck {
    * plan-limited; a refused or missing credential is counted like any anonymous request, per
    * address, so such routes cannot be used to guess secrets quickly.
    */
-  check(context: ExecutionContext): boolean | Promise<boolean> {
+  check(context: ExecutionContext): NowOrLater<boolean> {
     const req = context.switchToHttp().getRequest<AppRequest>();
     if (req.credential === 'metrics-token' || req.credential === 'sms-signature') return true;
     if (this.skips(context)) return true;
