@@ -5,7 +5,7 @@
  * (openapi-access.ts); this file reads Nest's decorator metadata and walks the operations.
  */
 import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants.js';
-import type { OpenAPIObject } from '@nestjs/swagger';
+import { DECORATORS, type OpenAPIObject } from '@nestjs/swagger';
 import { IdPipe } from '../common/id.pipe.js';
 import { API_ERRORS_KEY, type ApiErrorDoc, SPARSE_MODELS } from '../common/openapi.js';
 import { describeRegistry } from '../lists/filter.js';
@@ -51,7 +51,7 @@ function bodyClassesOf(routes: RouteInfo[]): Set<BodyClass> {
   for (const r of routes) {
     const types = (Reflect.getMetadata('design:paramtypes', r.controller.prototype, r.handlerName) ?? []) as unknown[];
     for (const t of types) if (typeof t === 'function') bodyClasses.add(t as BodyClass);
-    const apiParams = (Reflect.getMetadata('swagger/apiParameters', r.controller.prototype[r.handlerName]) ?? []) as { in?: string; type?: unknown }[];
+    const apiParams = (Reflect.getMetadata(DECORATORS.API_PARAMETERS, r.controller.prototype[r.handlerName]) ?? []) as { in?: string; type?: unknown }[];
     for (const p of apiParams) if (p.in === 'body' && typeof p.type === 'function') bodyClasses.add(p.type as BodyClass);
   }
   return bodyClasses;
