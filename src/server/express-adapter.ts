@@ -48,8 +48,8 @@ function requestBuckets(path: string): [string, string] | [string] | [] {
  *   route answers them today (404/405 through the guard chain).
  * - A handler's JSON answer is written as one string with its length (res.json would, for a body of
  *   1,000 characters or more, copy it into a Buffer and hand Node two chunks), unless something needs
- *   Express's res.send: an answer recorder (common/answer-recorder.ts: an Idempotency-Key being recorded), conditional-request
- *   headers, a non-JSON content type, or a status without a body.
+ *   Express's res.send: an answer recorder (common/answer-recorder.ts: an Idempotency-Key being
+ *   recorded), conditional-request headers, a non-JSON content type, or a status without a body.
  * - The HTTP server creates requests and responses with Express's prototypes already in place
  *   (initHttpServer), so Express's per-request Object.setPrototypeOf finds nothing to change.
  */
@@ -71,8 +71,8 @@ export class AppExpressAdapter extends ExpressAdapter {
 
   /**
    * Node's server builds requests and responses with Express's prototypes from the start, so
-   * Express's per-request Object.setPrototypeOf changes nothing (src/server/README.md, "Express's
-   * prototypes"). Over HTTPS, with the options that need Nest's own set-up, or on a Node whose
+   * Express's per-request Object.setPrototypeOf changes nothing (src/server/README.md, "The Express
+   * adapter"). Over HTTPS, with the options that need Nest's own set-up, or on a Node whose
    * IncomingMessage or ServerResponse is a class, Nest's server is used as before.
    */
   override initHttpServer(options: NestApplicationOptions): void {
