@@ -15,7 +15,7 @@ import { AuthenticationGuard, PermissionGuard } from './auth/auth.guards.js';
 import { RateLimitModule } from './rate-limit/rate-limit.module.js';
 import { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
 import { HttpExceptionFilter } from './server/http-exception.filter.js';
-import { AppValidationPipe } from './common/validation.js';
+import { AppValidationPipe } from './server/validation.pipe.js';
 import { ContentTypeGuard } from './server/content-type.guard.js';
 import { SameOriginGuard } from './server/same-origin.guard.js';
 import { FallbackModule } from './server/fallback.controller.js';

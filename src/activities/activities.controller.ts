@@ -13,6 +13,7 @@ import type { Principal } from '../common/request.js';
 import { ActivityRecordDto, CreateActivityDto, UpdateActivityDto } from './activity.dto.js';
 import { ActivitiesService } from './activities.service.js';
 import { ACTIVITY_LIST_SPEC } from './activities.repository.js';
+import { LargeJsonBody } from '../server/large-json-body.decorator.js';
 
 @ApiTags('activities')
 @Controller('api/activities')
@@ -52,6 +53,7 @@ export class ActivitiesController {
     return { activity: await this.activities.create(dto, who) };
   }
 
+  @LargeJsonBody()
   @Post('batch')
   @HttpCode(200)
   @RequirePermission('activities:write')

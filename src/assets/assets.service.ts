@@ -8,7 +8,7 @@ import { parseListQuery } from '../lists/list-query.js';
 import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import { assertFormFields } from '../server/request-text.middleware.js';
-import { AppValidationPipe } from '../common/validation.js';
+import { AppValidationPipe } from '../server/validation.pipe.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';

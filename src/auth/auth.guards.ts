@@ -1,5 +1,5 @@
 import { type ExecutionContext, Inject, Injectable } from '@nestjs/common';
-import type { RequestCheck } from '../common/request-check.js';
+import type { NowOrLater, RequestCheck } from '../common/request-check.js';
 import { timingSafeEqual } from 'node:crypto';
 import { parseBasicAuthorization, parseBearerAuthorization } from './basic-auth.js';
 import { AppError } from '../common/errors.js';
@@ -36,7 +36,7 @@ export class AuthenticationGuard implements RequestCheck {
   ) {}
 
   /** Answers without a promise when nothing needs one (a cached token, no credential, a refused one). */
-  check(context: ExecutionContext): boolean | Promise<boolean> {
+  check(context: ExecutionContext): NowOrLater<boolean> {
     const req = context.switchToHttp().getRequest<AppRequest & { rawBody?: Buffer }>();
     req.principal = null;
     req.credential = undefined;

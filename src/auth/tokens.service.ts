@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import type { Principal } from '../common/request.js';
+import type { NowOrLater } from '../common/request-check.js';
 import { RedisService } from '../redis/redis.service.js';
 import { AccessTokenRepository } from './access-token.repository.js';
 import { ApiTokenRepository, type CredentialRow } from './api-token.repository.js';
@@ -140,9 +141,10 @@ export class TokensService implements OnModuleInit {
   /**
    * The principal of a secret, answered synchronously when it needs no database read (a malformed
    * secret, or a cache hit): the guard chain then runs without a promise hop. A miss answers a
-   * promise of the token's database read.
+   * promise of the token's database read (NowOrLater: the request path's contract for such answers).
+   * Callers that do not count promise hops use authenticate().
    */
-  authenticateNow(secret: string): Principal | null | Promise<Principal | null> {
+  authenticateNow(secret: string): NowOrLater<Principal | null> {
     if (!secret.startsWith(API_TOKEN_PREFIX) && !secret.startsWith(ACCESS_TOKEN_PREFIX)) return null;
     if (secret.length > 200) return null;
     const hash = hashSecret(secret);

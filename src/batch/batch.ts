@@ -12,7 +12,7 @@ import { AppError, type ErrorDetail } from '../common/errors.js';
 import { errorAnswer } from '../server/http-exception.filter.js';
 import { parseId } from '../common/id.pipe.js';
 import type { Principal } from '../common/request.js';
-import { AppValidationPipe } from '../common/validation.js';
+import { AppValidationPipe } from '../server/validation.pipe.js';
 
 export interface BatchOutcome {
   kind: 'created' | 'updated' | 'deleted';

@@ -21,6 +21,7 @@ import {
 import { CampaignsService } from './campaigns.service.js';
 import { CAMPAIGN_LIST_SPEC } from './campaigns.repository.js';
 import { CONTACT_LIST_SPEC } from '../contacts/contacts.repository.js';
+import { LargeJsonBody } from '../server/large-json-body.decorator.js';
 
 @ApiTags('campaigns')
 @Controller('api/campaigns')
@@ -141,6 +142,7 @@ export class CampaignsController {
     return this.campaigns.listContacts(id, searchQuery(body));
   }
 
+  @LargeJsonBody()
   @Post(':id/contacts/batch')
   @HttpCode(200)
   @RequirePermission('campaigns:write')

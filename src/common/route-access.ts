@@ -147,28 +147,6 @@ export function routeAccess(context: ExecutionContext): RouteAccess {
   return access;
 }
 
-/**
- * A Reflector whose getAllAndOverride on [handler, controller] reads each key once per handler.
- * For library guards that read route metadata on every request (@nestjs/throttler reads six keys).
- */
-export class CachedReflector extends Reflector {
-  private readonly cache = new Map<unknown, WeakMap<object, { value: unknown }>>();
-
-  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- Reflector.getAllAndOverride's own signature
-  override getAllAndOverride<TResult = unknown, TKey = unknown>(key: TKey, targets: Parameters<Reflector['getAllAndOverride']>[1]): TResult {
-    const handler = targets[0] as object | undefined;
-    if (targets.length !== 2 || typeof handler !== 'function') return super.getAllAndOverride<TResult, TKey>(key, targets);
-    let byHandler = this.cache.get(key);
-    if (!byHandler) this.cache.set(key, (byHandler = new WeakMap()));
-    let hit = byHandler.get(handler);
-    if (!hit) {
-      hit = { value: super.getAllAndOverride<TResult, TKey>(key, targets) };
-      byHandler.set(handler, hit);
-    }
-    return hit.value as TResult;
-  }
-}
-
 const metadataByKey = new Map<string, WeakMap<object, { value: unknown }>>();
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { AppValidationPipe } from '../common/validation.js';
+import { AppValidationPipe } from '../server/validation.pipe.js';
 import { certainContactBody, CreateContactDto, UpdateContactDto } from './contact.dto.js';
 
 const pipe = new AppValidationPipe();

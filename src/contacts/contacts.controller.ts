@@ -13,6 +13,7 @@ import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import { BatchWriteDto } from '../batch/batch.dto.js';
 import { ContactsService } from './contacts.service.js';
 import { CONTACT_LIST_SPEC } from './contacts.repository.js';
+import { LargeJsonBody } from '../server/large-json-body.decorator.js';
 
 @ApiTags('contacts')
 @Controller('api/contacts')
@@ -54,6 +55,7 @@ export class ContactsController {
     return { contact: await this.contacts.create(dto, who) };
   }
 
+  @LargeJsonBody()
   @Post('batch')
   @HttpCode(200)
   @RequirePermission('contacts:write')

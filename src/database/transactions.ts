@@ -4,6 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import pg from 'pg';
 import { DataSource, EntityManager, QueryFailedError } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { pgPoolOf } from '../patches/typeorm.js';
 
 /**
  * A handle a repository runs its SQL on: the pool (DataSource) or a transaction (EntityManager).
@@ -69,8 +70,7 @@ const pools = new WeakMap<DataSource, PoolDb>();
 export function poolOf(dataSource: DataSource): Db {
   let db = pools.get(dataSource);
   if (!db) {
-    // TypeORM's PostgreSQL driver keeps its pg Pool as `master` once the data source is initialised.
-    db = new PoolDb((dataSource.driver as unknown as { master: pg.Pool }).master);
+    db = new PoolDb(pgPoolOf(dataSource));
     pools.set(dataSource, db);
   }
   return db;

@@ -13,6 +13,7 @@ import type { Principal } from '../common/request.js';
 import { CreateDealDto, DealRecordDto, UpdateDealDto } from './deal.dto.js';
 import { DealsService } from './deals.service.js';
 import { DEAL_LIST_SPEC } from './deals.repository.js';
+import { LargeJsonBody } from '../server/large-json-body.decorator.js';
 
 const CLOSED_AT_RULE =
   'Moving a deal to won or lost without closed_at stamps closed_at with the current time; a deal already won or lost keeps its ' +
@@ -60,6 +61,7 @@ export class DealsController {
     return { deal: await this.deals.create(dto, who) };
   }
 
+  @LargeJsonBody()
   @Post('batch')
   @HttpCode(200)
   @RequirePermission('deals:write')

@@ -7,6 +7,7 @@ import { applyDecorators, Header, SetMetadata } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
 import { AppError } from '../common/errors.js';
+import { ReadyAnswer } from '../common/answer-recorder.js';
 import type { Principal } from '../common/request.js';
 
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
@@ -123,13 +124,10 @@ export function fingerprintOf(req: Pick<Request, 'headers' | 'query' | 'body'>):
 /** Whether an answer is kept for replays: 2xx and 4xx, except 429 (and never 5xx), which a retry runs again. */
 export const isRecordedStatus = (status: number): boolean => status < 500 && status !== 429;
 
-/** A recorded answer to send again (thrown by the guard, written by the global exception filter). */
-export class ReplayedResponse extends Error {
-  constructor(
-    readonly status: number,
-    readonly headers: Record<string, string>,
-    readonly body: Buffer | null,
-  ) {
-    super(`replay of a recorded ${status} answer`);
+/** A recorded answer to send again, marked as a replay (thrown by the guard, sent as it is by the global exception filter). */
+export class ReplayedResponse extends ReadyAnswer {
+  constructor(status: number, recordedHeaders: Record<string, string>, body: Buffer | null) {
+    super(status, { ...recordedHeaders, [REPLAYED_HEADER]: 'true' }, body);
+    this.message = `replay of a recorded ${status} answer`;
   }
 }

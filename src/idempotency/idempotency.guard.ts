@@ -1,5 +1,6 @@
 import { type ExecutionContext, Injectable, Logger } from '@nestjs/common';
-import type { RequestCheck } from '../common/request-check.js';
+import type { NowOrLater, RequestCheck } from '../common/request-check.js';
+import { attachAnswerRecorder } from '../common/answer-recorder.js';
 import type { Response } from 'express';
 import {
   ANSWERS_SECRET_KEY,
@@ -20,9 +21,9 @@ import { isFallbackRoute, routeAccess, routeMetadata } from '../common/route-acc
  * Idempotency-Key on every POST, PUT, PATCH and DELETE under /api that a token calls: the last global
  * guard, after the credential, rate-limit, permission and content-type guards (the account is known
  * and the request has been counted), before validation and the handler. Claims the key and records
- * the answer the client gets (the global exception filter's error answers included: it writes
- * through the same res.send) before sending it; a replay is thrown as ReplayedResponse, which the
- * filter sends. A guard rather than an interceptor: a global interceptor puts every route, GETs
+ * the answer the client gets (the global exception filter's error answers included) before sending
+ * it, as an AnswerRecorder (common/answer-recorder.ts); a replay is thrown as ReplayedResponse, a
+ * ReadyAnswer the filter sends as it is. A guard rather than an interceptor: a global interceptor puts every route, GETs
  * included, behind an RxJS pipeline (about 30 µs of CPU per request in bench/RESULTS.md's cost table).
  * Routes without an account are out of scope (public routes such as the OAuth token endpoint, the
  * SMS gateway's signed callbacks, the account console's session pages): the header is ignored there.
@@ -34,7 +35,7 @@ export class IdempotencyGuard implements RequestCheck {
   constructor(private readonly idempotency: IdempotencyService) {}
 
   /** Answers without a promise for a request that carries no key (almost all). */
-  check(context: ExecutionContext): boolean | Promise<boolean> {
+  check(context: ExecutionContext): NowOrLater<boolean> {
     if (context.getType() !== 'http') return true;
     const req = context.switchToHttp().getRequest<AppRequest>();
     const header = req.headers['idempotency-key'];
@@ -60,41 +61,28 @@ export class IdempotencyGuard implements RequestCheck {
   }
 
   /**
-   * Wraps res.send for this response: the first answer sent (by the route or by the exception
-   * filter) is recorded, then sent. A response that ends without res.send (a stream) is not
-   * replayable: its key is released so a retry runs again. An answer carrying a secret (`secretPath`,
-   * from @AnswersSecret()) is recorded without it: the database never holds it in plaintext.
+   * Records the first answer sent (by the route or by the exception filter), then sends it. A response
+   * that ends without one (a stream) is not replayable: its key is released so a retry runs again. An
+   * answer carrying a secret (`secretPath`, from @AnswersSecret()) is recorded without it: the
+   * database never holds it in plaintext.
    */
   private recordAnswer(res: Response, scope: IdempotencyScope, claim: string, secretPath: readonly string[]): void {
-    const original = res.send.bind(res);
-    let seen = false;
-    const wrapped = (body?: unknown): Response => {
-      if (seen) return original(body);
-      // res.send(object) is res.json, which stringifies and comes back here with the text.
-      if (body !== null && typeof body === 'object' && !Buffer.isBuffer(body)) return res.json(body);
-      seen = true;
-      res.send = original;
-      const headers: Record<string, string> = {};
-      for (const name of RECORDED_HEADERS) {
-        const value = res.getHeader(name);
-        if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
-      }
-      const bytes = body === undefined || body === null ? null : Buffer.isBuffer(body) ? body : Buffer.from(String(body as string | number | boolean));
-      const send = () => {
-        original(body);
-      };
-      const kept = res.statusCode < 300 ? withoutSecret(bytes, secretPath) : bytes;
-      this.idempotency.finish(scope, claim, { status: res.statusCode, headers, body: kept }).then(send, (err: unknown) => {
-        this.logger.warn({ msg: 'could not record the answer of an idempotent request', err: err instanceof Error ? err.message : String(err) });
-        send();
-      });
-      return res;
-    };
-    res.send = wrapped as Response['send'];
-    res.once('finish', () => {
-      if (!seen) {
+    attachAnswerRecorder(res, {
+      record: (res, body, send) => {
+        const headers: Record<string, string> = {};
+        for (const name of RECORDED_HEADERS) {
+          const value = res.getHeader(name);
+          if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+        }
+        const kept = res.statusCode < 300 ? withoutSecret(body, secretPath) : body;
+        this.idempotency.finish(scope, claim, { status: res.statusCode, headers, body: kept }).then(send, (err: unknown) => {
+          this.logger.warn({ msg: 'could not record the answer of an idempotent request', err: err instanceof Error ? err.message : String(err) });
+          send();
+        });
+      },
+      abandon: () => {
         this.idempotency.release(scope, claim).catch(() => undefined);
-      }
+      },
     });
   }
 }

@@ -11,6 +11,7 @@ import type { Principal } from '../common/request.js';
 import { CreateImportDto, ImportErrorDto, ImportRecordDto, JSON_IMPORT_MAX_ROWS } from './import.dto.js';
 import type { StoredImportFile } from './import-upload.engine.js';
 import { ImportsService } from './imports.service.js';
+import { LargeJsonBody } from '../server/large-json-body.decorator.js';
 
 /** The body of POST /api/imports: a JSON body, or the form fields and the file multer stored. */
 interface ImportInput {
@@ -30,6 +31,7 @@ const ImportRequest = createParamDecorator((_: unknown, ctx: ExecutionContext): 
 export class ImportsController {
   constructor(private readonly imports: ImportsService) {}
 
+  @LargeJsonBody()
   @Post()
   @HttpCode(202)
   @RequirePermission('imports:write')

@@ -11,7 +11,7 @@ import { jobCredentialOf } from '../auth/tokens.service.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
 import { assertFormFields } from '../server/request-text.middleware.js';
-import { AppValidationPipe } from '../common/validation.js';
+import { AppValidationPipe } from '../server/validation.pipe.js';
 import { APP_CONFIG, type AppConfig, type Plan } from '../config/config.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { SegmentsService } from '../segments/segments.service.js';

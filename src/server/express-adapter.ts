@@ -1,7 +1,9 @@
 import { type NestApplicationOptions, StreamableFile } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { IncomingMessage, ServerResponse, createServer } from 'node:http';
+import { hasAnswerRecorder } from '../common/answer-recorder.js';
+import { routerStackOf } from '../patches/express.js';
+import { serverWithExpressPrototypes } from '../patches/node-http.js';
 
 /** The route-registration methods Nest calls on the HTTP adapter. */
 type Method = 'get' | 'post' | 'put' | 'delete' | 'patch' | 'head' | 'options' | 'all' | 'search';
@@ -32,28 +34,8 @@ function requestBuckets(path: string): [string, string] | [string] | [] {
   return [two, path.slice(start, first).toLowerCase()];
 }
 
-/** Whether `fn` is an ES class (which cannot be called on an object the way constructorWithPrototype calls it). */
-function isClass(fn: unknown): boolean {
-  return /^class\b/.test(Function.prototype.toString.call(fn));
-}
-
 /**
- * A constructor of `base`'s instances (IncomingMessage, ServerResponse: Node's are plain
- * constructor functions of at most two arguments) whose prototype is `proto`: Express's app.request
- * or app.response, which inherit from base.prototype. It runs `base` on the object `new` made
- * (Reflect.construct with a new target measured no faster than setPrototypeOf).
- */
-export function constructorWithPrototype<T>(base: T, proto: object): T {
-  const init = base as unknown as (this: object, a: unknown, b: unknown) => void;
-  const made = function (this: object, a: unknown, b: unknown): void {
-    init.call(this, a, b);
-  };
-  made.prototype = proto;
-  return made as unknown as T;
-}
-
-/**
- * The API's Express adapter (issue 18: the request path's cost, bench/RESULTS.md). Three changes to
+ * The API's Express adapter (why and the measurements: src/server/README.md). Three changes to
  * Nest's, each keeping what Express would have answered:
  *
  * - Routes live in one router per path prefix instead of one list of ~250 layers that every request
@@ -66,8 +48,8 @@ export function constructorWithPrototype<T>(base: T, proto: object): T {
  *   route answers them today (404/405 through the guard chain).
  * - A handler's JSON answer is written as one string with its length (res.json would, for a body of
  *   1,000 characters or more, copy it into a Buffer and hand Node two chunks), unless something needs
- *   Express's res.send: a wrapped res.send (an Idempotency-Key being recorded), conditional-request
- *   headers, a non-JSON content type, or a status without a body.
+ *   Express's res.send: an answer recorder (common/answer-recorder.ts: an Idempotency-Key being
+ *   recorded), conditional-request headers, a non-JSON content type, or a status without a body.
  * - The HTTP server creates requests and responses with Express's prototypes already in place
  *   (initHttpServer), so Express's per-request Object.setPrototypeOf finds nothing to change.
  */
@@ -88,26 +70,18 @@ export class AppExpressAdapter extends ExpressAdapter {
   }
 
   /**
-   * Express gives every request and response its application's prototypes (app.request,
-   * app.response) with Object.setPrototypeOf, and V8 handles objects whose prototype changed after
-   * they were made poorly: measured here, each request left about 13 KB in the old generation, and
-   * every layer that touches requests and responses (Express, Nest, this application) ran slower.
-   * Node's server takes the classes it builds requests and responses with; these build
-   * them with Express's prototypes from the start, and setPrototypeOf to the prototype an object
-   * already has changes nothing. Get by id went from about 230 to 120 µs of CPU per request
-   * (bench/RESULTS.md, wave 7). Over HTTPS, with the options that need Nest's own set-up, or on a
-   * Node whose IncomingMessage or ServerResponse is a class, Nest's server is used as before.
+   * Node's server builds requests and responses with Express's prototypes from the start, so
+   * Express's per-request Object.setPrototypeOf changes nothing (src/server/README.md, "The Express
+   * adapter"). Over HTTPS, with the options that need Nest's own set-up, or on a Node whose
+   * IncomingMessage or ServerResponse is a class, Nest's server is used as before.
    */
   override initHttpServer(options: NestApplicationOptions): void {
-    if (options?.httpsOptions || options?.forceCloseConnections || options?.return503OnClosing || isClass(IncomingMessage) || isClass(ServerResponse)) {
-      super.initHttpServer(options);
-      return;
-    }
-    const app = this.getInstance<express.Express>();
-    this.httpServer = createServer(
-      { IncomingMessage: constructorWithPrototype(IncomingMessage, app.request), ServerResponse: constructorWithPrototype(ServerResponse, app.response) },
-      app,
-    );
+    const server =
+      options?.httpsOptions || options?.forceCloseConnections || options?.return503OnClosing
+        ? null
+        : serverWithExpressPrototypes(this.getInstance<express.Express>());
+    if (server) this.httpServer = server;
+    else super.initHttpServer(options);
   }
 
   override get(...args: unknown[]): unknown {
@@ -182,7 +156,7 @@ export class AppExpressAdapter extends ExpressAdapter {
    */
   private chained(handler: Handler): void {
     const app = this.getInstance<express.Express>();
-    const stack = (app.router as unknown as { stack: unknown[] }).stack;
+    const stack = routerStackOf(app);
     // Only while the chain is still the application's last layer (Nest registers some layers on the Express instance directly).
     if (this.chain && stack[stack.length - 1] === this.chainLayer) {
       this.chain.push(handler);
@@ -268,7 +242,7 @@ export class AppExpressAdapter extends ExpressAdapter {
     const status = statusCode ?? response.statusCode;
     const type = response.getHeader('Content-Type');
     if (
-      Object.prototype.hasOwnProperty.call(response, 'send') ||
+      hasAnswerRecorder(response) ||
       status === 204 ||
       status === 304 ||
       response.getHeader('ETag') !== undefined ||

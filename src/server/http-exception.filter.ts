@@ -5,7 +5,7 @@ import { DataSource, QueryFailedError } from 'typeorm';
 import { constraintRule, pgErrorOf, translateConstraintError } from '../database/constraints.js';
 import { AppError, type ErrorCode, type ErrorDetail, GENERIC_ERROR_STATUS } from '../common/errors.js';
 import { RouteTable } from './route-table.js';
-import { REPLAYED_HEADER, ReplayedResponse } from '../idempotency/idempotency.decorators.js';
+import { ReadyAnswer } from '../common/answer-recorder.js';
 
 /**
  * HTTP status → code, for errors that do not come from our own AppError (Nest, Express, body-parser).
@@ -87,8 +87,8 @@ export class HttpExceptionFilter implements ExceptionFilter {
   ) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
-    // An Idempotency-Key replay: the recorded answer, as it was sent (not an error).
-    if (exception instanceof ReplayedResponse) {
+    // An answer a check already knows (an Idempotency-Key replay: the recorded answer, as it was sent): not an error.
+    if (exception instanceof ReadyAnswer) {
       this.replay(exception, host.switchToHttp().getResponse<Response>());
       return;
     }
@@ -105,9 +105,8 @@ export class HttpExceptionFilter implements ExceptionFilter {
     this.send(exception, host);
   }
 
-  private replay(answer: ReplayedResponse, res: Response): void {
+  private replay(answer: ReadyAnswer, res: Response): void {
     for (const [k, v] of Object.entries(answer.headers)) res.setHeader(k, v);
-    res.setHeader(REPLAYED_HEADER, 'true');
     res.status(answer.status);
     if (answer.body === null) res.send();
     else res.send(answer.body);

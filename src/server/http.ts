@@ -19,9 +19,6 @@ export interface RequestTimer {
   start(req: Request, res: Response): void;
 }
 
-/** The batch routes' paths: /api/<resource>/batch and /api/campaigns/<id>/contacts/batch. */
-const BATCH_PATH = /^\/api\/(?:(?:[a-z-]+|campaigns\/[^/]+\/contacts)\/batch|imports)\/?$/;
-
 /**
  * The HTTP server's connection timeouts. Node closes a keep-alive connection after 5 s idle by
  * default: a load balancer or client pool that reuses it after a longer pause gets a reset socket.
@@ -70,10 +67,11 @@ export function configureHttp(app: NestExpressApplication, config: AppConfig, ti
       maxAge: 600,
     });
   }
-  // Batch routes (POST /api/<resource>/batch, up to 500 records or 10,000 ids) take a larger JSON body than single records.
+  // Routes marked @LargeJsonBody() (batch writes of up to 500 records or 10,000 ids, imports) take a larger JSON body than single records.
   // (body-parser hands its type check the request Express already extended, typed as Node's IncomingMessage.)
   const isJson = (req: IncomingMessage) => Boolean((req as Request).is(['application/json', 'application/*+json']));
-  const isBatch = (req: IncomingMessage) => req.method === 'POST' && BATCH_PATH.test((req as Request).path);
+  const takesLargeBody = app.get(RouteTable).largeJsonBodyRoutes();
+  const isBatch = (req: IncomingMessage) => takesLargeBody(req.method ?? '', (req as Request).path);
   app.useBodyParser('json', { limit: config.batchBodyLimitBytes, type: (req: IncomingMessage) => isJson(req) && isBatch(req) });
   app.useBodyParser('json', { limit: config.bodyLimitBytes, type: (req: IncomingMessage) => isJson(req) && !isBatch(req) });
   app.useBodyParser('urlencoded', { limit: config.bodyLimitBytes, extended: false, parameterLimit: 100 });

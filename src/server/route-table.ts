@@ -2,6 +2,7 @@ import { Injectable, RequestMethod } from '@nestjs/common';
 import { PATH_METADATA, METHOD_METADATA } from '@nestjs/common/constants.js';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { type Credential, FALLBACK_ROUTE_KEY, routeAccessOf } from '../common/route-access.js';
+import { LARGE_JSON_BODY_KEY } from './large-json-body.decorator.js';
 
 export interface RouteInfo {
   method: string;
@@ -62,6 +63,15 @@ export class RouteTable {
           .map((r) => r.method),
       ),
     ];
+  }
+
+  /**
+   * Whether the route a request reaches takes a large JSON body (@LargeJsonBody()), by its method and
+   * path: the body parsers ask before Nest's router runs. The routes are read once, when this is called.
+   */
+  largeJsonBodyRoutes(): (method: string, path: string) => boolean {
+    const large = this.all().filter((r) => Reflect.getMetadata(LARGE_JSON_BODY_KEY, r.controller.prototype[r.handlerName]) === true);
+    return (method, path) => large.some((r) => r.method === method && r.pattern.test(path));
   }
 
   private build(): RouteInfo[] {
