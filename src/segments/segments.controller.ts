@@ -1,6 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
+import { LargeJsonBody } from '../server/large-json-body.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
@@ -145,6 +146,7 @@ export class SegmentsController {
   }
 
   @Post(':id/contacts/batch')
+  @LargeJsonBody()
   @HttpCode(200)
   @RequirePermission('segments:write')
   @ApiOperation({
