@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
 import { type Db, returning, Transactions, type Tx } from '../database/transactions.js';
-import { outboxInsertSql } from '../events/events.repository.js';
+import { outboxInsertSql } from '../database/outbox.js';
 import { Company } from './company.entity.js';
 
 export const COMPANY_LIST_SPEC: ListSpec = {

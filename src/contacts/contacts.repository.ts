@@ -5,7 +5,7 @@ import type { CompiledFilter } from '../lists/filter.js';
 import { type ListPage, type ListQuery, type ListSpec, type PageLoader, paginate } from '../lists/list.js';
 import type { Principal } from '../common/request.js';
 import { type Db, prepared, Transactions, type Tx } from '../database/transactions.js';
-import { outboxInsertSql } from '../events/events.repository.js';
+import { outboxInsertSql } from '../database/outbox.js';
 import { Contact, type DncReason } from './contact.entity.js';
 
 /**

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { type ListPage, type ListQuery, type ListSpec, paginate } from '../lists/list.js';
 import { type Db, returning, Transactions, type Tx } from '../database/transactions.js';
+import { outboxInsertSql } from '../database/outbox.js';
 import type { FailureCode, TextMessageStatus } from './text-message-state.js';
 import { TextMessage } from './text-message.entity.js';
 
@@ -279,7 +280,7 @@ export class TextMessageRepository {
     const rows: { id: number }[] = await db.query(
       `WITH u AS (UPDATE text_messages t SET ${set}, modified_at = now() WHERE ${where} RETURNING t.*),
             r AS (SELECT u.*, cp.name AS campaign_name FROM u LEFT JOIN campaigns cp ON cp.id = u.campaign_id),
-            e AS (INSERT INTO events (type, data, previous) SELECT $${n - 1}, ${RECORD_JSON}, $${n}::jsonb FROM r ORDER BY r.id)
+            e AS (${outboxInsertSql(`$${n - 1}`, RECORD_JSON, `$${n}::jsonb`, 'FROM r ORDER BY r.id')})
        SELECT id FROM r ORDER BY id`,
       params,
     );
@@ -319,7 +320,7 @@ export class TextMessageRepository {
                     ON CONFLICT (broadcast_id, contact_id) WHERE broadcast_id IS NOT NULL DO NOTHING
                     RETURNING *),
             r AS (SELECT ins.*, cp.name AS campaign_name FROM ins LEFT JOIN campaigns cp ON cp.id = ins.campaign_id),
-            e AS (INSERT INTO events (type, data, previous) SELECT 'text_message.queued', ${RECORD_JSON}, ${queued}::jsonb FROM r ORDER BY r.id)
+            e AS (${outboxInsertSql(`'text_message.queued'`, RECORD_JSON, `${queued}::jsonb`, 'FROM r ORDER BY r.id')})
        SELECT (SELECT count(*) FROM ins)::int AS created,
               (SELECT coalesce(jsonb_object_agg(skip, n), '{}'::jsonb) FROM (SELECT skip, count(*)::int AS n FROM cls WHERE skip IS NOT NULL GROUP BY skip) k) AS skipped`,
       params,
@@ -366,7 +367,7 @@ export class TextMessageRepository {
                          '{"status":"queued"}'::jsonb AS previous FROM r
                   UNION ALL
                   SELECT r.id, 2, 'text_message.delivered', ${RECORD_JSON}, '{"status":"sent"}'::jsonb FROM r WHERE r.status = 'delivered'),
-            e AS (INSERT INTO events (type, data, previous) SELECT type, data, previous FROM x ORDER BY id, k)
+            e AS (${outboxInsertSql('type', 'data', 'previous', 'FROM x ORDER BY id, k')})
        SELECT count(*)::int AS n FROM r`,
       [token, items.map((i) => i.id), items.map((i) => i.providerMessageId), items.map((i) => i.delivered), provider],
     );
