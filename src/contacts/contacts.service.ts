@@ -2,13 +2,14 @@ import { Injectable } from '@nestjs/common';
 import { AppError, fieldError, notFound } from '../common/errors.js';
 import { type CompiledFilter, compileFilter, type FilterField, type FilterNode, type FilterRegistry } from '../lists/filter.js';
 import { type ListExtras, listEnvelope, parseListQuery } from '../lists/list.js';
-import type { BatchAnswer, BatchRunner } from '../batch/batch.js';
+import { type BatchAnswer, BatchRunner } from '../batch/batch.js';
 import type { BatchWriteDto } from '../batch/batch.dto.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
 import { ContactFieldValuesService } from '../fields/contact-field-values.service.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
+import { type ContactRecord, doNotContactOf, toContactRecord } from './contact.columns.js';
 import { CreateContactDto, SetDoNotContactDto, UpdateContactDto } from './contact.dto.js';
 import { assignContact, emptyValues, valuesOf } from './contact.rules.js';
 import { ContactsBatch } from './contacts-batch.js';
@@ -35,8 +36,6 @@ export interface ScopedContactList {
   /** What modifiedSince compares with, when the scope counts more as a change than the contact's modifiedAt. */
   changedExpression?: string;
 }
-
-import { type ContactRecord, doNotContactOf, toContactRecord } from './contact.columns.js';
 
 export { doNotContactOf, toContactRecord, type ContactRecord };
 
