@@ -68,6 +68,8 @@ export interface ColumnMap<E, M, X> {
   readonly writable: readonly WritableColumn[];
   /** The SELECT list of a row from the table aliased `a`: every stored property (aliased by its name) and the extras. */
   selectList(a: string): string;
+  /** The stored properties only of {@link ColumnMap.selectList}, for a statement that reads the extras its own way (e.g. by a join). */
+  storedList(a: string): string;
   /** The API record as a jsonb expression over a relation `r` of {@link ColumnMap.selectList} columns. */
   recordJson(r: string): string;
   /** The row's writable values as query parameters, in map order (jsonb as JSON text). */
@@ -144,6 +146,8 @@ function build<E extends object, M extends Spec<E & X>, X extends object>(
   const extraEntries: [string, (a: string) => string][] = Object.entries(extras);
   const emptyOf = (w: WritableColumn) => (w.type === 'jsonb' ? {} : null);
 
+  const storedList = (a: string) => stored.map((s) => `${a}.${s.column}${s.column === s.property ? '' : ` AS "${s.property}"`}`).join(', ');
+
   // The mapper: one small function per record property, chosen once here.
   const plan = shown.map(({ k, s, c }): [string, (row: Record<string, unknown>) => unknown] => {
     if (c) return [k, c.value];
@@ -154,11 +158,8 @@ function build<E extends object, M extends Spec<E & X>, X extends object>(
 
   return {
     writable,
-    selectList: (a) =>
-      [
-        ...stored.map((s) => `${a}.${s.column}${s.column === s.property ? '' : ` AS "${s.property}"`}`),
-        ...extraEntries.map(([k, sql]) => `${sql(a)} AS "${k}"`),
-      ].join(', '),
+    selectList: (a) => [storedList(a), ...extraEntries.map(([k, sql]) => `${sql(a)} AS "${k}"`)].join(', '),
+    storedList,
     recordJson: (r) => {
       const col = quoted(r);
       const parts = shown.map(({ k, s, c }) => {
