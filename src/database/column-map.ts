@@ -13,7 +13,7 @@ import { iso } from '../common/dates.js';
  */
 
 /** The column types a map knows; each property's is read from its entity decorator. */
-export type ColumnType = 'int' | 'text' | 'jsonb' | 'timestamptz' | 'boolean' | 'numeric';
+export type ColumnType = 'int' | 'text' | 'jsonb' | 'timestamptz' | 'boolean' | 'numeric' | 'uuid';
 
 /** A stored property of the map: a column of the entity. */
 export interface StoredProperty {
@@ -84,7 +84,7 @@ export interface ColumnMap<E, M, X> {
   toRecord(row: RowOf<E, M, X>): RecordOf<E, M>;
 }
 
-const CAST: Record<string, ColumnType> = {
+const CAST: Partial<Record<string, ColumnType>> = {
   int: 'int',
   integer: 'int',
   text: 'text',
@@ -95,16 +95,14 @@ const CAST: Record<string, ColumnType> = {
 };
 
 /** Column name and type of each decorated property of `entity` (its base classes' included). */
-function entityColumns(entity: abstract new () => object): Map<string, { column: string; type: ColumnType }> {
-  const out = new Map<string, { column: string; type: ColumnType }>();
+function entityColumns(entity: abstract new () => object): Map<string, { column: string; type: ColumnType | undefined }> {
+  const out = new Map<string, { column: string; type: ColumnType | undefined }>();
   const storage = getMetadataArgsStorage();
   for (let t: unknown = entity; typeof t === 'function' && t !== Function.prototype; t = Object.getPrototypeOf(t)) {
     for (const c of storage.columns) {
       if (c.target !== t || out.has(c.propertyName)) continue;
       const raw = c.options.type === Number ? 'int' : typeof c.options.type === 'string' ? c.options.type : '';
-      const type = CAST[raw];
-      if (!type) throw new Error(`column map: ${entity.name}.${c.propertyName} has a type the map does not know (${raw})`);
-      out.set(c.propertyName, { column: c.options.name ?? c.propertyName, type });
+      out.set(c.propertyName, { column: c.options.name ?? c.propertyName, type: CAST[raw] });
     }
   }
   return out;
@@ -138,7 +136,9 @@ function build<E extends object, M extends Spec<E & X>, X extends object>(
     }
     const c = columns.get(k);
     if (!c) throw new Error(`column map: ${entity.name} has no column ${k}`);
-    const s = { ...p, property: k, ...c };
+    const type = c.type;
+    if (!type) throw new Error(`column map: ${entity.name}.${k} has a column type the map does not know`);
+    const s = { ...p, property: k, column: c.column, type };
     stored.push(s);
     if (p.record !== false) shown.push({ k, s });
   }
