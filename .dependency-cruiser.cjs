@@ -59,6 +59,8 @@ const PUBLIC_FILES = [
   '^src/sms/(sms-provider|signature)[.]ts$',
   // The shared token-bucket store that auth's sign-in throttling reuses.
   '^src/rate-limit/rate-limit[.]bucket[.]ts$',
+  // A record's column map (its properties, their types, which are writable): imports and merge fields read them.
+  '^src/[^/]+/[^/]+[.]columns[.]ts$',
 ];
 
 const PUBLIC_SURFACE = ['[.](module|service|repository|dto)[.]ts$', '/dto/', '/index[.]ts$', ...PUBLIC_FILES];

@@ -4,7 +4,7 @@ import { segmentMembershipLockSql } from '../database/advisory-locks.js';
 import { registerConstraints } from '../database/constraints.js';
 import { AppError } from '../common/errors.js';
 import { prepared, Transactions, type Tx } from '../database/transactions.js';
-import { outboxInsertSql } from '../events/events.repository.js';
+import { outboxInsertSql } from '../database/outbox.js';
 
 registerConstraints({
   // The campaign and the contact are both named by the path: a missing one is a 404.

@@ -20,7 +20,7 @@ import {
 } from './campaign.dto.js';
 import { CampaignsService } from './campaigns.service.js';
 import { CAMPAIGN_LIST_SPEC } from './campaigns.repository.js';
-import { CONTACT_LIST_SPEC } from '../contacts/contacts.repository.js';
+import { CONTACT_LIST_SPEC } from '../contacts/contact.columns.js';
 import { LargeJsonBody } from '../server/large-json-body.decorator.js';
 
 @ApiTags('campaigns')

@@ -9,11 +9,11 @@ import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import { CreateOrReplace, putOutcome } from '../common/put-status.js';
 import type { Principal } from '../common/request.js';
 import { ContactRecordDto } from '../contacts/contact.dto.js';
-import { CONTACT_LIST_SPEC } from '../contacts/contacts.repository.js';
+import { CONTACT_LIST_SPEC } from '../contacts/contact.columns.js';
 import { SuccessDto } from '../campaigns/campaign.dto.js';
 import { CompanyBackfillDto, CompanyRecordDto, CreateCompanyDto, UpdateCompanyDto } from './company.dto.js';
 import { CompaniesService } from './companies.service.js';
-import { COMPANY_LIST_SPEC } from './companies.repository.js';
+import { COMPANY_LIST_SPEC } from './company.columns.js';
 
 const CONFLICT = {
   status: 409,

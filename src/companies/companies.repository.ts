@@ -1,83 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
-import type { ListQuery, ListSpec } from '../lists/list-spec.js';
+import type { ListQuery } from '../lists/list-spec.js';
 import { type ListPage, paginate } from '../lists/list-sql.js';
 import { type Db, returning, Transactions, type Tx } from '../database/transactions.js';
-import { outboxInsertSql } from '../events/events.repository.js';
+import { outboxInsertSql } from '../database/outbox.js';
+import { COMPANY_COLUMNS, COMPANY_LIST_SPEC } from './company.columns.js';
 import { Company } from './company.entity.js';
-
-export const COMPANY_LIST_SPEC: ListSpec = {
-  name: 'companies',
-  sortable: {
-    id: 'co.id',
-    name: 'co.name',
-    domain: 'co.domain',
-    industry: 'co.industry',
-    size: 'co.size',
-    city: 'co.city',
-    country: 'co.country',
-    createdAt: 'co.created_at',
-    modifiedAt: 'co.modified_at',
-  },
-  // Same expression as the companies_search_trgm index (name, domain, industry).
-  searchExpression: 'sf_text(co.name, co.domain, co.industry)',
-  filters: {
-    ownerId: { type: 'int', column: 'co.owner_id' },
-    industry: { type: 'string', column: 'co.industry' },
-    country: { type: 'string', column: 'co.country' },
-  },
-  countTable: 'companies',
-  // Issue 14: the company's own properties; `fields.<alias>` of each published company field is
-  // added at request time by CompaniesService (as contacts add theirs).
-  filterable: {
-    id: { type: 'id', sql: 'co.id' },
-    name: { type: 'string', sql: 'co.name' },
-    domain: { type: 'string', sql: 'co.domain' },
-    phone: { type: 'string', sql: 'co.phone' },
-    website: { type: 'string', sql: 'co.website' },
-    industry: { type: 'string', sql: 'co.industry' },
-    size: { type: 'int', sql: 'co.size' },
-    address1: { type: 'string', sql: 'co.address1' },
-    address2: { type: 'string', sql: 'co.address2' },
-    city: { type: 'string', sql: 'co.city' },
-    state: { type: 'string', sql: 'co.state' },
-    zipcode: { type: 'string', sql: 'co.zipcode' },
-    country: { type: 'string', sql: 'co.country' },
-    description: { type: 'string', sql: 'co.description' },
-    ownerId: { type: 'id', sql: 'co.owner_id' },
-    'owner.id': { type: 'id', sql: 'co.owner_id' },
-    createdAt: { type: 'datetime', sql: 'co.created_at' },
-    modifiedAt: { type: 'datetime', sql: 'co.modified_at' },
-  },
-  properties: [
-    'id',
-    'name',
-    'domain',
-    'phone',
-    'website',
-    'industry',
-    'size',
-    'address1',
-    'address2',
-    'city',
-    'state',
-    'zipcode',
-    'country',
-    'description',
-    'ownerId',
-    'owner',
-    'fields',
-    'createdAt',
-    'modifiedAt',
-    'createdBy',
-    'createdByUser',
-    'modifiedBy',
-    'modifiedByUser',
-  ],
-  dynamicFilterDoc:
-    '`fields.<alias>` for each published company custom field, typed by the field: text types take eq, neq, in, nin, contains, startsWith, endsWith, isEmpty, isNotEmpty; number, date and datetime also gt, gte, lt, lte, between; boolean and select eq, neq, in, nin, isEmpty, isNotEmpty; multiselect contains (has the option), in (has any of), nin (has none of), isEmpty, isNotEmpty',
-};
 
 /** Who a backfill acts as: the calling user, or nobody (the CLI). */
 export interface BackfillActor {
@@ -99,19 +28,11 @@ export interface BackfillRunRow {
   created_by_user: string | null;
 }
 
-const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
-
 /**
- * The company record (exactly toCompanyRecord in companies.service.ts, checked by the companies e2e
- * suite) as jsonb, from `r` (a companies row with `owner_name`): the event data of the backfill's
- * set-based insert.
+ * The company record (exactly toCompanyRecord, from the column map) as jsonb over `r`, a relation of
+ * the map's SELECT list: the event data of the backfill's set-based insert.
  */
-const RECORD_JSON = `jsonb_build_object('id', r.id, 'name', r.name, 'domain', r.domain, 'phone', r.phone, 'website', r.website,
-  'industry', r.industry, 'size', r.size, 'address1', r.address1, 'address2', r.address2, 'city', r.city, 'state', r.state,
-  'zipcode', r.zipcode, 'country', r.country, 'description', r.description, 'ownerId', r.owner_id,
-  'owner', CASE WHEN r.owner_id IS NULL THEN NULL ELSE jsonb_build_object('id', r.owner_id, 'name', r.owner_name) END,
-  'fields', r.fields, 'createdAt', ${isoSql('r.created_at')}, 'modifiedAt', ${isoSql('r.modified_at')},
-  'createdBy', r.created_by, 'createdByUser', r.created_by_user, 'modifiedBy', r.modified_by, 'modifiedByUser', r.modified_by_user)`;
+const RECORD_JSON = COMPANY_COLUMNS.recordJson('r');
 
 /** Serialises backfill runs (two at once could both create a company for one name). */
 const BACKFILL_LOCK = `pg_advisory_xact_lock(hashtext('sf:companies-backfill'))`;
@@ -208,7 +129,7 @@ export class CompaniesRepository {
             ins AS (INSERT INTO companies (name, fields, created_by, created_by_user, modified_by, modified_by_user)
                     SELECT s.name, $3::jsonb, $1, $2, $1, $2 FROM s WHERE NOT EXISTS (SELECT 1 FROM companies x WHERE lower(x.name) = s.key)
                     ORDER BY s.key RETURNING *),
-            r AS (SELECT ins.*, NULL::text AS owner_name FROM ins),
+            r AS (SELECT ${COMPANY_COLUMNS.selectList('ins')} FROM ins),
             e AS (${outboxInsertSql(`'company.created'`, RECORD_JSON, 'NULL::jsonb', 'FROM r ORDER BY r.id')})
        SELECT count(*)::int AS n FROM ins`,
       [actor.userId, actor.userName, JSON.stringify(fields)],

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { auditOut, stampCreated, stampModified } from '../common/audit.js';
+import { stampCreated, stampModified } from '../common/audit.js';
 import { assertBatchPermission, type BatchAnswer, BatchRunner } from '../batch/batch.js';
 import type { BatchWriteDto } from '../batch/batch.dto.js';
 import { iso } from '../common/dates.js';
@@ -20,35 +20,13 @@ import { JobQueue } from '../jobs/job-queue.js';
 import { Company } from './company.entity.js';
 import { CreateCompanyDto, UpdateCompanyDto } from './company.dto.js';
 import { normalizeDomain, normalizeWebsite } from './company.rules.js';
-import { type BackfillActor, type BackfillRunRow, COMPANY_LIST_SPEC, CompaniesRepository } from './companies.repository.js';
+import { type CompanyRecord, PLAIN_TEXT_PROPERTIES, toCompanyRecord } from './company.columns.js';
+import { type BackfillActor, type BackfillRunRow, CompaniesRepository } from './companies.repository.js';
+import { COMPANY_LIST_SPEC } from './company.columns.js';
 
 /** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
 
-/** A company as the API returns it (the one mapper from row to record; RECORD_JSON in the repository mirrors it). */
-export function toCompanyRecord(c: Company, ownerName: string | null) {
-  return {
-    id: c.id,
-    name: c.name,
-    domain: c.domain,
-    phone: c.phone,
-    website: c.website,
-    industry: c.industry,
-    size: c.size,
-    address1: c.address1,
-    address2: c.address2,
-    city: c.city,
-    state: c.state,
-    zipcode: c.zipcode,
-    country: c.country,
-    description: c.description,
-    ownerId: c.ownerId,
-    owner: c.ownerId !== null ? { id: c.ownerId, name: ownerName } : null,
-    fields: c.fields ?? {},
-    ...auditOut(c),
-  };
-}
-
-export type CompanyRecord = ReturnType<typeof toCompanyRecord>;
+export { toCompanyRecord, type CompanyRecord };
 
 function toRunRecord(r: BackfillRunRow) {
   return {
@@ -65,9 +43,6 @@ function toRunRecord(r: BackfillRunRow) {
 }
 
 export type BackfillRunRecord = ReturnType<typeof toRunRecord>;
-
-/** Text properties that are stored as given (trimmed; blank means none). */
-const TEXT_PROPERTIES = ['industry', 'address1', 'address2', 'city', 'state', 'zipcode', 'country', 'description'] as const;
 
 /**
  * Companies. The domain's uniqueness, the owner's existence and the contacts' and deals' company
@@ -329,7 +304,7 @@ export class CompaniesService {
       const raw = text(dto.phone);
       c.phone = raw === null ? null : (toE164(raw) ?? raw);
     }
-    for (const k of TEXT_PROPERTIES) if (given(k)) c[k] = text(dto[k]);
+    for (const k of PLAIN_TEXT_PROPERTIES) if (given(k)) c[k] = text(dto[k]);
     if (given('size')) c.size = dto.size ?? null;
     if (given('ownerId')) c.ownerId = dto.ownerId ?? null;
   }

@@ -12,7 +12,7 @@ import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
 import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import { BatchWriteDto } from '../batch/batch.dto.js';
 import { ContactsService } from './contacts.service.js';
-import { CONTACT_LIST_SPEC } from './contacts.repository.js';
+import { CONTACT_LIST_SPEC } from './contact.columns.js';
 import { LargeJsonBody } from '../server/large-json-body.decorator.js';
 
 @ApiTags('contacts')

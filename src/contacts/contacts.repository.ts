@@ -4,40 +4,20 @@ import type { Repository, SelectQueryBuilder } from 'typeorm';
 import type { CompiledFilter } from '../lists/filter-sql.js';
 import type { ListQuery, ListSpec } from '../lists/list-spec.js';
 import { type ListPage, type PageLoader, paginate } from '../lists/list-sql.js';
+import { CONTACT_LIST_SPEC } from './contact.columns.js';
 import type { Principal } from '../common/request.js';
 import { type Db, prepared, Transactions, type Tx } from '../database/transactions.js';
-import { outboxInsertSql } from '../events/events.repository.js';
+import { outboxInsertSql } from '../database/outbox.js';
+import { CONTACT_COLUMNS, type ContactRow, type ContactValues, dncJson } from './contact.columns.js';
 import { Contact, type DncReason } from './contact.entity.js';
 
 /**
- * Every query of the `contacts` table. The single-record statements are hand-written SQL on the
- * benchmark's hot path (bench/run.mjs rows named at each method); each returns the full row with
- * the owner's name in the same statement. The owner's name is a read-only join on `users` (auth's
+ * Every query of the `contacts` table. The single-record statements are raw SQL on the benchmark's
+ * hot path (bench/run.mjs rows named at each method), their column lists and the record's jsonb
+ * generated once from the column map (contact.columns.ts); each returns the full row with the
+ * owner's name in the same statement. The owner's name is a read-only join on `users` (auth's
  * table), kept here because it saves a round trip on every record answer.
  */
-
-/** A contact with its owner's name: what every read and write here answers (see toContactRecord). */
-export type ContactRow = Pick<
-  Contact,
-  | 'id'
-  | 'name'
-  | 'email'
-  | 'phone'
-  | 'company'
-  | 'title'
-  | 'ownerId'
-  | 'companyId'
-  | 'fields'
-  | 'createdAt'
-  | 'modifiedAt'
-  | 'createdBy'
-  | 'createdByUser'
-  | 'modifiedBy'
-  | 'modifiedByUser'
-  | 'dncSmsReason'
-  | 'dncSmsSince'
-  | 'dncSmsComment'
-> & { ownerName: string | null; companyName: string | null };
 
 /** Which contacts a do-not-contact change applies to: one (locked by the caller) or every contact with a phone number. */
 export type DncTarget = { id: number } | { phone: string };
@@ -48,156 +28,45 @@ export interface DncAuthor {
   userName: string;
 }
 
-/**
- * The writable columns of a contact. `companyFromRef`: the write sets `company` to the name of the
- * company `companyId` names (read in the same statement), instead of `company`.
- */
-export type ContactValues = Pick<Contact, 'name' | 'email' | 'phone' | 'company' | 'title' | 'ownerId' | 'companyId' | 'fields'> & { companyFromRef?: boolean };
-
-/** A contact as an export writes it. */
-export interface ContactExportRow {
-  id: number;
-  name: string;
-  email: string;
-  phone: string | null;
-  company: string | null;
-  companyId: number | null;
-  title: string | null;
-  ownerId: number | null;
-  fields: Record<string, unknown> | null;
-  /** ISO 8601 (UTC, milliseconds). */
-  createdAt: string;
-  modifiedAt: string | null;
-}
+/** A contact as an export writes it: its id, its writable values and its timestamps as ISO 8601 (UTC, milliseconds). */
+export type ContactExportRow = { id: number } & Omit<ContactValues, 'companyFromRef'> & { createdAt: string; modifiedAt: string | null };
 
 /** Narrows the contacts list (alias `c`), e.g. to a campaign's members. */
 export type ContactListScope = (qb: SelectQueryBuilder<Contact>) => void;
 
-export const CONTACT_LIST_SPEC: ListSpec = {
-  name: 'contacts',
-  sortable: {
-    id: 'c.id',
-    name: 'c.name',
-    email: 'c.email',
-    phone: 'c.phone',
-    company: 'c.company',
-    title: 'c.title',
-    createdAt: 'c.created_at',
-    modifiedAt: 'c.modified_at',
-  },
-  // search_text is the lower-cased text of name, email, phone, company, title and custom field
-  // values, kept by a trigger and indexed with pg_trgm (see the platform migration).
-  searchExpression: 'c.search_text',
-  countTable: 'contacts',
-  filters: {
-    // dncSms=true: contacts opted out of text messages (partial index contacts_dnc_sms_idx).
-    dncSms: { type: 'boolean', column: '(c.dnc_sms_reason IS NOT NULL)' },
-  },
-  // Issue 14.
-  filterable: {
-    id: { type: 'id', sql: 'c.id' },
-    name: { type: 'string', sql: 'c.name', textIndex: 'c.search_text' },
-    email: { type: 'string', sql: 'c.email', textIndex: 'c.search_text' },
-    phone: { type: 'string', sql: 'c.phone', textIndex: 'c.search_text' },
-    company: { type: 'string', sql: 'c.company', textIndex: 'c.search_text' },
-    title: { type: 'string', sql: 'c.title', textIndex: 'c.search_text' },
-    'owner.id': { type: 'id', sql: 'c.owner_id' },
-    ownerId: { type: 'id', sql: 'c.owner_id' },
-    'company.id': { type: 'id', sql: 'c.company_id', description: 'the primary company (companyId)' },
-    companyId: { type: 'id', sql: 'c.company_id' },
-    'campaign.id': {
-      type: 'membership',
-      sql: '',
-      membership: { table: 'campaign_members', recordColumn: 'contact_id', recordId: 'c.id', setColumn: 'campaign_id' },
-      description: 'member of the campaign',
-    },
-    'segment.id': {
-      type: 'membership',
-      sql: '',
-      membership: { table: 'segment_members', recordColumn: 'contact_id', recordId: 'c.id', setColumn: 'segment_id' },
-      description: 'member of the segment (its materialised membership)',
-    },
-    dncSms: { type: 'boolean', sql: '(c.dnc_sms_reason IS NOT NULL)', description: 'opted out of text messages' },
-    createdAt: { type: 'datetime', sql: 'c.created_at' },
-    modifiedAt: { type: 'datetime', sql: 'c.modified_at' },
-  },
-  properties: [
-    'id',
-    'name',
-    'email',
-    'phone',
-    'company',
-    'companyId',
-    'companyRef',
-    'title',
-    'ownerId',
-    'owner',
-    'fields',
-    'doNotContact',
-    'createdAt',
-    'modifiedAt',
-    'createdBy',
-    'createdByUser',
-    'modifiedBy',
-    'modifiedByUser',
-  ],
-  dynamicFilterDoc:
-    '`fields.<alias>` for each published contact custom field, typed by the field: text types take eq, neq, in, nin, contains, startsWith, endsWith, isEmpty, isNotEmpty; number, date and datetime also gt, gte, lt, lte, between; boolean and select eq, neq, in, nin, isEmpty, isNotEmpty; multiselect contains (has the option), in (has any of), nin (has none of), isEmpty, isNotEmpty',
-};
-
-/**
- * Columns of a ContactRow, from `c` (contacts, or a CTE over its RETURNING *), with the owner's name
- * (users) and the primary company's name (companies, by its primary key) looked up by subquery.
- */
-const ROW_COLUMNS = `c.id, c.name, c.email, c.phone, c.company, c.title, c.owner_id AS "ownerId",
-  CASE WHEN c.owner_id IS NOT NULL THEN (SELECT u.name FROM users u WHERE u.id = c.owner_id) END AS "ownerName",
-  c.company_id AS "companyId", CASE WHEN c.company_id IS NOT NULL THEN (SELECT co.name FROM companies co WHERE co.id = c.company_id) END AS "companyName", c.fields,
-  c.created_at AS "createdAt", c.modified_at AS "modifiedAt", c.created_by AS "createdBy", c.created_by_user AS "createdByUser",
-  c.modified_by AS "modifiedBy", c.modified_by_user AS "modifiedByUser",
-  c.dnc_sms_reason AS "dncSmsReason", c.dnc_sms_since AS "dncSmsSince", c.dnc_sms_comment AS "dncSmsComment"`;
-// The owner's and the company's names are scalar subqueries, not joins: PostgreSQL plans a statement
-// of one table with two subplans in a fraction of the time of a three-table join, and runs a subplan
-// only for a contact that has an owner or a company (issue 18).
+/** Columns of a ContactRow from `c` (contacts, or a CTE over its RETURNING *): generated from the column map once. */
+const ROW_COLUMNS = CONTACT_COLUMNS.selectList('c');
 
 /** `company` as written: the company's name when the write takes it from companyId ($n, $m: companyId, companyFromRef). */
 const companyValue = (company: string, companyId: string, fromRef: string) =>
   `CASE WHEN ${fromRef}::boolean THEN (SELECT x.name FROM companies x WHERE x.id = ${companyId}::int) ELSE ${company}::text END`;
 const first = <T>(rows: T[]): T | null => rows[0] ?? null;
 
-/** $1..$11 of the single-row insert and update: the writable columns, the writer, and whether `company` is taken from companyId. */
+const W = CONTACT_COLUMNS.writable;
+/** $1..$n of the single-row insert and update: the writable values in map order; then the writer's id and name, and whether `company` is taken from companyId. */
 const writeParams = (v: ContactValues, who: Principal): unknown[] => [
-  v.name,
-  v.email,
-  v.phone,
-  v.company,
-  v.title,
-  v.ownerId,
-  JSON.stringify(v.fields ?? {}),
+  ...CONTACT_COLUMNS.writeParams(v),
   who.userId,
   who.userName,
-  v.companyId,
   v.companyFromRef === true && v.companyId !== null,
 ];
-
-const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
-
-/** The record's `doNotContact` object (exactly doNotContactOf in contacts.service.ts) from the sms columns. */
-const dncJson = (reason: string, since: string, comment: string) =>
-  `jsonb_build_object('sms', CASE WHEN ${reason} IS NULL THEN NULL ELSE jsonb_build_object('reason', ${reason}, 'since', ${isoSql(since)}, 'comment', ${comment}) END)`;
+const [WHO_ID, WHO_NAME, FROM_REF] = [`$${W.length + 1}`, `$${W.length + 2}`, `$${W.length + 3}`];
+/** Each writable column's value in the single-row insert and update: its parameter, `company` possibly from companyId. */
+const WRITE_VALUES = W.map((w, i) =>
+  w.property === 'company' ? companyValue(`$${i + 1}`, `$${W.findIndex((x) => x.property === 'companyId') + 1}`, FROM_REF) : `$${i + 1}::${w.type}`,
+);
+const WRITE_COLUMNS = W.map((w) => w.column).join(', ');
 
 /**
- * The contact record (exactly toContactRecord in contacts.service.ts, checked by the events e2e
- * suite) as jsonb, from a CTE `r` of ROW_COLUMNS: the event data of the writes that insert their
- * event in the same statement.
+ * The contact record (exactly toContactRecord, checked by the events e2e suite) as jsonb, from a CTE
+ * `r` of ROW_COLUMNS: the event data of the writes that insert their event in the same statement.
  */
-const RECORD_JSON = `jsonb_build_object('id', r.id, 'name', r.name, 'email', r.email, 'phone', r.phone, 'company', r.company,
-  'companyId', r."companyId",
-  'companyRef', CASE WHEN r."companyId" IS NULL THEN NULL ELSE jsonb_build_object('id', r."companyId", 'name', r."companyName") END,
-  'title', r.title, 'ownerId', r."ownerId",
-  'owner', CASE WHEN r."ownerId" IS NULL THEN NULL ELSE jsonb_build_object('id', r."ownerId", 'name', r."ownerName") END,
-  'fields', coalesce(r.fields, '{}'::jsonb), 'createdAt', ${isoSql('r."createdAt"')}, 'modifiedAt', ${isoSql('r."modifiedAt"')},
-  'createdBy', r."createdBy", 'createdByUser', r."createdByUser", 'modifiedBy', r."modifiedBy", 'modifiedByUser', r."modifiedByUser",
-  'doNotContact', ${dncJson('r."dncSmsReason"', 'r."dncSmsSince"', 'r."dncSmsComment"')})`;
+const RECORD_JSON = CONTACT_COLUMNS.recordJson('r');
+
+/** The single-row update: every writable column, by id (the parameter after writeParams). */
+const UPDATE_ROW = `WITH c AS (UPDATE contacts SET ${W.map((w, i) => `${w.column} = ${WRITE_VALUES[i]}`).join(', ')},
+                           modified_at = now(), modified_by = ${WHO_ID}, modified_by_user = ${WHO_NAME} WHERE id = $${W.length + 4} RETURNING *)
+         SELECT ${ROW_COLUMNS} FROM c`;
 
 /** Bench row "get contact by id": one statement with the owner's and company's names (prepared: planning it cost more than running it). */
 const FIND_ROW = prepared(`SELECT ${ROW_COLUMNS} FROM contacts c WHERE c.id = $1`);
@@ -206,12 +75,27 @@ const FIND_ROW = prepared(`SELECT ${ROW_COLUMNS} FROM contacts c WHERE c.id = $1
  * Bench row "create contact": INSERT, the owner's and company's names and the contact.created event
  * (outbox) in one statement, prepared: the outbox adds no round trip and no planning to the hot path.
  */
-const INSERT_ROW =
-  prepared(`WITH c AS (INSERT INTO contacts (name, email, phone, company, title, owner_id, company_id, fields, created_by, created_by_user, modified_by, modified_by_user)
-                  VALUES ($1, $2, $3, ${companyValue('$4', '$10', '$11')}, $5, $6, $10, $7::jsonb, $8, $9, $8, $9) RETURNING *),
+const INSERT_ROW = prepared(`WITH c AS (INSERT INTO contacts (${WRITE_COLUMNS}, created_by, created_by_user, modified_by, modified_by_user)
+                  VALUES (${WRITE_VALUES.join(', ')}, ${WHO_ID}, ${WHO_NAME}, ${WHO_ID}, ${WHO_NAME}) RETURNING *),
             r AS (SELECT ${ROW_COLUMNS} FROM c),
             e AS (${outboxInsertSql(`'contact.created'`, RECORD_JSON, 'NULL::jsonb', 'FROM r')})
        SELECT * FROM r`);
+
+/** The batch fast path's set-based update: the writable columns of each row of the recordset $1. */
+const UPDATE_MANY = `WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(id int, ${CONTACT_COLUMNS.recordsetColumns})),
+            c AS (UPDATE contacts x SET ${W.map((w) => `${w.column} = v.${w.column}`).join(', ')},
+                         modified_at = now(), modified_by = $2, modified_by_user = $3
+                    FROM v WHERE x.id = v.id RETURNING x.*)
+       SELECT ${ROW_COLUMNS} FROM c`;
+
+/** The batch fast path's set-based insert, with a contact.created event per row. */
+const INSERT_MANY = `WITH c AS (INSERT INTO contacts (${WRITE_COLUMNS}, created_by, created_by_user, modified_by, modified_by_user)
+                  SELECT ${W.map((w) => `v.${w.column}`).join(', ')}, $2, $3, $2, $3
+                    FROM jsonb_to_recordset($1::jsonb) AS v(${CONTACT_COLUMNS.recordsetColumns})
+                  RETURNING *),
+            r AS (SELECT ${ROW_COLUMNS} FROM c),
+            e AS (${outboxInsertSql(`'contact.created'`, RECORD_JSON, 'NULL::jsonb', 'FROM r')})
+       SELECT r.id, lower(r.email) AS key FROM r`;
 
 @Injectable()
 export class ContactsRepository {
@@ -254,52 +138,17 @@ export class ContactsRepository {
     return tx.query(`SELECT ${ROW_COLUMNS} FROM contacts c WHERE c.id = ANY($1::int[]) ORDER BY c.id FOR UPDATE OF c`, [ids]);
   }
 
-  /** Batch fast path: update() for many locked rows in one statement. */
+  /** Batch fast path: update() for many locked rows in one statement (rows in the recordset form of the column map). */
   async updateMany(changes: { id: number; v: ContactValues }[], who: Principal, tx: Tx): Promise<ContactRow[]> {
     if (!changes.length) return [];
-    const rows = changes.map(({ id, v }) => ({
-      id,
-      name: v.name,
-      email: v.email,
-      phone: v.phone,
-      company: v.company,
-      title: v.title,
-      owner_id: v.ownerId,
-      fields: v.fields ?? {},
-    }));
-    return tx.query(
-      `WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb)
-                    AS v(id int, name text, email text, phone text, company text, title text, owner_id int, fields jsonb)),
-            c AS (UPDATE contacts x SET name = v.name, email = v.email, phone = v.phone, company = v.company, title = v.title, owner_id = v.owner_id,
-                         fields = v.fields, modified_at = now(), modified_by = $2, modified_by_user = $3
-                    FROM v WHERE x.id = v.id RETURNING x.*)
-       SELECT ${ROW_COLUMNS} FROM c`,
-      [JSON.stringify(rows), who.userId, who.userName],
-    );
+    const rows = changes.map(({ id, v }) => ({ id, ...CONTACT_COLUMNS.recordsetRow(v) }));
+    return tx.query(UPDATE_MANY, [JSON.stringify(rows), who.userId, who.userName]);
   }
 
   /** Batch fast path: insert() for many contacts in one statement, each with its contact.created event; answers id by lower(email). */
   async insertMany(values: ContactValues[], who: Principal, tx: Tx): Promise<{ id: number; key: string }[]> {
     if (!values.length) return [];
-    const rows = values.map((v) => ({
-      name: v.name,
-      email: v.email,
-      phone: v.phone,
-      company: v.company,
-      title: v.title,
-      owner_id: v.ownerId,
-      fields: v.fields ?? {},
-    }));
-    return tx.query(
-      `WITH c AS (INSERT INTO contacts (name, email, phone, company, title, owner_id, fields, created_by, created_by_user, modified_by, modified_by_user)
-                  SELECT v.name, v.email, v.phone, v.company, v.title, v.owner_id, v.fields, $2, $3, $2, $3
-                    FROM jsonb_to_recordset($1::jsonb) AS v(name text, email text, phone text, company text, title text, owner_id int, fields jsonb)
-                  RETURNING *),
-            r AS (SELECT ${ROW_COLUMNS} FROM c),
-            e AS (${outboxInsertSql(`'contact.created'`, RECORD_JSON, 'NULL::jsonb', 'FROM r')})
-       SELECT r.id, lower(r.email) AS key FROM r`,
-      [JSON.stringify(rows), who.userId, who.userName],
-    );
+    return tx.query(INSERT_MANY, [JSON.stringify(values.map((v) => CONTACT_COLUMNS.recordsetRow(v))), who.userId, who.userName]);
   }
 
   async exists(id: number, tx?: Tx): Promise<boolean> {
@@ -315,14 +164,7 @@ export class ContactsRepository {
 
   /** Writes every writable column (the caller holds the row lock, see lockRow); null when the row is gone. */
   async update(id: number, v: ContactValues, who: Principal, tx?: Tx): Promise<ContactRow | null> {
-    return first(
-      await this.db(tx).query(
-        `WITH c AS (UPDATE contacts SET name = $1, email = $2, phone = $3, company = ${companyValue('$4', '$10', '$11')}, title = $5, owner_id = $6,
-                           company_id = $10, fields = $7::jsonb, modified_at = now(), modified_by = $8, modified_by_user = $9 WHERE id = $12 RETURNING *)
-         SELECT ${ROW_COLUMNS} FROM c`,
-        [...writeParams(v, who), id],
-      ),
-    );
+    return first(await this.db(tx).query(UPDATE_ROW, [...writeParams(v, who), id]));
   }
 
   /**
@@ -426,19 +268,10 @@ export class ContactsRepository {
    * entity mapping or the owner join.
    */
   exportPage(filter: CompiledFilter | undefined, afterId: number, limit: number): Promise<ContactExportRow[]> {
-    const qb = this.contacts
-      .createQueryBuilder('c')
-      .select('c.id', 'id')
-      .addSelect('c.name', 'name')
-      .addSelect('c.email', 'email')
-      .addSelect('c.phone', 'phone')
-      .addSelect('c.company', 'company')
-      .addSelect('c.company_id', 'companyId')
-      .addSelect('c.title', 'title')
-      .addSelect('c.owner_id', 'ownerId')
-      .addSelect('c.fields', 'fields')
-      // ISO 8601 text made by PostgreSQL (as iso() writes it): no Date per row on the hot path.
-      .addSelect(`to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`, 'createdAt')
+    const qb = this.contacts.createQueryBuilder('c').select('c.id', 'id');
+    for (const w of W) qb.addSelect(`c.${w.column}`, w.property);
+    // ISO 8601 text made by PostgreSQL (as iso() writes it): no Date per row on the hot path.
+    qb.addSelect(`to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`, 'createdAt')
       .addSelect(`to_char(c.modified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`, 'modifiedAt')
       .where('c.id > :__after', { __after: afterId });
     if (filter) qb.andWhere(filter.sql, filter.params);

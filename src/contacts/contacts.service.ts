@@ -1,39 +1,22 @@
 import { Injectable } from '@nestjs/common';
-import { iso } from '../common/dates.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
 import { type CompiledFilter, compileFilter, type FilterField, type FilterRegistry } from '../lists/filter-sql.js';
 import type { FilterNode } from '../lists/filter-syntax.js';
 import { parseListQuery } from '../lists/list-query.js';
 import type { ListExtras } from '../lists/list-spec.js';
 import { listEnvelope } from '../lists/list-sql.js';
-import {
-  assertBatchPermission,
-  assertBatchSize,
-  type BatchAnswer,
-  type BatchOutcome,
-  type BatchPlan,
-  BatchRunner,
-  itemObject,
-  splitId,
-} from '../batch/batch.js';
-import type { BatchMode, BatchWriteDto } from '../batch/batch.dto.js';
-import { isUniqueViolation } from '../database/constraints.js';
+import { type BatchAnswer, BatchRunner } from '../batch/batch.js';
+import type { BatchWriteDto } from '../batch/batch.dto.js';
 import type { Principal } from '../common/request.js';
-import { toE164 } from '../common/phone.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
 import { ContactFieldValuesService } from '../fields/contact-field-values.service.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
-import { certainContactBody, CreateContactDto, SetDoNotContactDto, UpdateContactDto } from './contact.dto.js';
-import {
-  CONTACT_LIST_SPEC,
-  type ContactExportRow,
-  type ContactListScope,
-  type ContactRow,
-  ContactsRepository,
-  type ContactValues,
-  type DncAuthor,
-} from './contacts.repository.js';
+import { CONTACT_LIST_SPEC, type ContactRecord, type ContactRow, type ContactValues, doNotContactOf, toContactRecord } from './contact.columns.js';
+import { CreateContactDto, SetDoNotContactDto, UpdateContactDto } from './contact.dto.js';
+import { assignContact, emptyValues, valuesOf } from './contact.rules.js';
+import { ContactsBatch } from './contacts-batch.js';
+import { type ContactExportRow, type ContactListScope, ContactsRepository, type DncAuthor } from './contacts.repository.js';
 
 /** A narrowed contacts list: a company's, a campaign's or a segment's contacts. */
 export interface ScopedContactList {
@@ -47,41 +30,10 @@ export interface ScopedContactList {
   changedExpression?: string;
 }
 
-/** The one mapper from a stored contact (with its owner's name) to the API record. */
-export function toContactRecord(r: ContactRow) {
-  return {
-    id: r.id,
-    name: r.name,
-    email: r.email,
-    phone: r.phone,
-    company: r.company,
-    companyId: r.companyId,
-    companyRef: r.companyId !== null ? { id: r.companyId, name: r.companyName ?? '' } : null,
-    title: r.title,
-    ownerId: r.ownerId,
-    owner: r.ownerId !== null ? { id: r.ownerId, name: r.ownerName } : null,
-    fields: r.fields ?? {},
-    createdAt: iso(r.createdAt),
-    modifiedAt: iso(r.modifiedAt),
-    createdBy: r.createdBy,
-    createdByUser: r.createdByUser,
-    modifiedBy: r.modifiedBy,
-    modifiedByUser: r.modifiedByUser,
-    doNotContact: doNotContactOf(r),
-  };
-}
-
-/** The record's `doNotContact` (the same object as dncJson in contacts.repository.ts builds for events). */
-export function doNotContactOf(r: Pick<ContactRow, 'dncSmsReason' | 'dncSmsSince' | 'dncSmsComment'>) {
-  return {
-    sms: r.dncSmsReason ? { reason: r.dncSmsReason, since: iso(r.dncSmsSince) ?? '', comment: r.dncSmsComment ?? null } : null,
-  };
-}
+export { doNotContactOf, toContactRecord, type ContactRecord };
 
 /** Who changes do-not-contact entries on an inbound STOP/START (no user). */
 const INBOUND_AUTHOR: DncAuthor = { userId: null, userName: 'SMS reply' };
-
-export type ContactRecord = ReturnType<typeof toContactRecord>;
 
 /**
  * A custom field as a filter field on a jsonb `fields` column (`c.fields` for contacts, `co.fields`
@@ -110,14 +62,18 @@ export function customFilterField(alias: string, type: string, options: readonly
 
 @Injectable()
 export class ContactsService {
+  private readonly batches: ContactsBatch;
+
   constructor(
     private readonly contacts: ContactsRepository,
     private readonly transactions: Transactions,
     private readonly notifications: NotificationsService,
     private readonly fieldValues: ContactFieldValuesService,
     private readonly events: EventsService,
-    private readonly batches: BatchRunner,
-  ) {}
+    batches: BatchRunner,
+  ) {
+    this.batches = new ContactsBatch(this, contacts, transactions, fieldValues, events, batches);
+  }
 
   /** The contacts list, or with `scoped` a narrowed one (a company's, a campaign's, a segment's contacts). */
   async list(query: Record<string, unknown>, scoped?: ScopedContactList) {
@@ -205,7 +161,7 @@ export class ContactsService {
   }
 
   async create(dto: CreateContactDto, who: Principal, outer?: Tx): Promise<ContactRecord> {
-    const values = this.assign(emptyValues(), dto, true);
+    const values = assignContact(emptyValues(), dto, true);
     const custom = await this.fieldValues.apply({}, dto.fields, 'create');
     values.fields = custom.values;
     // The usual create is one statement (bench row "create contact"); a transaction is taken only
@@ -230,7 +186,7 @@ export class ContactsService {
       await this.lockCompany(dto.companyId, tx);
       const current = await this.contacts.lockRow(id, tx);
       if (!current) throw notFound('Contact', id);
-      const values = this.assign(valuesOf(current), dto, false);
+      const values = assignContact(valuesOf(current), dto, false);
       const custom = applyFields(current.fields ?? {});
       values.fields = custom.values;
       return this.write(current, values, who, custom.unique, tx);
@@ -245,7 +201,7 @@ export class ContactsService {
       await this.lockCompany(dto.companyId, tx);
       const current = await this.contacts.lockRow(id, tx);
       if (!current) return null;
-      const values = this.assign(valuesOf(current), dto, true);
+      const values = assignContact(valuesOf(current), dto, true);
       const custom = applyFields(current.fields ?? {});
       values.fields = custom.values;
       return this.write(current, values, who, custom.unique, tx);
@@ -358,228 +314,10 @@ export class ContactsService {
 
   /**
    * `POST /api/contacts/batch`: up to 500 creates, updates, upserts or deletes, each exactly as its
-   * single-record route. Records are named by `id`, `email` (the default for upsert) or the alias of a
-   * unique-identifier custom field; the keys of the whole batch are resolved by one SELECT, then each
-   * item runs in its own savepoint. An upsert whose create loses a race for the email (another request
-   * inserted it meanwhile) updates that contact instead. With `outer`, inside that transaction (imports).
+   * single-record route (see contacts-batch.ts). With `outer`, inside that transaction (imports).
    */
-  async batch(dto: BatchWriteDto, who: Principal, outer?: Tx): Promise<BatchAnswer> {
-    assertBatchSize(dto.items);
-    assertBatchPermission(dto, who, 'contacts:delete');
-    const by = dto.idProperty ?? (dto.mode === 'upsert' ? 'email' : 'id');
-    if (by !== 'id' && by !== 'email' && !(await this.fieldValues.isUniqueIdentifier(by))) {
-      throw fieldError('idProperty', 'must be id, email or the alias of a published unique-identifier contact field');
-    }
-    const holders = new Map<string, number>();
-    const items: (Record<string, unknown> | null)[] = [];
-    const plans = dto.items.map((raw, index): BatchPlan => {
-      items[index] = null;
-      try {
-        const item = itemObject(raw);
-        items[index] = item;
-        return this.batchPlan(dto.mode, by, item, holders, who);
-      } catch (error) {
-        return { error };
-      }
-    });
-    return this.batches.execute(
-      plans,
-      dto.atomic === true,
-      async (tx, live) => {
-        const keys = [...new Set(live.flatMap((i) => (plans[i].key ? [plans[i].key.value] : [])))];
-        const lockBy = dto.mode === 'create' || by === 'email' ? 'email' : by === 'id' ? 'id' : null;
-        if (lockBy === null) {
-          for (const r of await this.fieldValues.holdersOf(by, keys, tx)) holders.set(r.key, r.id);
-          return;
-        }
-        // The named contacts, locked in id order: one statement for the whole batch.
-        const rows = lockBy === 'email' ? await this.contacts.lockByEmails(keys, tx) : await this.contacts.lockByIds(keys.map(Number), tx);
-        const current = new Map(rows.map((r) => [lockBy === 'email' ? r.email.toLowerCase() : String(r.id).padStart(10, '0'), r]));
-        for (const [key, r] of current) holders.set(key, r.id);
-        if (dto.mode !== 'delete') await this.writeSimpleItems(dto.mode, by, live, plans, items, current, who, tx);
-      },
-      outer,
-    );
-  }
-
-  /**
-   * The batch fast path: items that need nothing but their own row (no unique custom value to check
-   * under its lock, no owner change to notify) are written set-based: one UPDATE for the existing
-   * contacts and one INSERT for the new ones, with their events, exactly the values and events the
-   * single-record routes write. Anything else, and every item when a set statement fails (a race for
-   * an email, a foreign key), is left to the item's own run, which answers exactly as its route.
-   * Bench: bench/batch.mjs.
-   */
-  private async writeSimpleItems(
-    mode: BatchMode,
-    by: string,
-    live: number[],
-    plans: BatchPlan[],
-    items: (Record<string, unknown> | null)[],
-    current: Map<string, ContactRow>,
-    who: Principal,
-    tx: Tx,
-  ): Promise<void> {
-    const updates: { index: number; before: ContactRow; values: ContactValues }[] = [];
-    const creates: { index: number; values: ContactValues; key: string }[] = [];
-    // The published custom fields read once for the whole batch, not once per item.
-    const applyPatch = mode !== 'create' ? await this.fieldValues.preparer('patch') : null;
-    const applyCreate = mode !== 'update' ? await this.fieldValues.preparer('create') : null;
-    for (const index of live) {
-      const item = items[index];
-      if (!item) continue;
-      // The id names the record only in update and upsert by id; in a create it is a property the body may not have.
-      const { id: _id, ...rest } = item;
-      const body = by === 'id' && mode !== 'create' ? rest : item;
-      const row = plans[index].key ? current.get(plans[index].key.value) : undefined;
-      try {
-        if (row && applyPatch) {
-          // A body that certainly passes the pipe skips it; any other goes through it (its errors are the pipe's).
-          const dto = certainContactBody(body, false) ?? (await this.batches.validate(UpdateContactDto, body));
-          const values = this.assign(valuesOf(row), dto, false);
-          const custom = applyPatch(dto.fields, row.fields ?? {});
-          // A unique value, an owner change or a company change takes the item's own run (locks, notification, company name).
-          if (custom.unique.length || values.ownerId !== row.ownerId || values.companyId !== row.companyId) continue;
-          values.fields = custom.values;
-          updates.push({ index, before: row, values });
-        } else if (!row && applyCreate) {
-          const dto = certainContactBody(body, true) ?? (await this.batches.validate(CreateContactDto, body));
-          const values = this.assign(emptyValues(), dto, true);
-          const custom = applyCreate(dto.fields, {});
-          if (custom.unique.length || values.ownerId !== null || values.companyId !== null) continue;
-          values.fields = custom.values;
-          creates.push({ index, values, key: values.email.toLowerCase() });
-        }
-      } catch {
-        continue; // refused: the item's own run answers the error exactly as the route would
-      }
-    }
-    if (!updates.length && !creates.length) return;
-    // New emails in one order in every batch, so two batches inserting the same ones cannot deadlock.
-    creates.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    try {
-      const outcomes = await this.transactions.run(async (sp) => {
-        const after = new Map(
-          (
-            await this.contacts.updateMany(
-              updates.map((u) => ({ id: u.before.id, v: u.values })),
-              who,
-              sp,
-            )
-          ).map((r) => [r.id, r]),
-        );
-        const changes = updates.map((u) => {
-          const row = after.get(u.before.id);
-          if (!row) throw new Error(`contact ${u.before.id} was not updated`);
-          return { before: toContactRecord(u.before), after: toContactRecord(row) };
-        });
-        if (changes.length) await this.events.recordUpdates(sp, 'contact.updated', changes);
-        const ids = new Map(
-          (
-            await this.contacts.insertMany(
-              creates.map((c) => c.values),
-              who,
-              sp,
-            )
-          ).map((r) => [r.key, r.id]),
-        );
-        return [
-          ...updates.map((u) => ({ index: u.index, done: { kind: 'updated' as const, id: u.before.id } })),
-          ...creates.map((c) => {
-            const id = ids.get(c.key);
-            if (id === undefined) throw new Error(`contact ${c.key} was not inserted`);
-            return { index: c.index, done: { kind: 'created' as const, id } };
-          }),
-        ];
-      }, tx);
-      for (const o of outcomes) plans[o.index].done = o.done;
-    } catch {
-      // Rolled back to the savepoint: every item runs on its own instead.
-    }
-  }
-
-  private batchPlan(mode: BatchMode, by: string, item: Record<string, unknown>, holders: Map<string, number>, who: Principal): BatchPlan {
-    const create = async (body: unknown, tx: Tx): Promise<BatchOutcome> => ({
-      kind: 'created',
-      id: (await this.create(await this.batches.validate(CreateContactDto, body), who, tx)).id,
-    });
-    const update = async (id: number, body: unknown, tx: Tx): Promise<BatchOutcome> => ({
-      kind: 'updated',
-      id: (await this.patch(id, await this.batches.validate(UpdateContactDto, body), who, tx)).id,
-    });
-    const emailKey = typeof item.email === 'string' ? item.email.trim().toLowerCase() : undefined;
-    if (mode === 'create') return { key: emailKey !== undefined ? { field: 'email', value: emailKey } : undefined, run: (tx) => create(item, tx) };
-    if (by === 'id') {
-      if (mode === 'upsert' && item.id === undefined) return { run: (tx) => create(item, tx) };
-      const { id, rest } = splitId(item);
-      const key = { field: 'id', value: String(id).padStart(10, '0') };
-      if (mode === 'delete') {
-        assertOnly(rest, []);
-        return { key, run: async (tx) => ({ kind: 'deleted', id: (await this.remove(id, tx)).id }) };
-      }
-      if (mode === 'update') return { key, run: (tx) => update(id, rest, tx) };
-      return { key, run: (tx) => this.upsert(id, rest, tx, update, create) };
-    }
-    // Named by email or by a unique custom field: the key is in the body itself.
-    const field = by === 'email' ? 'email' : `fields.${by}`;
-    const value = by === 'email' ? emailKey : keyOfFieldValue(item.fields, by);
-    if (value === undefined) throw fieldError(field, `is required (the batch names its contacts by ${field})`);
-    const key = { field, value };
-    const missing = () => new AppError('not_found', `No contact has the ${field} ${value}`);
-    if (mode === 'delete') {
-      assertOnly(item, [by === 'email' ? 'email' : 'fields']);
-      return {
-        key,
-        run: async (tx) => {
-          const id = holders.get(value);
-          if (id === undefined) throw missing();
-          return { kind: 'deleted', id: (await this.remove(id, tx)).id };
-        },
-      };
-    }
-    if (mode === 'update') {
-      return {
-        key,
-        run: (tx) => {
-          const id = holders.get(value);
-          if (id === undefined) throw missing();
-          return update(id, item, tx);
-        },
-      };
-    }
-    return {
-      key,
-      run: async (tx) => {
-        const id = holders.get(value);
-        if (id !== undefined) return this.upsert(id, item, tx, update, create);
-        try {
-          return await this.transactions.run((t) => create(item, t), tx);
-        } catch (e) {
-          // Another request created the contact since the batch looked: update it instead.
-          const holder = by === 'email' && isUniqueViolation(e, 'contacts_email_lower_uq') ? (await this.contacts.idsByEmails([value], tx))[0]?.id : undefined;
-          const taken = e instanceof AppError && e.code === 'conflict' ? e.details?.find((d) => d.field === field)?.existingId : undefined;
-          const existing = holder ?? (typeof taken === 'number' ? taken : undefined);
-          if (existing === undefined) throw e;
-          return update(existing, item, tx);
-        }
-      },
-    };
-  }
-
-  /** An upsert of a known id: the update, or the create when the contact is gone (as PUT does). */
-  private async upsert(
-    id: number,
-    body: Record<string, unknown>,
-    tx: Tx,
-    update: (id: number, body: unknown, tx: Tx) => Promise<BatchOutcome>,
-    create: (body: unknown, tx: Tx) => Promise<BatchOutcome>,
-  ): Promise<BatchOutcome> {
-    try {
-      return await this.transactions.run((t) => update(id, body, t), tx);
-    } catch (e) {
-      if (!(e instanceof AppError) || e.code !== 'not_found') throw e;
-    }
-    return create(body, tx);
+  batch(dto: BatchWriteDto, who: Principal, outer?: Tx): Promise<BatchAnswer> {
+    return this.batches.run(dto, who, outer);
   }
 
   /** Writes a locked contact: unique custom values checked under their lock; its events and the new owner's notification in the same transaction. */
@@ -607,59 +345,4 @@ export class ContactsService {
       tx,
     );
   }
-
-  /** Copies DTO values onto the values; with `replace`, omitted optional properties are reset. */
-  private assign(c: ContactValues, dto: UpdateContactDto, replace: boolean): ContactValues {
-    const set = <K extends keyof UpdateContactDto>(key: K, apply: (v: UpdateContactDto[K]) => void) => {
-      if (dto[key] !== undefined) apply(dto[key]);
-      else if (replace) apply(null as UpdateContactDto[K]);
-    };
-    if (dto.name === null) throw fieldError('name', 'must not be null');
-    if (dto.email === null) throw fieldError('email', 'must not be null');
-    if (dto.name !== undefined) c.name = dto.name.trim();
-    if (dto.name !== undefined && c.name === '') throw fieldError('name', 'must not be empty');
-    if (dto.email !== undefined) c.email = dto.email.trim();
-    set('phone', (v) => (c.phone = v ? (toE164(v) ?? v.trim()) : null));
-    set('company', (v) => (c.company = v ?? null));
-    set('title', (v) => (c.title = v ?? null));
-    set('ownerId', (v) => (c.ownerId = v ?? null));
-    const previousCompanyId = c.companyId;
-    set('companyId', (v) => (c.companyId = v ?? null));
-    // A company set without a company name (on create and PUT, or changed by a PATCH): the name comes
-    // from the company, read in the write's statement.
-    c.companyFromRef = dto.companyId !== undefined && dto.companyId !== null && dto.company === undefined && (replace || dto.companyId !== previousCompanyId);
-    return c;
-  }
-}
-
-function emptyValues(): ContactValues {
-  return { name: '', email: '', phone: null, company: null, title: null, ownerId: null, companyId: null, fields: {} };
-}
-
-function valuesOf(r: ContactRow): ContactValues {
-  return {
-    name: r.name,
-    email: r.email,
-    phone: r.phone,
-    company: r.company,
-    title: r.title,
-    ownerId: r.ownerId,
-    companyId: r.companyId,
-    fields: r.fields ?? {},
-  };
-}
-
-/** The key of a custom field value in a batch (JSON text, as the holders query compares it). */
-function keyOfFieldValue(fields: unknown, alias: string): string | undefined {
-  if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) return undefined;
-  const v = (fields as Record<string, unknown>)[alias];
-  return v === undefined || v === null ? undefined : JSON.stringify(v);
-}
-
-/** A delete item names its record and nothing else. */
-function assertOnly(item: Record<string, unknown>, allowed: string[]): void {
-  const extra = Object.keys(item).filter((k) => !allowed.includes(k));
-  if (!extra.length) return;
-  const details = extra.map((field) => ({ field, message: 'should not exist' }));
-  throw new AppError('validation_failed', `Validation failed: ${details.map((d) => `${d.field}: ${d.message}`).join('; ')}`, details);
 }

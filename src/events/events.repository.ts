@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { type Db, Transactions, type Tx } from '../database/transactions.js';
+import { Transactions, type Tx } from '../database/transactions.js';
 import type { EventRecord, EventType } from './event-types.js';
 
 interface EventRow {
@@ -9,16 +9,6 @@ interface EventRow {
   sequence: string;
   data: Record<string, unknown>;
   previous: Record<string, unknown> | null;
-}
-
-/**
- * The outbox INSERT as a SQL fragment, for a feature repository whose hot-path write inserts its
- * event in the same statement (a CTE over the write's RETURNING rows) instead of a second round
- * trip: `INSERT INTO events (type, data, previous) SELECT <type>, <data>, <previous> <from>`.
- * The arguments are SQL expressions written by the caller (never user text).
- */
-export function outboxInsertSql(type: string, data: string, previous = 'NULL::jsonb', from = ''): string {
-  return `INSERT INTO events (type, data, previous) SELECT ${type}, ${data}, ${previous} ${from}`;
 }
 
 /** Any constant distinct from other advisory locks of the service: serialises the sequencer. */
@@ -39,25 +29,6 @@ function toEventRecord(r: EventRow): EventRecord {
 @Injectable()
 export class EventsRepository {
   constructor(private readonly transactions: Transactions) {}
-
-  /** Inserts an unsequenced event in the writer's transaction. */
-  async insert(db: Db, type: EventType, data: object, previous: object | null): Promise<void> {
-    await db.query(`INSERT INTO events (type, data, previous) VALUES ($1, $2::jsonb, $3::jsonb)`, [
-      type,
-      JSON.stringify(data),
-      previous === null ? null : JSON.stringify(previous),
-    ]);
-  }
-
-  /** Inserts several unsequenced events (in the given order) in one statement. */
-  async insertMany(db: Db, events: { type: EventType; data: object; previous?: object | null }[]): Promise<void> {
-    if (!events.length) return;
-    await db.query(
-      `INSERT INTO events (type, data, previous)
-       SELECT t, d, p FROM unnest($1::text[], $2::jsonb[], $3::jsonb[]) WITH ORDINALITY AS u(t, d, p, n) ORDER BY n`,
-      [events.map((e) => e.type), events.map((e) => JSON.stringify(e.data)), events.map((e) => (e.previous ? JSON.stringify(e.previous) : null))],
-    );
-  }
 
   /**
    * Numbers committed, unsequenced events (up to `batch`, in insert order) after the highest

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { AppError, validationError } from '../common/errors.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { appendEvent, appendEvents } from '../database/outbox.js';
 import type { Tx } from '../database/transactions.js';
 import { changedProperties, EVENT_TYPES, type EventRecord, type EventType, isEventType, missingReadPermissions, readableEventTypes } from './event-types.js';
 import { EventsRepository } from './events.repository.js';
@@ -13,8 +14,8 @@ const SEQUENCER_BATCH = 5_000;
 /**
  * The transactional outbox and the feed behind it.
  *
- * `record` inserts an event in the caller's transaction, unnumbered: it commits or rolls back with
- * the change. The sequencer numbers committed events one pass at a time (an advisory lock makes
+ * `record` inserts an event in the caller's transaction, unnumbered, through the outbox writer
+ * (src/database/outbox.ts), typed by the event types: it commits or rolls back with the change. The sequencer numbers committed events one pass at a time (an advisory lock makes
  * passes strictly serial), so `sequence` grows in the order events become visible; it runs every
  * {@link SEQUENCER_INTERVAL_MS} in every api/worker process and on demand before the feed is read.
  * `after` only ever answers numbered events, so a reader paging by sequence never skips one.
@@ -33,7 +34,7 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Writes an event in `tx`, the transaction of the change it describes. */
   record(tx: Tx, type: EventType, data: object, previous?: object | null): Promise<void> {
-    return this.events.insert(tx, type, data, previous ?? null);
+    return appendEvent(tx, type, data, previous ?? null);
   }
 
   /**
@@ -41,12 +42,12 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
    * of the properties that changed (audit stamps left out; {} when only those changed).
    */
   recordUpdate(tx: Tx, type: EventType, before: object, after: object): Promise<void> {
-    return this.events.insert(tx, type, after, changedProperties(before, after) ?? {});
+    return appendEvent(tx, type, after, changedProperties(before, after) ?? {});
   }
 
   /** recordUpdate for many records in one statement (a batch's set-based update), in the given order. */
   recordUpdates(tx: Tx, type: EventType, changes: { before: object; after: object }[]): Promise<void> {
-    return this.events.insertMany(
+    return appendEvents(
       tx,
       changes.map((c) => ({ type, data: c.after, previous: changedProperties(c.before, c.after) ?? {} })),
     );
@@ -54,7 +55,7 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Writes several events in `tx` in one statement, in the given order. */
   recordMany(tx: Tx, events: { type: EventType; data: object; previous?: object | null }[]): Promise<void> {
-    return this.events.insertMany(tx, events);
+    return appendEvents(tx, events);
   }
 
   /**

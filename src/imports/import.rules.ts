@@ -4,6 +4,9 @@
  * them), and how a record becomes a CSV line.
  */
 import { AppError, type ErrorDetail } from '../common/errors.js';
+import type { WritableColumn } from '../database/column-map.js';
+import { COMPANY_COLUMNS } from '../companies/company.columns.js';
+import { CONTACT_COLUMNS } from '../contacts/contact.columns.js';
 
 export const IMPORT_OBJECTS = ['contacts', 'companies', 'deals'] as const;
 export type ImportObject = (typeof IMPORT_OBJECTS)[number];
@@ -39,25 +42,15 @@ export interface CustomFieldType {
 
 type Kind = 'string' | 'integer' | 'number';
 
+/** The writable columns of a column map but the custom fields, with the type a CSV cell is read as (in map order). */
+function cellTypes(columns: readonly WritableColumn[]): Record<string, Kind> {
+  return Object.fromEntries(columns.filter((w) => w.type !== 'jsonb').map((w) => [w.property, w.type === 'int' ? 'integer' : 'string']));
+}
+
 /** The writable properties of each object (the create body's), with the type a CSV cell is read as. */
 export const WRITABLE: Record<ImportObject, Record<string, Kind>> = {
-  contacts: { name: 'string', email: 'string', phone: 'string', company: 'string', companyId: 'integer', title: 'string', ownerId: 'integer' },
-  companies: {
-    name: 'string',
-    domain: 'string',
-    phone: 'string',
-    website: 'string',
-    industry: 'string',
-    size: 'integer',
-    address1: 'string',
-    address2: 'string',
-    city: 'string',
-    state: 'string',
-    zipcode: 'string',
-    country: 'string',
-    description: 'string',
-    ownerId: 'integer',
-  },
+  contacts: cellTypes(CONTACT_COLUMNS.writable),
+  companies: cellTypes(COMPANY_COLUMNS.writable),
   deals: {
     title: 'string',
     value: 'number',

@@ -10,7 +10,7 @@ import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
 import { CreateOrReplace, putOutcome } from '../common/put-status.js';
 import type { Principal } from '../common/request.js';
 import { ContactRecordDto } from '../contacts/contact.dto.js';
-import { CONTACT_LIST_SPEC } from '../contacts/contacts.repository.js';
+import { CONTACT_LIST_SPEC } from '../contacts/contact.columns.js';
 import {
   ContactSegmentsDto,
   CreateSegmentDto,

@@ -11,9 +11,10 @@ import type { Principal } from '../common/request.js';
 import { BroadcastRecordDto, CreateBroadcastDto, UpdateBroadcastDto } from './broadcast.dto.js';
 import { BroadcastsService } from './broadcasts.service.js';
 import { BROADCAST_LIST_SPEC } from './broadcasts.repository.js';
+import { CONTACT_MERGE_COLUMNS } from './merge-fields.js';
 
 const CONTENT_RULES =
-  'content may carry merge fields rendered per recipient: {{contact.name}}, {{contact.email}}, {{contact.phone}}, {{contact.company}}, {{contact.title}}, ' +
+  `content may carry merge fields rendered per recipient: ${[...CONTACT_MERGE_COLUMNS.keys()].map((p) => `{{contact.${p}}}`).join(', ')}, ` +
   '{{contact.fields.<alias>}} (a published contact field), each with an optional default: {{contact.name | "there"}}; an unknown field or malformed braces is a 400 naming it. ' +
   'audience: exactly one of { campaignId } (the members when sent) or { contactIds: [1..10,000 ids] }. With scheduledFor the broadcast is `scheduled` and sent then.';
 

@@ -8,7 +8,8 @@ import { idempotencyKey, type SendResult, SmsProvider, SmsProviderError } from '
 import type { Broadcast } from './broadcast.entity.js';
 import { BroadcastsRepository } from './broadcasts.repository.js';
 import { AUDIENCE_RETRY_SECONDS, AudienceNotReady, BroadcastsService } from './broadcasts.service.js';
-import { type BatchClaimed, TextMessageRepository } from './text-message.repository.js';
+import { type BatchClaimed, BroadcastMessagesRepository } from './broadcast-messages.repository.js';
+import { TextMessageRepository } from './text-message.repository.js';
 
 /** Messages one lane claims at a time (fewer under SMS_MAX_PER_SECOND: about one second's worth). */
 const CHUNK = 500;
@@ -55,7 +56,8 @@ export class BroadcastsProcessor implements OnModuleInit {
   private readonly logger = new Logger('Broadcasts');
 
   constructor(
-    private readonly messages: TextMessageRepository,
+    private readonly messages: BroadcastMessagesRepository,
+    private readonly single: TextMessageRepository,
     private readonly broadcastsRepo: BroadcastsRepository,
     private readonly broadcasts: BroadcastsService,
     private readonly jobs: JobQueue,
@@ -204,7 +206,7 @@ export class BroadcastsProcessor implements OnModuleInit {
     // The provider has these: the write is retried briefly (the claim stays if it keeps failing; the sweep resolves it).
     for (let i = 1; ; i++) {
       try {
-        await this.messages.markSentMany(
+        await this.single.markSentMany(
           token,
           this.provider.name,
           sent.map((o) => ({ id: o.m.id, providerMessageId: o.result.providerMessageId, delivered: o.result.delivery?.status === 'delivered' })),

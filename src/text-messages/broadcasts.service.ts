@@ -17,7 +17,7 @@ import { CreateBroadcastDto, UpdateBroadcastDto } from './broadcast.dto.js';
 import { SegmentsService } from '../segments/segments.service.js';
 import { audienceSql, BROADCAST_LIST_SPEC, BroadcastsRepository } from './broadcasts.repository.js';
 import { MergeFieldError, parseTemplate, templateAliases, templateSql } from './merge-fields.js';
-import { SKIP_REASONS, TextMessageRepository } from './text-message.repository.js';
+import { BroadcastMessagesRepository, SKIP_REASONS } from './broadcast-messages.repository.js';
 import { missingReferenceMessage } from '../common/documented-rules.js';
 
 const MESSAGE_STATUSES = ['queued', 'sent', 'delivered', 'failed', 'canceled'] as const;
@@ -52,7 +52,7 @@ export class BroadcastsService {
 
   constructor(
     private readonly broadcasts: BroadcastsRepository,
-    private readonly messages: TextMessageRepository,
+    private readonly messages: BroadcastMessagesRepository,
     private readonly transactions: Transactions,
     private readonly jobs: JobQueue,
     private readonly events: EventsService,

@@ -1,13 +1,19 @@
+import { CONTACT_COLUMNS } from '../contacts/contact.columns.js';
+
 /**
  * Merge fields in broadcast content (pure rules, unit-tested in merge-fields.spec.ts):
- * `{{contact.name}}`, `{{contact.email}}`, `{{contact.phone}}`, `{{contact.company}}`,
- * `{{contact.title}}`, `{{contact.fields.<alias>}}`, each with an optional default used when the
+ * `{{contact.<property>}}` for each writable text property of the contact (its column map: name,
+ * email, phone, company, ...), `{{contact.fields.<alias>}}`, each with an optional default used when the
  * value is missing or empty: `{{contact.name | "there"}}` (a `"` or `\` inside the default is
  * written `\"`, `\\`). Anything else between `{{` and `}}`, an unclosed `{{` or a stray `}}` is
  * refused. The template is rendered per recipient in SQL (templateSql) when a broadcast is sent.
  */
-export const CONTACT_MERGE_COLUMNS = ['name', 'email', 'phone', 'company', 'title'] as const;
-export type ContactMergeColumn = (typeof CONTACT_MERGE_COLUMNS)[number];
+export const CONTACT_MERGE_COLUMNS: ReadonlyMap<string, string> = new Map(
+  CONTACT_COLUMNS.writable.filter((w) => w.type === 'text').map((w) => [w.property, w.column]),
+);
+/** A contact property a template may name (one of CONTACT_MERGE_COLUMNS). */
+export type ContactMergeColumn = string;
+const MERGE_NAMES = [...CONTACT_MERGE_COLUMNS.keys()].join('|');
 
 export type TemplatePart =
   | { kind: 'text'; text: string }
@@ -42,15 +48,15 @@ export function parseTemplate(content: string): TemplatePart[] {
     const m = TAG.exec(inner);
     if (!m)
       throw new MergeFieldError(
-        `has a malformed merge field ${source}: use {{contact.<name|email|phone|company|title>}} or {{contact.fields.<alias>}}, optionally with | "default"`,
+        `has a malformed merge field ${source}: use {{contact.<${MERGE_NAMES}>}} or {{contact.fields.<alias>}}, optionally with | "default"`,
       );
     const [, head, sub, rawDefault] = m;
     const fallback = rawDefault === undefined ? null : rawDefault.replace(/\\(.)/gs, '$1');
     if (text) parts.push({ kind: 'text', text });
     text = '';
     if (head === 'fields' && sub !== undefined) parts.push({ kind: 'field', alias: sub, fallback, source });
-    else if (sub === undefined && (CONTACT_MERGE_COLUMNS as readonly string[]).includes(head)) {
-      parts.push({ kind: 'column', column: head as ContactMergeColumn, fallback, source });
+    else if (sub === undefined && CONTACT_MERGE_COLUMNS.has(head)) {
+      parts.push({ kind: 'column', column: head, fallback, source });
     } else throw new MergeFieldError(`has an unknown merge field ${source}`);
     i = close + 2;
   }
@@ -63,25 +69,26 @@ export function templateAliases(parts: TemplatePart[]): string[] {
   return [...new Set(parts.flatMap((p) => (p.kind === 'field' ? [p.alias] : [])))];
 }
 
-export interface MergeContact {
-  name: string | null;
-  email: string | null;
-  phone: string | null;
-  company: string | null;
-  title: string | null;
-  fields: Record<string, unknown> | null;
-}
+/** A contact as a template reads it: its text properties (CONTACT_MERGE_COLUMNS) and custom field values. */
+export type MergeContact = { [property: string]: unknown; fields: Record<string, unknown> | null };
 
 /** Renders a template for one contact (the same result as templateSql). */
 export function renderTemplate(parts: TemplatePart[], c: MergeContact): string {
   return parts
     .map((p) => {
       if (p.kind === 'text') return p.text;
-      const raw = p.kind === 'column' ? c[p.column] : c.fields?.[p.alias];
+      const raw = p.kind === 'column' ? (Object.hasOwn(c, p.column) ? c[p.column] : null) : c.fields?.[p.alias];
       const value = raw === null || raw === undefined ? '' : typeof raw === 'string' ? raw : JSON.stringify(raw);
       return value === '' && p.fallback !== null ? p.fallback : value;
     })
     .join('');
+}
+
+/** The contacts column of a merge property; throws for a name that is not one (never SQL text from elsewhere). */
+function mergeColumn(property: string): string {
+  const column = CONTACT_MERGE_COLUMNS.get(property);
+  if (column === undefined) throw new MergeFieldError(`has an unknown merge field {{contact.${property}}}`);
+  return column;
 }
 
 /**
@@ -95,7 +102,7 @@ export function templateSql(parts: TemplatePart[], alias: string, params: unknow
   };
   const pieces = parts.map((part) => {
     if (part.kind === 'text') return p(part.text);
-    const value = part.kind === 'column' ? `${alias}.${part.column}` : `(${alias}.fields ->> ${p(part.alias)})`;
+    const value = part.kind === 'column' ? `${alias}.${mergeColumn(part.column)}` : `(${alias}.fields ->> ${p(part.alias)})`;
     return part.fallback === null ? `coalesce(${value}, '')` : `coalesce(nullif(${value}, ''), ${p(part.fallback)})`;
   });
   return pieces.length ? `concat(${pieces.join(', ')})` : `''::text`;

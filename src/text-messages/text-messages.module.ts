@@ -5,6 +5,7 @@ import { SegmentsModule } from '../segments/segments.module.js';
 import { SmsModule } from '../sms/sms.module.js';
 import { TextMessage } from './text-message.entity.js';
 import { TextMessageRepository } from './text-message.repository.js';
+import { BroadcastMessagesRepository } from './broadcast-messages.repository.js';
 import { TextMessagesController } from './text-messages.controller.js';
 import { TextMessagesProcessor } from './text-messages.processor.js';
 import { TextMessagesService } from './text-messages.service.js';
@@ -35,6 +36,7 @@ import { BroadcastsService } from './broadcasts.service.js';
   controllers: [BroadcastsController, TextMessagesController],
   providers: [
     TextMessageRepository,
+    BroadcastMessagesRepository,
     TextMessagesService,
     TextMessagesProcessor,
     InboundMessagesRepository,

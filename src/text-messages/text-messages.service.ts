@@ -2,8 +2,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
-import { auditOut, stampCreated, stampModified } from '../common/audit.js';
-import { iso, parseIsoWithOffset } from '../common/dates.js';
+import { stampCreated, stampModified } from '../common/audit.js';
+import { parseIsoWithOffset } from '../common/dates.js';
 import { AppError, conflict, fieldError, notFound, unavailable } from '../common/errors.js';
 import { parseListQuery } from '../lists/list-query.js';
 import { auditFields, defineList } from '../lists/list-spec.js';
@@ -16,6 +16,7 @@ import { parseIdempotencyKey } from '../sms/sms-provider.js';
 import { signatureProblem } from '../sms/signature.js';
 import { canEdit, canSend, deliveryTransition, TEXT_MESSAGE_STATUSES, type TextMessageStatus } from './text-message-state.js';
 import { CreateTextMessageDto, UpdateTextMessageDto } from './text-message.dto.js';
+import { type TextMessageRecord, toTextMessageRecord } from './text-message.columns.js';
 import { TextMessage } from './text-message.entity.js';
 import { TextMessageRepository } from './text-message.repository.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
@@ -65,7 +66,7 @@ export const TEXT_MESSAGE_LIST_SPEC = defineList({
   ],
 });
 
-export type TextMessageRecord = ReturnType<TextMessagesService['toRecord']>;
+export type { TextMessageRecord };
 
 @Injectable()
 export class TextMessagesService {
@@ -81,32 +82,11 @@ export class TextMessagesService {
     private readonly contacts: ContactsService,
   ) {}
 
-  /** The one mapper from a stored message (and its campaign's name) to the API record. */
-  toRecord(t: TextMessage, campaigns: Map<number, string>) {
-    const campaignName = t.campaignId === null ? undefined : campaigns.get(t.campaignId);
-    return {
-      id: t.id,
-      content: t.content,
-      recipient: t.recipient,
-      status: t.status,
-      scheduledFor: iso(t.scheduledFor),
-      sentAt: iso(t.sentAt),
-      deliveredAt: iso(t.deliveredAt),
-      failedAt: iso(t.failedAt),
-      canceledAt: iso(t.canceledAt),
-      failureReason: t.failureReason,
-      failureCode: t.failureCode,
-      campaign: campaignName !== undefined && t.campaignId !== null ? { id: t.campaignId, name: campaignName } : null,
-      broadcastId: t.broadcastId,
-      ...auditOut(t),
-    };
-  }
-
   /** Records for a batch of messages, with their campaigns' names in one query. */
   async toRecords(list: TextMessage[], tx?: Tx): Promise<TextMessageRecord[]> {
     const ids = [...new Set(list.map((t) => t.campaignId).filter((id): id is number => id !== null))];
     const campaigns = await this.messages.campaignNames(ids, tx);
-    return list.map((t) => this.toRecord(t, campaigns));
+    return list.map((t) => toTextMessageRecord(t, t.campaignId === null ? null : (campaigns.get(t.campaignId) ?? null)));
   }
 
   async list(query: Record<string, unknown>) {
