@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { waitUntil } from './support/wait.js';
 import { expectError, startApp, type TestApp } from './support/app.js';
 import { browse, Jar, setPassword, signIn } from './support/console.js';
-import { adminToken, createContact, createDeal, tokenFor, uniqueEmail, userId } from './support/fixtures.js';
-
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
+import { adminToken, createContact, createDeal, tokenFor, uniqueEmail, userId, ISO } from './support/fixtures.js';
 
 interface Event {
   type: string;
@@ -848,13 +847,15 @@ describe('companies', () => {
   });
 
   async function waitForRun(id: number): Promise<Record<string, unknown>> {
-    const deadline = Date.now() + 30000;
-    for (;;) {
-      const res = await get(`/api/companies/backfill/${id}`);
-      expect(res.status).toBe(200);
-      if (res.body.backfill.status === 'completed' || res.body.backfill.status === 'failed') return res.body.backfill as Record<string, unknown>;
-      if (Date.now() > deadline) throw new Error(`backfill run ${id} did not finish: ${JSON.stringify(res.body)}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    return waitUntil(
+      `backfill run ${id} to finish`,
+      async () => {
+        const res = await get(`/api/companies/backfill/${id}`);
+        expect(res.status).toBe(200);
+        const run = res.body.backfill as Record<string, unknown>;
+        return run.status === 'completed' || run.status === 'failed' ? run : null;
+      },
+      30000,
+    );
   }
 });

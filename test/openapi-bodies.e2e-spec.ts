@@ -18,6 +18,7 @@ import fc from 'fast-check';
 import { getMetadataStorage } from 'class-validator';
 import { ROOT, startApp, type TestApp } from './support/app.js';
 import { anchored, type DocAjv, docAjv, type Schema } from './support/openapi-doc.js';
+import { adminToken } from './support/fixtures.js';
 
 type Operation = {
   parameters?: { name: string; in: string; schema?: Schema }[];
@@ -39,7 +40,7 @@ describe('request bodies in the OpenAPI document', () => {
 
   beforeAll(async () => {
     app = await startApp({ role: 'api', env: { RATE_LIMIT_ENTERPRISE: '1000000' } });
-    admin = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
+    admin = await adminToken(app);
     doc = (await app.http.get('/api/docs-json')).body as Doc;
     ajv = docAjv(doc.components, ['phone']);
     const create = async (path: string, body: object) => {

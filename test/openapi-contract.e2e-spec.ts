@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { startApp, type TestApp } from './support/app.js';
 import { anchored, type DocAjv, docAjv, type Schema } from './support/openapi-doc.js';
+import { adminToken, tokenFor } from './support/fixtures.js';
 
 type Parameter = { name: string; in: string; required?: boolean; schema?: Schema };
 type Response = { $ref?: string; description?: string; content?: Record<string, { schema?: Schema }> };
@@ -39,8 +40,8 @@ describe('the OpenAPI document against the running server', () => {
       role: 'api',
       env: { RATE_LIMIT_ANONYMOUS: '1000000', RATE_LIMIT_ENTERPRISE: '1000000', RATE_LIMIT_BASIC: '1000000', OAUTH_RATE_LIMIT_PER_MINUTE: '100000' },
     });
-    admin = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
-    narrow = `Bearer ${await app.token('notifications:read', { user: 'narrow@example.com', plan: 'enterprise' })}`;
+    admin = await adminToken(app);
+    narrow = await tokenFor(app, 'notifications:read', { user: 'narrow@example.com', plan: 'enterprise' });
     doc = (await app.http.get('/api/docs-json')).body as Doc;
     ajv = docAjv(doc.components);
 

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { createDatabase, startApp, type TestApp } from '../support/app.js';
 import { type PrivateRedis, startPrivateRedis } from '../support/services.js';
 import { sleep, waitUntil } from '../support/wait.js';
+import { adminToken } from '../support/fixtures.js';
 
 const until = <T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 60000) => waitUntil(what, probe, timeoutMs);
 
@@ -47,7 +48,7 @@ describe('webhook faults', () => {
     db = await createDatabase();
     api = await startApp({ role: 'api', databaseUrl: db.url, redisUrl: redis.url, env });
     worker = await startApp({ role: 'worker', shareWith: api, env });
-    auth = `Bearer ${await api.token('*', { plan: 'enterprise' })}`;
+    auth = await adminToken(api);
   });
   afterAll(async () => {
     await worker?.stop();

@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { createDatabase, expectError, startApp, type TestApp } from '../support/app.js';
 import { type PrivateRedis, startPrivateRedis } from '../support/services.js';
 import { sleep, waitUntil } from '../support/wait.js';
+import { adminToken } from '../support/fixtures.js';
 
 const until = <T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 60000) => waitUntil(what, probe, timeoutMs);
 
@@ -34,7 +35,7 @@ describe('job layer faults', () => {
     db = await createDatabase();
     api = await startApp({ role: 'api', databaseUrl: db.url, redisUrl: redis.url, env });
     worker = await startApp({ role: 'worker', shareWith: api, env });
-    auth = `Bearer ${await api.token('*', { plan: 'enterprise' })}`;
+    auth = await adminToken(api);
   });
   afterAll(async () => {
     await worker?.stop();

@@ -6,6 +6,9 @@
 import { expect } from '@jest/globals';
 import type { TestApp } from './app.js';
 
+/** A timestamp as the API writes it: UTC, seconds, `+00:00`. */
+export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
+
 /** The user the CLI creates when a token is made without `--user`. */
 export const ADMIN_EMAIL = 'admin@example.com';
 
