@@ -124,41 +124,18 @@ describe('import and export jobs', () => {
   });
 
   it('detects ; and tab delimiters; upsert updates existing contacts by email; emptyValues clear sets null', async () => {
-    const first = await upload(
-      app,
-      auth,
-      csvOf(
-        [
-          ['name', 'email', 'title'],
-          ['Dee', 'dee@imp2.test', 'CEO'],
-          ['Eve', 'eve@imp2.test', 'CTO'],
-        ],
-        ';',
-      ),
-      {
-        object: 'contacts',
-        mode: 'create',
-      },
-    );
+    const header = ['name', 'email', 'title'];
+    const first = await upload(app, auth, csvOf([header, ['Dee', 'dee@imp2.test', 'CEO'], ['Eve', 'eve@imp2.test', 'CTO']], ';'), {
+      object: 'contacts',
+      mode: 'create',
+    });
     expect(first.status).toBe(202);
     expect((await finished(app, auth, first.body.import.id)).counts).toMatchObject({ created: 2, failed: 0 });
-    const second = await upload(
-      app,
-      auth,
-      csvOf(
-        [
-          ['name', 'email', 'title'],
-          ['Dee Two', 'dee@imp2.test', ''],
-          ['Fay', 'fay@imp2.test', 'CFO'],
-        ],
-        '\t',
-      ),
-      {
-        object: 'contacts',
-        mode: 'upsert',
-        emptyValues: 'clear',
-      },
-    );
+    const second = await upload(app, auth, csvOf([header, ['Dee Two', 'dee@imp2.test', ''], ['Fay', 'fay@imp2.test', 'CFO']], '\t'), {
+      object: 'contacts',
+      mode: 'upsert',
+      emptyValues: 'clear',
+    });
     const imp = await finished(app, auth, second.body.import.id);
     expect(imp.counts).toMatchObject({ created: 1, updated: 1, failed: 0 });
     const rows = await app.sql<{ email: string; name: string; title: string | null }>(
