@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
-import { adminToken, createContact, tokenFor, uniqueEmail, ISO } from './support/fixtures.js';
+import { adminToken, createContact, tokenFor, uniqueEmail, ISO, feedHead, feedSince } from './support/fixtures.js';
 import { waitUntil } from './support/wait.js';
 
 interface Membership {
@@ -24,12 +24,6 @@ interface Segment {
   membership: Membership;
   [k: string]: unknown;
 }
-interface Event {
-  type: string;
-  data: Record<string, unknown>;
-  previous: Record<string, unknown> | null;
-}
-
 let tagSeq = 0;
 
 describe('segments', () => {
@@ -114,25 +108,8 @@ describe('segments', () => {
       ms,
     );
 
-  async function head(): Promise<string> {
-    let cursor = '0';
-    for (;;) {
-      const res = await get(`/api/events?limit=500&after=${cursor}`);
-      expect(res.status).toBe(200);
-      if (!res.body.events.length) return cursor;
-      cursor = res.body.next;
-    }
-  }
-  async function eventsSince(cursor: string, types: string): Promise<Event[]> {
-    const out: Event[] = [];
-    for (;;) {
-      const res = await get(`/api/events?limit=500&after=${cursor}&types=${types}`);
-      expect(res.status).toBe(200);
-      if (!res.body.events.length) return out;
-      out.push(...res.body.events);
-      cursor = res.body.next;
-    }
-  }
+  const head = () => feedHead(app, auth);
+  const eventsSince = (cursor: string, types: string) => feedSince(app, auth, cursor, types);
 
   describe('route forms', () => {
     it('creates (both paths), reads, lists, edits (both paths), replaces or creates with PUT (both paths), deletes (both paths), with events', async () => {
