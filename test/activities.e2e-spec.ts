@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
-import { adminToken, createActivity, createContact, tokenFor, uniqueEmail, userId, ISO, expectDeletedInBothStyles, expectRoutes } from './support/fixtures.js';
+import { createActivity, createContact, uniqueEmail, userId, ISO, expectDeletedInBothStyles, expectRoutes, resourceTokens } from './support/fixtures.js';
 
 describe('activities', () => {
   let app: TestApp;
@@ -13,10 +13,7 @@ describe('activities', () => {
 
   beforeAll(async () => {
     app = await startApp();
-    auth = await adminToken(app);
-    readOnly = await tokenFor(app, 'activities:read', { user: 'reader@example.com', plan: 'enterprise' });
-    noActivities = await tokenFor(app, 'contacts:read,deals:read,deals:write', { user: 'other@example.com', plan: 'enterprise' });
-    readWrite = await tokenFor(app, 'activities:read,activities:write', { user: 'writer@example.com', plan: 'enterprise' });
+    ({ auth, readOnly, none: noActivities, readWrite } = await resourceTokens(app, 'activities', 'contacts:read,deals:read,deals:write'));
     adminId = await userId(app);
     contactId = await newContact('Activity Contact');
   });

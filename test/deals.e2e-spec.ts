@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
-import { adminToken, createContact, createDeal, tokenFor, uniqueEmail, userId, ISO, expectDeletedInBothStyles, expectRoutes } from './support/fixtures.js';
+import { createContact, createDeal, uniqueEmail, userId, ISO, expectDeletedInBothStyles, expectRoutes, resourceTokens } from './support/fixtures.js';
 
 describe('deals', () => {
   let app: TestApp;
@@ -14,10 +14,7 @@ describe('deals', () => {
 
   beforeAll(async () => {
     app = await startApp();
-    auth = await adminToken(app);
-    readOnly = await tokenFor(app, 'deals:read', { user: 'reader@example.com', plan: 'enterprise' });
-    noDeals = await tokenFor(app, 'contacts:read,activities:read,activities:write', { user: 'other@example.com', plan: 'enterprise' });
-    readWrite = await tokenFor(app, 'deals:read,deals:write', { user: 'writer@example.com', plan: 'enterprise' });
+    ({ auth, readOnly, none: noDeals, readWrite } = await resourceTokens(app, 'deals', 'contacts:read,activities:read,activities:write'));
     adminId = await userId(app);
     otherUserId = await userId(app, 'reader@example.com');
     contactId = await newContact('Deal Contact');

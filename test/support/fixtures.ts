@@ -29,6 +29,19 @@ export async function tokenFor(app: TestApp, permissions = '*', opts: TokenOptio
 /** The admin's '*' token on the enterprise plan (the limit no functional suite reaches). */
 export const adminToken = (app: TestApp, plan: TokenOptions['plan'] = 'enterprise'): Promise<string> => tokenFor(app, '*', { plan });
 
+/**
+ * The tokens a resource suite checks permissions with, made in this order: the admin's ('*'),
+ * `<resource>:read` (reader@example.com), `others` without the resource (other@example.com), and
+ * `<resource>:read,<resource>:write` (writer@example.com); all on the enterprise plan.
+ */
+export async function resourceTokens(app: TestApp, resource: string, others: string) {
+  const auth = await adminToken(app);
+  const readOnly = await tokenFor(app, `${resource}:read`, { user: 'reader@example.com', plan: 'enterprise' });
+  const none = await tokenFor(app, others, { user: 'other@example.com', plan: 'enterprise' });
+  const readWrite = await tokenFor(app, `${resource}:read,${resource}:write`, { user: 'writer@example.com', plan: 'enterprise' });
+  return { auth, readOnly, none, readWrite };
+}
+
 /** The id of a user the CLI created (by token:create or user:create). */
 export async function userId(app: TestApp, email = ADMIN_EMAIL): Promise<number> {
   const rows = await app.sql<{ id: number }>(`SELECT id FROM users WHERE email = $1`, [email]);
