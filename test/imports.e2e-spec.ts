@@ -264,38 +264,16 @@ describe('import and export jobs', () => {
     expect({ ...imp.counts, status: imp.status, error: imp.error }).toMatchObject({ total: 2, created: 2, failed: 0, status: 'completed' });
     expect((await app.sql(`SELECT 1 FROM contacts WHERE email LIKE '%@imp4.test'`)).length).toBe(3);
 
-    expectError(
-      await app.http
-        .post('/api/imports')
-        .set('Authorization', auth)
-        .send({ ...body, object: 'users' }),
-      400,
-      'validation_failed',
-    );
-    expectError(
-      await app.http
-        .post('/api/imports')
-        .set('Authorization', auth)
-        .send({ ...body, rows: ['x'] }),
-      400,
-      'validation_failed',
-    );
-    expectError(
-      await app.http
-        .post('/api/imports')
-        .set('Authorization', auth)
-        .send({ ...body, idProperty: 'phone' }),
-      400,
-      'validation_failed',
-    );
-    expectError(
-      await app.http
-        .post('/api/imports')
-        .set('Authorization', auth)
-        .send({ ...body, campaignId: 999999 }),
-      400,
-      'validation_failed',
-    );
+    for (const refused of [{ object: 'users' }, { rows: ['x'] }, { idProperty: 'phone' }, { campaignId: 999999 }]) {
+      expectError(
+        await app.http
+          .post('/api/imports')
+          .set('Authorization', auth)
+          .send({ ...body, ...refused }),
+        400,
+        'validation_failed',
+      );
+    }
     expectError(await upload(app, auth, 'name,email\n', { object: 'contacts' }), 400, 'validation_failed');
     expectError(await app.http.post('/api/imports').set('Authorization', auth).field('object', 'contacts').field('mode', 'create'), 400, 'validation_failed');
     expectError(await app.http.get('/api/imports/999999').set('Authorization', auth), 404, 'not_found');
