@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
 import { alertOf, browse, csrfOf, Jar, setPassword, signIn } from './support/console.js';
+import { tokenFor } from './support/fixtures.js';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -121,7 +122,7 @@ describe('account console: sign-in and sessions', () => {
     const session = `sf_session=${jar.cookies.get('sf_session')}`;
     expectError(await app.http.get('/api/account/tokens').set('Cookie', session), 401, 'unauthorized');
     expectError(await app.http.get('/api/notifications').set('Cookie', session), 401, 'unauthorized');
-    const bearer = `Bearer ${await app.token('*', { user: 'ann@example.com' })}`;
+    const bearer = await tokenFor(app, '*', { user: 'ann@example.com' });
     // Even together with a valid session, a bearer token is refused by the console.
     expectError(await app.http.get('/account/tokens').set('Authorization', bearer).set('Cookie', session), 401, 'unauthorized');
     expectError(await app.http.get('/account/tokens').set('Authorization', bearer), 401, 'unauthorized');
@@ -184,7 +185,7 @@ describe('account console: sign-in and sessions', () => {
   });
 
   it('lists the console routes in GET /api/endpoints: the signed-in pages as "session", the doors as "public"', async () => {
-    const admin = `Bearer ${await app.token('*', { user: 'root@example.com' })}`;
+    const admin = await tokenFor(app, '*', { user: 'root@example.com' });
     const endpoints = (await app.http.get('/api/endpoints').set('Authorization', admin)).body.endpoints as {
       method: string;
       path: string;

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
-import { tokenFor } from './support/fixtures.js';
+import { tokenFor, ISO, bearer } from './support/fixtures.js';
 
 const BASE = '/api/account/tokens';
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
 
 describe('account tokens', () => {
   let app: TestApp;
@@ -18,7 +17,6 @@ describe('account tokens', () => {
   afterAll(async () => app?.stop());
 
   const create = (auth: string, body: object, path = BASE) => app.http.post(path).set('Authorization', auth).send(body);
-  const bearer = (secret: string) => `Bearer ${secret}`;
 
   it('creates a token (201) with the secret shown once, and the token works with its permissions', async () => {
     const expiresAt = new Date(Date.now() + 86_400_000).toISOString().replace('Z', '+00:00');

@@ -5,7 +5,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { expectError, startApp, type TestApp } from './support/app.js';
-import { adminToken } from './support/fixtures.js';
+import { adminToken, tokenFor } from './support/fixtures.js';
 import { waitUntil } from './support/wait.js';
 
 /** Every regular file under a directory (recursively). */
@@ -598,8 +598,8 @@ describe('assets', () => {
   });
 
   it('needs assets:* permissions (403) and never stores the file of a refused request', async () => {
-    const other = `Bearer ${await app.token('contacts:read,contacts:write', { user: 'other@example.com' })}`;
-    const reader = `Bearer ${await app.token('assets:read', { user: 'reader@example.com' })}`;
+    const other = await tokenFor(app, 'contacts:read,contacts:write', { user: 'other@example.com' });
+    const reader = await tokenFor(app, 'assets:read', { user: 'reader@example.com' });
     const files = storedFileCount();
     expectError(await upload({ title: 'Nope' }, { name: 'n.txt', data: Buffer.from('n') }, other), 403, 'forbidden');
     expectError(await upload({ title: 'Nope' }, { name: 'n.txt', data: Buffer.from('n') }, reader), 403, 'forbidden');

@@ -3,7 +3,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expectError, startApp, type TestApp } from './support/app.js';
 import { adminToken, createContact, tokenFor, uniqueEmail } from './support/fixtures.js';
-import { FakeGateway, sign, waitFor } from './support/sms-gateway.js';
+import { FakeGateway, sign } from './support/sms-gateway.js';
+import { waitUntil } from './support/wait.js';
 
 const SECRET = 'whsec-broadcast-secret';
 type Broadcast = { id: number; status: string; recipients: number | null; counts: Record<string, number>; skipped: Record<string, number> };
@@ -30,13 +31,13 @@ function client(api: TestApp, auth: () => string) {
       }
     },
     waitStatus: (id: number, status: string, ms = 60000) =>
-      waitFor(
+      waitUntil(
+        `broadcast ${id} to be ${status}`,
         async () => {
           const b = await h.get(id);
           return b.status === status ? b : undefined;
         },
         ms,
-        `broadcast ${id} to be ${status}`,
       ),
   };
   return h;
@@ -270,7 +271,7 @@ describe('broadcasts: merge fields, audiences, skips, send once, events (HTTP pr
       }
       expect(mine(feed)).toEqual(expected);
       // The webhook: each once.
-      await waitFor(async () => (mine(received).length >= expected.length ? true : undefined), 30000, 'the webhook deliveries');
+      await waitUntil('the webhook deliveries', async () => (mine(received).length >= expected.length ? true : undefined), 30000);
       expect(mine(received)).toEqual(expected);
     } finally {
       rx.closeAllConnections();
@@ -325,13 +326,13 @@ describe('broadcasts: merge fields, audiences, skips, send once, events (HTTP pr
         .send({ name: 'Dynamic SMS list', type: 'dynamic', filter: { field: 'id', op: 'eq', value: a } })
     ).body.segment;
     const built = () =>
-      waitFor(
+      waitUntil(
+        'the dynamic segment to be built',
         async () => {
           const s = (await api.http.get(`/api/segments/${dynamic.id}`).set('Authorization', auth)).body.segment;
           return s.membership.status === 'ready' && s.membership.count === 1 ? true : undefined;
         },
         30000,
-        'the dynamic segment to be built',
       );
     await built();
     const d = (await h.create({ content: 'To the dynamic segment', audience: { segmentId: dynamic.id } })).body.broadcast.id;
@@ -544,18 +545,18 @@ describe('broadcasts under SMS_MAX_PER_SECOND across two workers: rate cap, canc
     const { ids, phones } = await audience(25);
     const id = (await h.create({ content: 'Cancel me', audience: { contactIds: ids } })).body.broadcast.id;
     expect((await h.send(id)).status).toBe(202);
-    await waitFor(async () => ((await h.get(id)).counts.sent >= 3 ? true : undefined), 30000, 'a few sent');
+    await waitUntil('a few sent', async () => ((await h.get(id)).counts.sent >= 3 ? true : undefined), 30000);
     const canceled = await h.cancel(id);
     expect(canceled.status).toBe(200);
     expect(canceled.body.broadcast.status).toBe('canceled');
     // In-flight claims (at most one batch per lane) finish; then nothing is queued.
-    const final = await waitFor(
+    const final = await waitUntil(
+      'no message queued',
       async () => {
         const b = await h.get(id);
         return b.counts.queued === 0 ? b : undefined;
       },
       30000,
-      'no message queued',
     );
     expect(final.status).toBe('canceled');
     expect(final.counts.canceled).toBeGreaterThan(0);
@@ -584,7 +585,7 @@ describe('broadcasts under SMS_MAX_PER_SECOND across two workers: rate cap, canc
     for (const p of held) gateway.script(p, ['hold']);
     const id = (await h.create({ content: 'Survive {{contact.phone}}', audience: { contactIds: ids } })).body.broadcast.id;
     expect((await h.send(id)).status).toBe(202);
-    await waitFor(async () => (gateway.heldCount >= 1 ? true : undefined), 30000, 'a hand-off in flight at the gateway');
+    await waitUntil('a hand-off in flight at the gateway', async () => (gateway.heldCount >= 1 ? true : undefined), 30000);
     for (const w of workers) await w.kill('SIGKILL');
     const atKill = phones.reduce((n, p) => n + gateway.requestsTo(p).length, 0);
     expect(atKill).toBeLessThan(40);

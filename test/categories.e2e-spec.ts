@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
-import { adminToken, tokenFor } from './support/fixtures.js';
-
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
+import { adminToken, tokenFor, ISO } from './support/fixtures.js';
 
 describe('categories', () => {
   let app: TestApp;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startApp, type TestApp } from './support/app.js';
+import { adminToken, tokenFor } from './support/fixtures.js';
 
 /**
  * Issue 11 items 1-3 for contacts, fields and notifications: concurrent requests on one record.
@@ -15,7 +16,7 @@ describe('concurrency: contacts, fields, notifications', () => {
 
   beforeAll(async () => {
     app = await startApp();
-    auth = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
+    auth = await adminToken(app);
     await app.token('contacts:read', { user: 'owner@conc.test', plan: 'enterprise' });
     ownerId = (await app.sql<{ id: number }>(`SELECT id FROM users WHERE email = 'owner@conc.test'`))[0].id;
     for (let i = 1; i <= CUSTOM; i++) {
@@ -127,7 +128,7 @@ describe('concurrency: contacts, fields, notifications', () => {
       .contact.id;
     const fieldId = (await app.http.post('/api/fields/contact/new').set('Authorization', auth).send({ label: 'Doomed Field' })).body.field.id;
     const companyFieldId = (await app.http.post('/api/fields/company/new').set('Authorization', auth).send({ label: 'Doomed Company Field' })).body.field.id;
-    const ownerToken = `Bearer ${await app.token('*', { user: 'owner@conc.test', plan: 'enterprise' })}`;
+    const ownerToken = await tokenFor(app, '*', { user: 'owner@conc.test', plan: 'enterprise' });
     const notificationId = (await app.sql<{ id: number }>(`SELECT id FROM notifications WHERE user_id = $1 ORDER BY id DESC LIMIT 1`, [ownerId]))[0].id;
 
     const statuses = async (path: string, token = auth) =>
@@ -142,7 +143,7 @@ describe('concurrency: contacts, fields, notifications', () => {
   it('parallel mark-read of one notification: all 200, read once (modifiedAt set by the first)', async () => {
     const contact = await app.http.post('/api/contacts').set('Authorization', auth).send({ name: 'Assigned', email: 'assigned@conc.test', ownerId });
     expect(contact.status).toBe(201);
-    const ownerToken = `Bearer ${await app.token('*', { user: 'owner@conc.test', plan: 'enterprise' })}`;
+    const ownerToken = await tokenFor(app, '*', { user: 'owner@conc.test', plan: 'enterprise' });
     const id = (await app.sql<{ id: number }>(`SELECT id FROM notifications WHERE user_id = $1 ORDER BY id DESC LIMIT 1`, [ownerId]))[0].id;
     const results = await Promise.all(Array.from({ length: 10 }, () => app.http.post(`/api/notifications/${id}/read`).set('Authorization', ownerToken)));
     expect(results.map((r) => r.status)).toEqual(results.map(() => 200));

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
+import { adminToken } from './support/fixtures.js';
 
 const ROUNDS = 4;
 
@@ -15,7 +16,7 @@ describe('CRM resources under concurrency', () => {
 
   beforeAll(async () => {
     app = await startApp();
-    auth = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
+    auth = await adminToken(app);
     const res = await app.http
       .post('/api/contacts')
       .set('Authorization', auth)

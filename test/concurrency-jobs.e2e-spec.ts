@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startApp, type TestApp } from './support/app.js';
+import { adminToken } from './support/fixtures.js';
 
 const ROUNDS = 5;
 const DELETERS = 10;
@@ -35,7 +36,7 @@ describe('concurrency: assets, reports, text messages', () => {
 
   beforeAll(async () => {
     app = await startApp();
-    auth = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
+    auth = await adminToken(app);
     const c = await app.http.post('/api/campaigns/new').set('Authorization', auth).send({ name: 'Concurrency campaign' });
     expect(c.status).toBe(201);
     campaignId = c.body.campaign.id;

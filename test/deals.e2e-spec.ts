@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
-import { adminToken, createContact, createDeal, tokenFor, uniqueEmail, userId } from './support/fixtures.js';
-
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
+import { createContact, createDeal, uniqueEmail, userId, ISO, expectDeletedInBothStyles, expectRoutes, resourceTokens } from './support/fixtures.js';
 
 describe('deals', () => {
   let app: TestApp;
@@ -16,10 +14,7 @@ describe('deals', () => {
 
   beforeAll(async () => {
     app = await startApp();
-    auth = await adminToken(app);
-    readOnly = await tokenFor(app, 'deals:read', { user: 'reader@example.com', plan: 'enterprise' });
-    noDeals = await tokenFor(app, 'contacts:read,activities:read,activities:write', { user: 'other@example.com', plan: 'enterprise' });
-    readWrite = await tokenFor(app, 'deals:read,deals:write', { user: 'writer@example.com', plan: 'enterprise' });
+    ({ auth, readOnly, none: noDeals, readWrite } = await resourceTokens(app, 'deals', 'contacts:read,activities:read,activities:write'));
     adminId = await userId(app);
     otherUserId = await userId(app, 'reader@example.com');
     contactId = await newContact('Deal Contact');
@@ -252,14 +247,7 @@ describe('deals', () => {
     it('DELETE answers the deal as it was, in both path styles', async () => {
       const a = await newDeal({ title: 'Deletable A' });
       const b = await newDeal({ title: 'Deletable B' });
-      const delA = await app.http.delete(`/api/deals/${a.id}/delete`).set('Authorization', auth);
-      expect(delA.status).toBe(200);
-      expect(delA.body).toEqual({ deal: a });
-      const delB = await app.http.delete(`/api/deals/${b.id}`).set('Authorization', auth);
-      expect(delB.status).toBe(200);
-      expect(delB.body.deal.id).toBe(b.id);
-      expectError(await app.http.get(`/api/deals/${a.id}`).set('Authorization', auth), 404, 'not_found');
-      expectError(await app.http.delete(`/api/deals/${b.id}/delete`).set('Authorization', auth), 404, 'not_found');
+      await expectDeletedInBothStyles(app, auth, '/api/deals', 'deal', a, b, `/api/deals/${b.id}/delete`);
       expect((await app.http.get(`/api/contacts/${contactId}`).set('Authorization', auth)).status).toBe(200);
     });
   });
@@ -377,9 +365,7 @@ describe('deals', () => {
     });
 
     it('GET /api/endpoints lists every deals route with its permission', async () => {
-      const res = await app.http.get('/api/endpoints').set('Authorization', auth);
-      const routes = (res.body.endpoints as { method: string; path: string; permission: string }[]).filter((e) => e.path.startsWith('/api/deals'));
-      const expected = [
+      await expectRoutes(app, auth, '/api/deals', [
         ['GET', '/api/deals', 'deals:read'],
         ['POST', '/api/deals/search', 'deals:read'],
         ['POST', '/api/deals', 'deals:write'],
@@ -392,9 +378,7 @@ describe('deals', () => {
         ['PUT', '/api/deals/:id/edit', 'deals:write'],
         ['DELETE', '/api/deals/:id', 'deals:delete'],
         ['DELETE', '/api/deals/:id/delete', 'deals:delete'],
-      ].map(([method, path, permission]) => ({ method, path, permission }));
-      expect(routes).toEqual(expect.arrayContaining(expected));
-      expect(routes).toHaveLength(expected.length);
+      ]);
     });
   });
 });

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { expectError, startApp, type TestApp } from './support/app.js';
 import { tokenFor } from './support/fixtures.js';
-import { waitFor } from './support/sms-gateway.js';
+import { waitUntil } from './support/wait.js';
 
 /** The README's zero-dependency mode: no DATABASE_URL (embedded PGlite), no REDIS_URL. */
 describe('embedded mode', () => {
@@ -47,13 +47,13 @@ describe('embedded mode', () => {
     expect(created.status).toBe(201);
     const id = created.body.segment.id as number;
     const count = async () => (await app.http.get(`/api/segments/${id}/count`).set('Authorization', auth)).body as { count: number; status: string };
-    await waitFor(async () => ((await count()).status === 'ready' ? true : undefined), 20000, 'segment built');
+    await waitUntil('segment built', async () => ((await count()).status === 'ready' ? true : undefined), 20000);
     expect(await count()).toEqual({ count: 1, status: 'ready' });
     await app.http
       .patch(`/api/contacts/${contact.body.contact.id as number}`)
       .set('Authorization', auth)
       .send({ title: 'CFO' });
-    await waitFor(async () => ((await count()).count === 0 ? true : undefined), 20000, 'contact left the segment');
+    await waitUntil('contact left the segment', async () => ((await count()).count === 0 ? true : undefined), 20000);
     expect((await app.http.delete(`/api/contacts/${contact.body.contact.id as number}`).set('Authorization', auth)).status).toBe(200);
     expect((await app.http.delete(`/api/segments/${id}`).set('Authorization', auth)).status).toBe(200);
   });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { waitUntil } from './support/wait.js';
 import { expectError, startApp, type TestApp } from './support/app.js';
 import { adminToken, createContact, tokenFor, uniqueEmail } from './support/fixtures.js';
 
@@ -50,13 +51,7 @@ describe('events: outbox, feed and incremental sync', () => {
 
   /** Waits until the feed after `cursor` holds an event matching `match` (events written by the worker). */
   async function waitForEvent(cursor: string, match: (e: Event) => boolean, what: string): Promise<Event> {
-    const deadline = Date.now() + 20000;
-    while (Date.now() < deadline) {
-      const found = (await readFrom(cursor)).find(match);
-      if (found) return found;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    throw new Error(`no event: ${what}`);
+    return waitUntil(`event ${what}`, async () => (await readFrom(cursor)).find(match), 20000);
   }
 
   it('contacts: created, updated with previous, owner_changed, deleted; data is the record the API answers', async () => {

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
-import { adminToken, createContact, uniqueEmail } from './support/fixtures.js';
+import { adminToken, createContact, uniqueEmail, tokenFor } from './support/fixtures.js';
 
 type Contact = { id: number; name: string; title: string | null; fields: Record<string, unknown> };
 
@@ -312,7 +312,7 @@ describe('filter language', () => {
     expectError(extra, 400, 'validation_failed');
     const text = await app.http.post('/api/contacts/search').set('Authorization', admin).set('Content-Type', 'text/plain').send('name[eq]:a');
     expectError(text, 415, 'unsupported_media_type');
-    const narrow = `Bearer ${await app.token('deals:read')}`;
+    const narrow = await tokenFor(app, 'deals:read');
     expectError(await app.http.post('/api/contacts/search').set('Authorization', narrow).send({}), 403, 'forbidden');
     expectError(await app.http.post('/api/campaigns/2147483647/contacts/search').set('Authorization', admin).send({}), 404, 'not_found');
     // The /search path is not an id.
@@ -386,7 +386,7 @@ describe('filter language', () => {
     for (const filter of [undefined, null, '', 'nope[eq]:1', { field: 'name', op: 'like', value: 'a' }]) {
       expectError(await app.http.post('/api/segments/preview').set('Authorization', admin).send({ filter }), 400, 'validation_failed');
     }
-    const narrow = `Bearer ${await app.token('deals:read')}`;
+    const narrow = await tokenFor(app, 'deals:read');
     expectError(await app.http.post('/api/segments/preview').set('Authorization', narrow).send({ filter: 'name[eq]:a' }), 403, 'forbidden');
   });
 });

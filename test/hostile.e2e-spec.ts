@@ -10,6 +10,7 @@ import { Agent, request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { startApp, type TestApp } from './support/app.js';
 import { PERMISSIONS } from '../src/common/route-access.js';
+import { adminToken, tokenFor } from './support/fixtures.js';
 
 interface Route {
   method: string;
@@ -110,7 +111,7 @@ describe('hostile input over every route', () => {
     // API role: accepted jobs are queued in Redis but run by no worker here, so the database changes only
     // through the HTTP requests under test (the job processors have their own suites).
     app = await startApp({ role: 'api', env: { RATE_LIMIT_ANONYMOUS: '1000000', RATE_LIMIT_ENTERPRISE: '1000000' } });
-    admin = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
+    admin = await adminToken(app);
     routes = (await app.http.get('/api/endpoints').set('Authorization', admin)).body.endpoints;
     const doc = (await app.http.get('/api/docs-json')).body;
     schemas = doc.components.schemas;
@@ -144,11 +145,11 @@ describe('hostile input over every route', () => {
   });
 
   it('authorization matrix: no token, a bad token and an expired token → 401; a token without the permission → 403', async () => {
-    const expired = `Bearer ${await app.token('*', { user: 'expired@example.com', expires: '2021-01-01T00:00:00Z' })}`;
-    const others = `Bearer ${await app.token('contacts:read', { user: 'others@example.com' })}`;
-    const notificationsOnly = `Bearer ${await app.token('notifications:read', { user: 'others@example.com', name: 'n' })}`;
+    const expired = await tokenFor(app, '*', { user: 'expired@example.com', expires: '2021-01-01T00:00:00Z' });
+    const others = await tokenFor(app, 'contacts:read', { user: 'others@example.com' });
+    const notificationsOnly = await tokenFor(app, 'notifications:read', { user: 'others@example.com', name: 'n' });
     // Every permission a token can hold except `*` (route-access.ts): a `*` route must still refuse it.
-    const everythingButStar = `Bearer ${await app.token(PERMISSIONS.filter((p) => p !== '*').join(','), { user: 'others@example.com', name: 'all-but-star' })}`;
+    const everythingButStar = await tokenFor(app, PERMISSIONS.filter((p) => p !== '*').join(','), { user: 'others@example.com', name: 'all-but-star' });
     fingerprint = await dbFingerprint(); // the CLI created users for these tokens
     const failures: string[] = [];
     for (const route of routes) {

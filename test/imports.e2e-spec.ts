@@ -124,41 +124,18 @@ describe('import and export jobs', () => {
   });
 
   it('detects ; and tab delimiters; upsert updates existing contacts by email; emptyValues clear sets null', async () => {
-    const first = await upload(
-      app,
-      auth,
-      csvOf(
-        [
-          ['name', 'email', 'title'],
-          ['Dee', 'dee@imp2.test', 'CEO'],
-          ['Eve', 'eve@imp2.test', 'CTO'],
-        ],
-        ';',
-      ),
-      {
-        object: 'contacts',
-        mode: 'create',
-      },
-    );
+    const header = ['name', 'email', 'title'];
+    const first = await upload(app, auth, csvOf([header, ['Dee', 'dee@imp2.test', 'CEO'], ['Eve', 'eve@imp2.test', 'CTO']], ';'), {
+      object: 'contacts',
+      mode: 'create',
+    });
     expect(first.status).toBe(202);
     expect((await finished(app, auth, first.body.import.id)).counts).toMatchObject({ created: 2, failed: 0 });
-    const second = await upload(
-      app,
-      auth,
-      csvOf(
-        [
-          ['name', 'email', 'title'],
-          ['Dee Two', 'dee@imp2.test', ''],
-          ['Fay', 'fay@imp2.test', 'CFO'],
-        ],
-        '\t',
-      ),
-      {
-        object: 'contacts',
-        mode: 'upsert',
-        emptyValues: 'clear',
-      },
-    );
+    const second = await upload(app, auth, csvOf([header, ['Dee Two', 'dee@imp2.test', ''], ['Fay', 'fay@imp2.test', 'CFO']], '\t'), {
+      object: 'contacts',
+      mode: 'upsert',
+      emptyValues: 'clear',
+    });
     const imp = await finished(app, auth, second.body.import.id);
     expect(imp.counts).toMatchObject({ created: 1, updated: 1, failed: 0 });
     const rows = await app.sql<{ email: string; name: string; title: string | null }>(
@@ -287,38 +264,16 @@ describe('import and export jobs', () => {
     expect({ ...imp.counts, status: imp.status, error: imp.error }).toMatchObject({ total: 2, created: 2, failed: 0, status: 'completed' });
     expect((await app.sql(`SELECT 1 FROM contacts WHERE email LIKE '%@imp4.test'`)).length).toBe(3);
 
-    expectError(
-      await app.http
-        .post('/api/imports')
-        .set('Authorization', auth)
-        .send({ ...body, object: 'users' }),
-      400,
-      'validation_failed',
-    );
-    expectError(
-      await app.http
-        .post('/api/imports')
-        .set('Authorization', auth)
-        .send({ ...body, rows: ['x'] }),
-      400,
-      'validation_failed',
-    );
-    expectError(
-      await app.http
-        .post('/api/imports')
-        .set('Authorization', auth)
-        .send({ ...body, idProperty: 'phone' }),
-      400,
-      'validation_failed',
-    );
-    expectError(
-      await app.http
-        .post('/api/imports')
-        .set('Authorization', auth)
-        .send({ ...body, campaignId: 999999 }),
-      400,
-      'validation_failed',
-    );
+    for (const refused of [{ object: 'users' }, { rows: ['x'] }, { idProperty: 'phone' }, { campaignId: 999999 }]) {
+      expectError(
+        await app.http
+          .post('/api/imports')
+          .set('Authorization', auth)
+          .send({ ...body, ...refused }),
+        400,
+        'validation_failed',
+      );
+    }
     expectError(await upload(app, auth, 'name,email\n', { object: 'contacts' }), 400, 'validation_failed');
     expectError(await app.http.post('/api/imports').set('Authorization', auth).field('object', 'contacts').field('mode', 'create'), 400, 'validation_failed');
     expectError(await app.http.get('/api/imports/999999').set('Authorization', auth), 404, 'not_found');

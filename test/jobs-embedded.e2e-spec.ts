@@ -3,7 +3,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { expectError, freePort, ROOT, startApp, type TestApp, awayFromMidnight } from './support/app.js';
 import { adminToken, tokenFor } from './support/fixtures.js';
-import { FakeGateway, sign, waitFor } from './support/sms-gateway.js';
+import { FakeGateway, sign } from './support/sms-gateway.js';
+import { waitUntil } from './support/wait.js';
 
 const SECRET = 'embedded-secret';
 
@@ -58,13 +59,13 @@ describe('jobs without Redis: embedded PostgreSQL, everything in one process', (
     const run = await http().post(`/api/reports/${id}/run`).set('Authorization', auth);
     expect(run.status).toBe(200);
     expect(run.body.status).toBe('queued');
-    const results = await waitFor(
+    const results = await waitUntil(
+      'report results',
       async () => {
         const r = await http().get(`/api/reports/${id}/results`).set('Authorization', auth);
         return r.status === 200 ? r.body.results : undefined;
       },
       20000,
-      'report results',
     );
     expect(results.data).toEqual([{ product: 'Widget', salesperson: 'Sam Seller', revenue: 15.25, quantity: 3 }]);
     expect(results.summary).toMatchObject({ totalRevenue: 15.25, totalQuantity: 3 });
@@ -73,13 +74,13 @@ describe('jobs without Redis: embedded PostgreSQL, everything in one process', (
     const first = (await http().get(`/api/reports/${id}`).set('Authorization', auth)).body.report.lastRun;
     const scheduled = await http().patch(`/api/reports/${id}`).set('Authorization', auth).send({ schedule: 'daily' });
     expect(Date.parse(scheduled.body.report.nextRun) % 2000).toBe(0);
-    await waitFor(
+    await waitUntil(
+      'a scheduled run',
       async () => {
         const r = (await http().get(`/api/reports/${id}`).set('Authorization', auth)).body.report;
         return r.lastRun !== first ? true : undefined;
       },
       15000,
-      'a scheduled run',
     );
     const off = await http().patch(`/api/reports/${id}`).set('Authorization', auth).send({ isPublished: false });
     expect(off.body.report.nextRun).toBeNull();
@@ -92,7 +93,7 @@ describe('jobs without Redis: embedded PostgreSQL, everything in one process', (
       if (r.status !== 200) throw new Error(`GET /api/text-messages/${id}: ${r.status} ${JSON.stringify(r.body)}\n${app.logs.join('').slice(-3000)}`);
       return r.body.textMessage;
     };
-    const waitStatus = (id: number, status: string) => waitFor(async () => ((await get(id)).status === status ? true : undefined), 30000, `status ${status}`);
+    const waitStatus = (id: number, status: string) => waitUntil(`status ${status}`, async () => ((await get(id)).status === status ? true : undefined), 30000);
 
     gateway.script('+14155550150', [503, 200]);
     const t = (await create({ content: 'embedded', recipient: '+14155550150' })).body.textMessage;
@@ -139,13 +140,13 @@ describe('jobs on PostgreSQL without Redis, default log provider', () => {
     const t = (await app.http.post('/api/text-messages/new').set('Authorization', auth).send({ content: 'logged', recipient: '+14155550160' })).body
       .textMessage;
     expect((await app.http.post(`/api/text-messages/${t.id}/send`).set('Authorization', auth)).status).toBe(202);
-    const done = await waitFor(
+    const done = await waitUntil(
+      'delivered',
       async () => {
         const m = (await app.http.get(`/api/text-messages/${t.id}`).set('Authorization', auth)).body.textMessage;
         return m.status === 'delivered' ? m : undefined;
       },
       20000,
-      'delivered',
     );
     expect(done.sentAt).not.toBeNull();
     expect(done.deliveredAt).not.toBeNull();
@@ -161,13 +162,13 @@ describe('jobs on PostgreSQL without Redis, default log provider', () => {
     await app.kill('SIGTERM');
     const again = await startApp({ shareWith: app });
     try {
-      await waitFor(
+      await waitUntil(
+        'the orphan to be sent after restart',
         async () => {
           const [m] = await app.sql<{ status: string }>(`SELECT status FROM text_messages WHERE id = $1`, [t.id]);
           return m.status === 'delivered' ? true : undefined;
         },
         20000,
-        'the orphan to be sent after restart',
       );
     } finally {
       await again.stop();

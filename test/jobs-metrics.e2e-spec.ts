@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startApp, type TestApp } from './support/app.js';
-import { waitFor } from './support/sms-gateway.js';
+import { waitUntil } from './support/wait.js';
+import { adminToken } from './support/fixtures.js';
 
 const METRICS_TOKEN = 'jobs-metrics-scrape-secret';
 
@@ -30,7 +31,7 @@ describe.each([
 
   beforeAll(async () => {
     app = await startApp({ ...options, env: { METRICS_TOKEN } });
-    auth = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
+    auth = await adminToken(app);
   }, 120000);
   afterAll(async () => {
     await app?.stop();
@@ -49,20 +50,20 @@ describe.each([
     expect(sample(await scrape(), 'jobs_total', { name: 'reports.run', outcome: 'completed' })).toBeUndefined();
 
     expect((await app.http.post(`/api/reports/${id}/run`).set('Authorization', auth)).status).toBe(200);
-    await waitFor(
+    await waitUntil(
+      'the report result',
       async () => ((await app.http.get(`/api/reports/${id}/results`).set('Authorization', auth)).status === 200 ? true : undefined),
       30000,
-      'the report result',
     );
 
     // The result is committed inside the job; the outcome is counted right after the handler returns.
-    const text = await waitFor(
+    const text = await waitUntil(
+      'jobs_total for reports.run',
       async () => {
         const t = await scrape();
         return sample(t, 'jobs_total', { name: 'reports.run', outcome: 'completed' }) === 1 ? t : undefined;
       },
       10000,
-      'jobs_total for reports.run',
     );
     for (const queue of ['reports', 'sms', 'maintenance']) {
       for (const state of ['waiting', 'active', 'delayed']) {

@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
-import { adminToken, tokenFor } from './support/fixtures.js';
-
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
+import { adminToken, tokenFor, ISO } from './support/fixtures.js';
 
 /**
  * Notifications are created by the service itself. The suite makes them through the real path
@@ -144,7 +142,7 @@ describe('notifications', () => {
     expectError(await app.http.post('/api/notifications/read-all').set('Authorization', readOnlyA), 403, 'forbidden');
     expectError(await app.http.post('/api/notifications/1/read').set('Authorization', readOnlyA), 403, 'forbidden');
     expectError(await app.http.delete('/api/notifications/1/delete').set('Authorization', readOnlyA), 403, 'forbidden');
-    const other = `Bearer ${await app.token('contacts:read', { user: 'a@example.com', plan: 'enterprise' })}`;
+    const other = await tokenFor(app, 'contacts:read', { user: 'a@example.com', plan: 'enterprise' });
     expectError(await list(other), 403, 'forbidden');
     expectError(await app.http.get('/api/notifications'), 401, 'unauthorized');
   });

@@ -17,7 +17,8 @@ import { pathToFileURL } from 'node:url';
 import fc from 'fast-check';
 import { getMetadataStorage } from 'class-validator';
 import { ROOT, startApp, type TestApp } from './support/app.js';
-import { anchored, type DocAjv, docAjv, type Schema } from './support/openapi-doc.js';
+import { anchored, type DocAjv, docAjv, type Schema, schemaArbitraries } from './support/openapi-doc.js';
+import { adminToken } from './support/fixtures.js';
 
 type Operation = {
   parameters?: { name: string; in: string; schema?: Schema }[];
@@ -39,7 +40,7 @@ describe('request bodies in the OpenAPI document', () => {
 
   beforeAll(async () => {
     app = await startApp({ role: 'api', env: { RATE_LIMIT_ENTERPRISE: '1000000' } });
-    admin = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
+    admin = await adminToken(app);
     doc = (await app.http.get('/api/docs-json')).body as Doc;
     ajv = docAjv(doc.components, ['phone']);
     const create = async (path: string, body: object) => {
@@ -202,49 +203,20 @@ describe('request bodies in the OpenAPI document', () => {
   }, 120_000);
 
   /** Values the schema allows: strings of any script, blank and NUL where no pattern refuses them. */
-  function valueArb(schemaIn: Schema | undefined, depth = 0): fc.Arbitrary<unknown> {
-    const s = resolve(schemaIn);
-    let arb: fc.Arbitrary<unknown>;
-    if (s.oneOf?.length) arb = fc.oneof(...s.oneOf.map((x) => valueArb(x, depth + 1)));
-    else if (s.enum?.length) arb = fc.constantFrom(...s.enum);
-    else if (s.type === 'string') {
-      const max = Math.min(s.maxLength ?? 40, 40);
-      if (s.format === 'date-time')
-        arb = fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 19) + '+00:00');
-      else if (s.format === 'date')
-        arb = fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10));
-      else if (s.format === 'email') arb = fc.emailAddress();
-      else if (s.format === 'phone') arb = fc.constantFrom('+14155550100', '+442071838750', '(415) 555-0100');
-      else if (s.pattern) arb = fc.stringMatching(new RegExp(s.pattern)).filter((v) => v.length <= (s.maxLength ?? 1e9));
-      else
-        arb = fc.oneof(
-          { weight: 4, arbitrary: fc.string({ unit: 'grapheme', minLength: s.minLength ?? 0, maxLength: max }) },
-          { weight: 1, arbitrary: fc.constantFrom(' ', '  \t', 'a\u0000b', '\u0000') },
-        );
-    } else if (s.type === 'integer') {
-      const min = s.minimum ?? -1000;
-      const max = s.maximum ?? 1000;
-      const ids = Object.values(fixtures).filter((id) => id >= min && id <= max);
-      arb = fc.oneof(fc.integer({ min, max: Math.min(max, min + 100000) }), ...(ids.length ? [fc.constantFrom(...ids)] : []));
-    } else if (s.type === 'number') {
-      const places = s['x-max-decimal-places'] ?? 6;
-      arb = fc
-        .double({ min: s.minimum ?? -1e6, max: Math.min(s.maximum ?? 1e6, 1e9), noNaN: true, noDefaultInfinity: true })
-        .map((n) => Math.round(n * 10 ** places) / 10 ** places);
-    } else if (s.type === 'boolean') arb = fc.boolean();
-    else if (s.type === 'array') arb = fc.array(valueArb(s.items, depth + 1), { minLength: s.minItems ?? 0, maxLength: Math.min(s.maxItems ?? 3, 3) });
-    else if (s.properties && depth < 4) arb = objectArb(s, depth + 1);
-    else arb = fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.boolean()), { maxKeys: 3 });
-    return s.nullable ? fc.oneof({ weight: 4, arbitrary: arb }, { weight: 1, arbitrary: fc.constant(null) }) : arb;
-  }
-
-  function objectArb(s: Schema, depth: number): fc.Arbitrary<Record<string, unknown>> {
-    const props = s.properties ?? {};
-    const required = new Set(s.required ?? []);
-    return fc.record(Object.fromEntries(Object.entries(props).map(([k, v]) => [k, valueArb(v, depth)])), {
-      requiredKeys: Object.keys(props).filter((k) => required.has(k)),
-    });
-  }
+  const { valueArb } = schemaArbitraries({
+    resolve,
+    ids: () => Object.values(fixtures),
+    text: (s) => {
+      if (s.format === 'email') return fc.emailAddress();
+      if (s.format === 'phone') return fc.constantFrom('+14155550100', '+442071838750', '(415) 555-0100');
+      if (s.pattern) return fc.stringMatching(new RegExp(s.pattern)).filter((v) => v.length <= (s.maxLength ?? 1e9));
+      return fc.oneof(
+        { weight: 4, arbitrary: fc.string({ unit: 'grapheme', minLength: s.minLength ?? 0, maxLength: Math.min(s.maxLength ?? 40, 40) }) },
+        { weight: 1, arbitrary: fc.constantFrom(' ', '  \t', 'a\u0000b', '\u0000') },
+      );
+    },
+    places: (s) => s['x-max-decimal-places'] ?? 6,
+  });
 
   const described = (s: Schema | undefined) => [s, s?.items].some((x) => x && (x['x-rules']?.length || x['x-references']));
 

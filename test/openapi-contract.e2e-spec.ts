@@ -9,7 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { startApp, type TestApp } from './support/app.js';
-import { anchored, type DocAjv, docAjv, type Schema } from './support/openapi-doc.js';
+import { anchored, type DocAjv, docAjv, type Schema, schemaArbitraries } from './support/openapi-doc.js';
+import { adminToken, tokenFor } from './support/fixtures.js';
 
 type Parameter = { name: string; in: string; required?: boolean; schema?: Schema };
 type Response = { $ref?: string; description?: string; content?: Record<string, { schema?: Schema }> };
@@ -39,8 +40,8 @@ describe('the OpenAPI document against the running server', () => {
       role: 'api',
       env: { RATE_LIMIT_ANONYMOUS: '1000000', RATE_LIMIT_ENTERPRISE: '1000000', RATE_LIMIT_BASIC: '1000000', OAUTH_RATE_LIMIT_PER_MINUTE: '100000' },
     });
-    admin = `Bearer ${await app.token('*', { plan: 'enterprise' })}`;
-    narrow = `Bearer ${await app.token('notifications:read', { user: 'narrow@example.com', plan: 'enterprise' })}`;
+    admin = await adminToken(app);
+    narrow = await tokenFor(app, 'notifications:read', { user: 'narrow@example.com', plan: 'enterprise' });
     doc = (await app.http.get('/api/docs-json')).body as Doc;
     ajv = docAjv(doc.components);
 
@@ -109,44 +110,18 @@ describe('the OpenAPI document against the running server', () => {
   const fixtureIds = () => Object.values(fixtures);
 
   /** Values of a schema: mostly what it allows, sometimes what it refuses (both must answer as documented). */
-  function valueArb(schemaIn: Schema | undefined, depth = 0): fc.Arbitrary<unknown> {
-    const s = resolve(schemaIn);
-    let arb: fc.Arbitrary<unknown>;
-    if (s.oneOf?.length) arb = fc.oneof(...s.oneOf.map((x) => valueArb(x, depth + 1)));
-    else if (s.allOf?.length) arb = valueArb(s.allOf[0], depth + 1);
-    else if (s.enum?.length) arb = fc.constantFrom(...s.enum);
-    else if (s.type === 'string') {
-      if (s.format === 'date-time')
-        arb = fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 19) + '+00:00');
-      else if (s.format === 'date')
-        arb = fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10));
-      else if (s.format === 'email') arb = fc.emailAddress().filter((e) => e.length <= (s.maxLength ?? 254));
-      else if (s.format === 'binary') arb = fc.constant('file');
-      else if (s.pattern) arb = fc.stringMatching(new RegExp(s.pattern)).filter((v) => v.length >= (s.minLength ?? 0) && v.length <= (s.maxLength ?? 1e9));
-      else arb = fc.string({ minLength: s.minLength ?? 0, maxLength: Math.min(s.maxLength ?? 40, 40) });
-    } else if (s.type === 'integer') {
-      const min = s.minimum ?? -1000;
-      const max = s.maximum ?? 1000;
-      const ids = fixtureIds().filter((id) => id >= min && id <= max);
-      arb = fc.oneof(fc.integer({ min, max: Math.min(max, min + 100000) }), ...(ids.length ? [fc.constantFrom(...ids)] : []));
-    } else if (s.type === 'number')
-      arb = fc
-        .double({ min: s.minimum ?? -1e6, max: Math.min(s.maximum ?? 1e6, 1e9), noNaN: true, noDefaultInfinity: true })
-        .map((n) => Math.round(n * 100) / 100);
-    else if (s.type === 'boolean') arb = fc.boolean();
-    else if (s.type === 'array') arb = fc.array(valueArb(s.items, depth + 1), { minLength: s.minItems ?? 0, maxLength: Math.min(s.maxItems ?? 3, 3) });
-    else if (s.properties && depth < 4) arb = objectArb(s, depth + 1);
-    else arb = fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.boolean()), { maxKeys: 3 });
-    return s.nullable ? fc.oneof({ weight: 4, arbitrary: arb }, { weight: 1, arbitrary: fc.constant(null) }) : arb;
-  }
-
-  function objectArb(s: Schema, depth: number): fc.Arbitrary<Record<string, unknown>> {
-    const props = s.properties ?? {};
-    const required = new Set(s.required ?? []);
-    return fc.record(Object.fromEntries(Object.entries(props).map(([k, v]) => [k, valueArb(v, depth)])), {
-      requiredKeys: Object.keys(props).filter((k) => required.has(k)),
-    });
-  }
+  const { valueArb, objectArb } = schemaArbitraries({
+    resolve,
+    ids: fixtureIds,
+    allOf: true,
+    text: (s) => {
+      if (s.format === 'email') return fc.emailAddress().filter((e) => e.length <= (s.maxLength ?? 254));
+      if (s.format === 'binary') return fc.constant('file');
+      if (s.pattern) return fc.stringMatching(new RegExp(s.pattern)).filter((v) => v.length >= (s.minLength ?? 0) && v.length <= (s.maxLength ?? 1e9));
+      return fc.string({ minLength: s.minLength ?? 0, maxLength: Math.min(s.maxLength ?? 40, 40) });
+    },
+    places: () => 2,
+  });
 
   /** A body: usually documented, sometimes with an unknown property, a wrong type or not an object at all. */
   function bodyArb(schema: Schema | undefined): fc.Arbitrary<unknown> {

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createDatabase, expectError, ROOT, startApp, type TestApp } from './support/app.js';
-import { adminToken } from './support/fixtures.js';
+import { adminToken, tokenFor } from './support/fixtures.js';
 import { reviewedSnapshot } from './support/snapshot.js';
 
 describe('platform: system routes, errors, authentication', () => {
@@ -27,7 +27,7 @@ describe('platform: system routes, errors, authentication', () => {
       const res = await app.http.get('/api/version').set('Authorization', admin);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ version: expect.any(String), apiVersion: '1', commit: expect.any(String) });
-      const narrow = `Bearer ${await app.token('notifications:read', { user: 'narrow@example.com' })}`;
+      const narrow = await tokenFor(app, 'notifications:read', { user: 'narrow@example.com' });
       expect((await app.http.get('/api/version').set('Authorization', narrow)).status).toBe(200);
       expectError(await app.http.get('/api/version'), 401, 'unauthorized');
     });
@@ -57,7 +57,7 @@ describe('platform: system routes, errors, authentication', () => {
     });
 
     it('GET /api/endpoints needs the * permission', async () => {
-      const limited = `Bearer ${await app.token('contacts:read', { user: 'limited@example.com' })}`;
+      const limited = await tokenFor(app, 'contacts:read', { user: 'limited@example.com' });
       expectError(await app.http.get('/api/endpoints').set('Authorization', limited), 403, 'forbidden');
     });
 
@@ -88,7 +88,7 @@ describe('platform: system routes, errors, authentication', () => {
       expect((await app.http.get('/metrics').set('Authorization', admin)).status).toBe(200);
       expectError(await app.http.get('/metrics'), 401, 'unauthorized');
       expectError(await app.http.get('/metrics').set('Authorization', 'Bearer wrong'), 401, 'unauthorized');
-      const limited = `Bearer ${await app.token('contacts:read', { user: 'metrics-limited@example.com' })}`;
+      const limited = await tokenFor(app, 'contacts:read', { user: 'metrics-limited@example.com' });
       expectError(await app.http.get('/metrics').set('Authorization', limited), 403, 'forbidden');
     });
   });
@@ -176,7 +176,7 @@ describe('platform: system routes, errors, authentication', () => {
     });
 
     it('403 for a token without the route permission', async () => {
-      const t = `Bearer ${await app.token('contacts:read', { user: 'reader@example.com' })}`;
+      const t = await tokenFor(app, 'contacts:read', { user: 'reader@example.com' });
       expect((await app.http.get('/api/contacts').set('Authorization', t)).status).toBe(200);
       expectError(await app.http.delete('/api/contacts/1').set('Authorization', t), 403, 'forbidden');
     });
@@ -215,8 +215,8 @@ describe('platform: plan limits', () => {
   });
 
   it('counts per account across tokens and instances: limit successes, then 429 with Retry-After', async () => {
-    const a = `Bearer ${await app.token('*', { user: 'basic@example.com', plan: 'basic' })}`;
-    const b = `Bearer ${await app.token('*', { user: 'basic@example.com', name: 'second token' })}`;
+    const a = await tokenFor(app, '*', { user: 'basic@example.com', plan: 'basic' });
+    const b = await tokenFor(app, '*', { user: 'basic@example.com', name: 'second token' });
     const statuses: number[] = [];
     let last: { status: number; body: unknown; headers: Record<string, string> } | undefined;
     for (let i = 0; i < 7; i++) {
@@ -237,7 +237,7 @@ describe('platform: plan limits', () => {
   });
 
   it('enforces one limit exactly under parallel requests on two instances', async () => {
-    const t = `Bearer ${await app.token('*', { user: 'pro@example.com', plan: 'professional' })}`;
+    const t = await tokenFor(app, '*', { user: 'pro@example.com', plan: 'professional' });
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? app : second).http.get('/api/contacts').set('Authorization', t)));
     const ok = results.filter((r) => r.status === 200).length;
     const limited = results.filter((r) => r.status === 429).length;
@@ -245,7 +245,7 @@ describe('platform: plan limits', () => {
   });
 
   it('other accounts have their own counters', async () => {
-    const other = `Bearer ${await app.token('*', { user: 'someone-else@example.com', plan: 'basic' })}`;
+    const other = await tokenFor(app, '*', { user: 'someone-else@example.com', plan: 'basic' });
     expect((await app.http.get('/api/contacts').set('Authorization', other)).status).toBe(200);
   });
 

@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
-import { adminToken, tokenFor } from './support/fixtures.js';
-
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
+import { adminToken, tokenFor, ISO } from './support/fixtures.js';
 
 describe('point groups', () => {
   let app: TestApp;
@@ -134,7 +132,7 @@ describe('point groups', () => {
     );
     expectError(await app.http.patch('/api/point_groups/1').set('Authorization', readOnly).send({ name: 'x' }), 403, 'forbidden');
     expectError(await app.http.delete('/api/point-groups/1/delete').set('Authorization', readOnly), 403, 'forbidden');
-    const other = `Bearer ${await app.token('categories:read', { user: 'c@example.com', plan: 'enterprise' })}`;
+    const other = await tokenFor(app, 'categories:read', { user: 'c@example.com', plan: 'enterprise' });
     expectError(await app.http.get('/api/point-groups').set('Authorization', other), 403, 'forbidden');
   });
 

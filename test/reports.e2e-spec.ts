@@ -1,18 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { expectError, startApp, TEST_REDIS_URL, type TestApp, awayFromMidnight } from './support/app.js';
-import { adminToken } from './support/fixtures.js';
-
-/** Polls until `fn` returns a value other than undefined, or fails after `ms`. */
-async function waitFor<T>(fn: () => Promise<T | undefined>, ms = 20000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+import { adminToken, tokenFor } from './support/fixtures.js';
+import { waitUntil } from './support/wait.js';
 
 const DAY = 86_400_000;
 const midnight = (d: Date) => Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
@@ -89,13 +79,13 @@ describe('reports (API and worker in separate processes, BullMQ on Redis)', () =
     const run = await api.http.post(`/api/reports/${id}/run`).set('Authorization', auth);
     expect(run.status).toBe(200);
     expect(run.body).toEqual({ status: 'queued', message: expect.any(String), jobId: expect.any(String) });
-    await waitFor(
+    await waitUntil(
+      `a result of report ${id}`,
       async () => {
         const [{ n }] = await api.sql<{ n: number }>(`SELECT count(*)::int AS n FROM report_results WHERE report_id = $1`, [id]);
         return n > before ? true : undefined;
       },
       20000,
-      `a result of report ${id}`,
     );
     const res = await api.http.get(`/api/reports/${id}/results`).set('Authorization', auth);
     expect(res.status).toBe(200);
@@ -313,7 +303,7 @@ describe('reports (API and worker in separate processes, BullMQ on Redis)', () =
   });
 
   it('needs reports permissions', async () => {
-    const reader = `Bearer ${await api.token('reports:read', { user: 'reader@example.com' })}`;
+    const reader = await tokenFor(api, 'reports:read', { user: 'reader@example.com' });
     const id = (await create({ name: 'perm', type: 'sales' })).body.report.id;
     expect((await api.http.get(`/api/reports/${id}`).set('Authorization', reader)).status).toBe(200);
     expectError(await api.http.post(`/api/reports/${id}/run`).set('Authorization', reader), 403, 'forbidden');
@@ -334,24 +324,24 @@ describe('reports (API and worker in separate processes, BullMQ on Redis)', () =
       expect(next).toBeLessThanOrEqual(Date.now() + 2000);
       expect(await schedulers()).toContain(`report-schedule-${id}`);
 
-      const lastRun = await waitFor(
+      const lastRun = await waitUntil(
+        'a scheduled run',
         async () => {
           const r = (await api.http.get(`/api/reports/${id}`).set('Authorization', auth)).body.report;
           return r.lastRun ?? undefined;
         },
         15000,
-        'a scheduled run',
       );
       const triggers = await api.sql<{ trigger: string }>(`SELECT trigger FROM report_results WHERE report_id = $1`, [id]);
       expect(triggers.map((t) => t.trigger)).toContain('schedule');
       // It keeps running: a second scheduled run moves lastRun on.
-      await waitFor(
+      await waitUntil(
+        'a second scheduled run',
         async () => {
           const r = (await api.http.get(`/api/reports/${id}`).set('Authorization', auth)).body.report;
           return r.lastRun !== lastRun ? true : undefined;
         },
         15000,
-        'a second scheduled run',
       );
       const got = (await api.http.get(`/api/reports/${id}`).set('Authorization', auth)).body.report;
       expect(Date.parse(got.nextRun)).toBeGreaterThan(Date.parse(got.lastRun) - 1000);

@@ -6,10 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
-import { adminToken, createContact, tokenFor, uniqueEmail } from './support/fixtures.js';
-import { waitFor } from './support/sms-gateway.js';
-
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
+import { adminToken, createContact, tokenFor, uniqueEmail, ISO, feedHead, feedSince } from './support/fixtures.js';
+import { waitUntil } from './support/wait.js';
 
 interface Membership {
   status: string;
@@ -26,12 +24,6 @@ interface Segment {
   membership: Membership;
   [k: string]: unknown;
 }
-interface Event {
-  type: string;
-  data: Record<string, unknown>;
-  previous: Record<string, unknown> | null;
-}
-
 let tagSeq = 0;
 
 describe('segments', () => {
@@ -87,13 +79,13 @@ describe('segments', () => {
     return res.body.segment as Segment;
   };
   const ready = (id: number, ms = 20000) =>
-    waitFor(
+    waitUntil(
+      `segment ${id} ready`,
       async () => {
         const s = await segment(id);
         return s.membership.status === 'ready' ? s : undefined;
       },
       ms,
-      `segment ${id} ready`,
     );
   const memberIds = async (id: number): Promise<number[]> => {
     const res = await get(`/api/segments/${id}/contacts?limit=200&orderBy=id`);
@@ -107,34 +99,17 @@ describe('segments', () => {
   };
   /** Waits until the segment's members are exactly `ids` (ascending). */
   const membersBecome = (id: number, ids: number[], ms = 20000) =>
-    waitFor(
+    waitUntil(
+      `segment ${id} members ${JSON.stringify(ids)}`,
       async () => {
         const now = await memberIds(id);
         return JSON.stringify(now) === JSON.stringify([...ids].sort((a, b) => a - b)) ? now : undefined;
       },
       ms,
-      `segment ${id} members ${JSON.stringify(ids)}`,
     );
 
-  async function head(): Promise<string> {
-    let cursor = '0';
-    for (;;) {
-      const res = await get(`/api/events?limit=500&after=${cursor}`);
-      expect(res.status).toBe(200);
-      if (!res.body.events.length) return cursor;
-      cursor = res.body.next;
-    }
-  }
-  async function eventsSince(cursor: string, types: string): Promise<Event[]> {
-    const out: Event[] = [];
-    for (;;) {
-      const res = await get(`/api/events?limit=500&after=${cursor}&types=${types}`);
-      expect(res.status).toBe(200);
-      if (!res.body.events.length) return out;
-      out.push(...res.body.events);
-      cursor = res.body.next;
-    }
-  }
+  const head = () => feedHead(app, auth);
+  const eventsSince = (cursor: string, types: string) => feedSince(app, auth, cursor, types);
 
   describe('route forms', () => {
     it('creates (both paths), reads, lists, edits (both paths), replaces or creates with PUT (both paths), deletes (both paths), with events', async () => {
@@ -321,13 +296,13 @@ describe('segments', () => {
       expect(await memberIds(s.id)).toEqual([a]);
       expect((await del(`/api/fields/${field.body.field.id}`)).status).toBe(200);
       expect((await post(`/api/segments/${s.id}/rebuild`, {})).status).toBe(202);
-      const failed = await waitFor(
+      const failed = await waitUntil(
+        'failed build',
         async () => {
           const x = await segment(s.id);
           return x.membership.status === 'failed' ? x : undefined;
         },
         20000,
-        'failed build',
       );
       expect(failed.membership.error).toContain(alias);
       // The members of the last good build stay.
@@ -505,11 +480,11 @@ describe('segments', () => {
       const cp = await post('/api/campaigns/new', { name: 'Dynamic mirror', segmentId: s.id });
       expect(cp.status).toBe(201);
       const campaignId = cp.body.campaign.id as number;
-      await waitFor(async () => ((await campaignMemberIds(campaignId)).join() === String(a) ? true : undefined), 20000, 'campaign built');
+      await waitUntil('campaign built', async () => ((await campaignMemberIds(campaignId)).join() === String(a) ? true : undefined), 20000);
       await patch(`/api/contacts/${b}`, { title: t });
-      await waitFor(async () => ((await campaignMemberIds(campaignId)).join() === [a, b].join() ? true : undefined), 10000, 'b joins the campaign');
+      await waitUntil('b joins the campaign', async () => ((await campaignMemberIds(campaignId)).join() === [a, b].join() ? true : undefined), 10000);
       await patch(`/api/contacts/${a}`, { title: 'gone' });
-      await waitFor(async () => ((await campaignMemberIds(campaignId)).join() === String(b) ? true : undefined), 10000, 'a leaves the campaign');
+      await waitUntil('a leaves the campaign', async () => ((await campaignMemberIds(campaignId)).join() === String(b) ? true : undefined), 10000);
     });
   });
 

@@ -2,7 +2,8 @@ import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
 import { adminToken, createContact, tokenFor, uniqueEmail } from './support/fixtures.js';
-import { FakeGateway, sign, waitFor } from './support/sms-gateway.js';
+import { FakeGateway, sign } from './support/sms-gateway.js';
+import { waitUntil } from './support/wait.js';
 
 const SECRET = 'whsec-optout-secret';
 
@@ -207,13 +208,13 @@ describe('SMS opt-out: do-not-contact entries, inbound STOP/START, refused and c
     expect(queued.status).toBe(201);
     expect(queued.body.textMessage.status).toBe('queued');
     expect((await dnc(id, { reason: 'unsubscribed' })).status).toBe(200);
-    const t = await waitFor(
+    const t = await waitUntil(
+      'the message to leave queued',
       async () => {
         const m = (await api.http.get(`/api/text-messages/${queued.body.textMessage.id}`).set('Authorization', auth)).body.textMessage;
         return m.status === 'queued' ? undefined : m;
       },
       30000,
-      'the message to leave queued',
     );
     expect(t).toMatchObject({ status: 'canceled', failureCode: 'opted_out', sentAt: null });
     expect(t.canceledAt).toMatch(/\+00:00$/);

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { expectError, startApp, TEST_REDIS_URL, type TestApp } from './support/app.js';
-import { adminToken } from './support/fixtures.js';
-import { FakeGateway, sign, waitFor } from './support/sms-gateway.js';
+import { adminToken, tokenFor } from './support/fixtures.js';
+import { FakeGateway, sign } from './support/sms-gateway.js';
+import { waitUntil } from './support/wait.js';
 
 const SECRET = 'whsec-test-secret';
 
@@ -40,13 +41,13 @@ describe('text messages (API and worker in separate processes, HTTP provider aga
   const create = (body: object) => api.http.post('/api/text-messages/new').set('Authorization', auth).send(body);
   const get = async (id: number) => (await api.http.get(`/api/text-messages/${id}`).set('Authorization', auth)).body.textMessage;
   const waitStatus = (id: number, status: string, ms = 20000) =>
-    waitFor(
+    waitUntil(
+      `message ${id} to be ${status}`,
       async () => {
         const t = await get(id);
         return t.status === status ? t : undefined;
       },
       ms,
-      `message ${id} to be ${status}`,
     );
   const report = (body: object, signature?: string) => {
     const raw = JSON.stringify(body);
@@ -120,7 +121,7 @@ describe('text messages (API and worker in separate processes, HTTP provider aga
     gateway.script(to, [503, 503, 200]);
     const t = (await create({ content: 'retry me', recipient: to })).body.textMessage;
     await api.http.post(`/api/text-messages/${t.id}/send`).set('Authorization', auth);
-    await waitFor(async () => (gateway.requestsTo(to).length >= 1 ? true : undefined), 10000, 'first attempt');
+    await waitUntil('first attempt', async () => (gateway.requestsTo(to).length >= 1 ? true : undefined), 10000);
     expect((await get(t.id)).status).toBe('queued');
     await waitStatus(t.id, 'sent', 30000);
     const reqs = gateway.requestsTo(to);
@@ -157,7 +158,7 @@ describe('text messages (API and worker in separate processes, HTTP provider aga
     gateway.script(to, ['hold']);
     const t = (await create({ content: 'crash me', recipient: to })).body.textMessage;
     await api.http.post(`/api/text-messages/${t.id}/send`).set('Authorization', auth);
-    await waitFor(async () => (gateway.requestsTo(to).length === 1 ? true : undefined), 10000, 'the gateway to hold the request');
+    await waitUntil('the gateway to hold the request', async () => (gateway.requestsTo(to).length === 1 ? true : undefined), 10000);
     await worker.kill('SIGKILL');
     gateway.release(); // the answer goes to a dead process
     expect((await get(t.id)).status).toBe('queued');
@@ -169,7 +170,7 @@ describe('text messages (API and worker in separate processes, HTTP provider aga
     // Let the stalled job be picked up again (JOB_LOCK_MS=3000) and finish: still one request.
     const redis = new Redis(TEST_REDIS_URL);
     try {
-      await waitFor(async () => ((await redis.llen(`${api.env.REDIS_PREFIX}:sms:active`)) === 0 ? true : undefined), 20000, 'no active sms job');
+      await waitUntil('no active sms job', async () => ((await redis.llen(`${api.env.REDIS_PREFIX}:sms:active`)) === 0 ? true : undefined), 20000);
     } finally {
       redis.disconnect();
     }
@@ -187,7 +188,7 @@ describe('text messages (API and worker in separate processes, HTTP provider aga
     gateway.script(to, ['hold']);
     const t = (await create({ content: 'graceful', recipient: to })).body.textMessage;
     await api.http.post(`/api/text-messages/${t.id}/send`).set('Authorization', auth);
-    await waitFor(async () => (gateway.requestsTo(to).length === 1 ? true : undefined), 10000, 'the gateway to hold the request');
+    await waitUntil('the gateway to hold the request', async () => (gateway.requestsTo(to).length === 1 ? true : undefined), 10000);
     const exiting = worker.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 1000));
     expect(worker.process.exitCode).toBeNull(); // still finishing its job
@@ -260,7 +261,7 @@ describe('text messages (API and worker in separate processes, HTTP provider aga
     expect(del.body.textMessage.id).toBe(t.id);
     expectError(await api.http.get(`/api/text-messages/${t.id}`).set('Authorization', auth), 404, 'not_found');
 
-    const reader = `Bearer ${await api.token('textMessages:read', { user: 'sms-reader@example.com' })}`;
+    const reader = await tokenFor(api, 'textMessages:read', { user: 'sms-reader@example.com' });
     expectError(await api.http.post(`/api/text-messages/${putNew.body.textMessage.id}/send`).set('Authorization', reader), 403, 'forbidden');
   });
 

@@ -4,7 +4,6 @@ import { createHash } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
-import { translateConstraintError } from '../database/constraints.js';
 import { AppError } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
 import { AssetStorage, StoredObjectMissingError } from './asset-storage.js';
@@ -53,20 +52,6 @@ describe('AssetsService (service layer, real PostgreSQL)', () => {
     }
   }
 
-  /** The error the client sees: an AppError, or a database error as the global filter translates it. */
-  async function clientError(p: Promise<unknown>): Promise<AppError> {
-    const e = await p.then(
-      () => {
-        throw new Error('expected a rejection');
-      },
-      (err: unknown) => err,
-    );
-    if (e instanceof AppError) return e;
-    const translated = await translateConstraintError(e, (sql, params) => ctx.query(sql, params));
-    if (!translated) throw e;
-    return translated;
-  }
-
   const create = async (fields: Record<string, unknown>, text = 'x') => assets.create({ body: fields, multipart: false, file: await stored(text) }, who);
 
   it('creates an asset from an upload with a generated alias, then the next suffix for the same title', async () => {
@@ -85,10 +70,10 @@ describe('AssetsService (service layer, real PostgreSQL)', () => {
   });
 
   it('requires a file, and leaves nothing behind when refused', async () => {
-    const e = await clientError(assets.create({ body: { title: 'No file' }, multipart: false }, who));
+    const e = await ctx.failure(assets.create({ body: { title: 'No file' }, multipart: false }, who));
     expect(e.details?.[0].field).toBe('file');
     const file = await stored('refused');
-    const bad = await clientError(assets.create({ body: { title: '' }, multipart: false, file }, who));
+    const bad = await ctx.failure(assets.create({ body: { title: '' }, multipart: false, file }, who));
     expect(bad.status).toBe(400);
     expect(await exists(file.storageKey)).toBe(false);
   });
@@ -96,14 +81,14 @@ describe('AssetsService (service layer, real PostgreSQL)', () => {
   it('a taken alias is a 409 naming the alias and the existing asset; the upload is discarded', async () => {
     const first = await create({ title: 'Owner', alias: 'owned-alias' });
     const file = await stored('second');
-    const e = await clientError(assets.create({ body: { title: 'Other', alias: 'owned-alias' }, multipart: false, file }, who));
+    const e = await ctx.failure(assets.create({ body: { title: 'Other', alias: 'owned-alias' }, multipart: false, file }, who));
     expect(e.status).toBe(409);
     expect(e.details).toEqual([{ field: 'alias', message: 'is already taken', existingId: first.id }]);
     expect(await exists(file.storageKey)).toBe(false);
   });
 
   it('a category that does not exist is a 400 naming category (its foreign key)', async () => {
-    const e = await clientError(create({ title: 'Lost', category: 987654 }));
+    const e = await ctx.failure(create({ title: 'Lost', category: 987654 }));
     expect(e.status).toBe(400);
     expect(e.details?.[0].field).toBe('category');
   });
@@ -140,9 +125,9 @@ describe('AssetsService (service layer, real PostgreSQL)', () => {
     const a = await create({ title: 'Form fields' });
     const r = await assets.patch(a.id, { body: { isPublished: '0', description: '' }, multipart: true }, who);
     expect(r).toMatchObject({ isPublished: false, description: null });
-    const e = await clientError(assets.patch(a.id, { body: { title: 'a\u0000b' }, multipart: true }, who));
+    const e = await ctx.failure(assets.patch(a.id, { body: { title: 'a\u0000b' }, multipart: true }, who));
     expect(e.details).toEqual([{ field: 'title', message: 'must not contain NUL characters or invalid Unicode' }]);
-    const order = await clientError(
+    const order = await ctx.failure(
       assets.patch(a.id, { body: { publishUp: '2026-02-01T00:00:00Z', publishDown: '2026-01-01T00:00:00Z' }, multipart: false }, who),
     );
     expect(order.details?.[0].field).toBe('publishDown');
@@ -193,7 +178,7 @@ describe('AssetsService (service layer, real PostgreSQL)', () => {
     expect(await repo.findPublished(a.id, a.alias)).toMatchObject({ id: a.id });
     expect(await repo.findPublished(a.id, 'other')).toBeNull();
     await assets.remove(a.id);
-    const e = await clientError(repo.countDownload(a.id, one));
+    const e = await ctx.failure(repo.countDownload(a.id, one));
     expect(e.status).toBe(404);
   });
 

@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
-import { translateConstraintError } from '../database/constraints.js';
-import { AppError } from '../common/errors.js';
+import { appError, startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
 import type { Principal } from '../common/request.js';
 import { ContactFieldValuesService } from '../fields/contact-field-values.service.js';
 import { FieldsService } from '../fields/fields.service.js';
@@ -14,24 +12,6 @@ describe('ContactsService (service layer, real PostgreSQL)', () => {
   let owner: Principal;
   let seq = 0;
   const email = () => `c${++seq}@svc.test`;
-
-  /** What the global filter would answer for a database error. */
-  const translated = async (work: Promise<unknown>) => {
-    const e = await work.then(
-      () => null,
-      (err: unknown) => err,
-    );
-    expect(e).not.toBeNull();
-    return translateConstraintError(e, (sql, params) => ctx.query(sql, params));
-  };
-  const appError = async (work: Promise<unknown>): Promise<AppError> => {
-    const e = await work.then(
-      () => null,
-      (err: unknown) => err,
-    );
-    expect(e).toBeInstanceOf(AppError);
-    return e as AppError;
-  };
 
   beforeAll(async () => {
     ctx = await startServiceContext();
@@ -80,10 +60,10 @@ describe('ContactsService (service layer, real PostgreSQL)', () => {
 
   it('a duplicate email (any case) is the registered unique violation: 409 with the existing id', async () => {
     const first = await contacts.create({ name: 'Dup', email: 'Dup@Svc.test' }, who);
-    const err = await translated(contacts.create({ name: 'Dup 2', email: 'dup@SVC.test' }, who));
+    const err = await ctx.failure(contacts.create({ name: 'Dup 2', email: 'dup@SVC.test' }, who));
     expect(err).toMatchObject({ status: 409, code: 'conflict', details: [{ field: 'email', existingId: first.id }] });
     const other = await contacts.create({ name: 'Other', email: email() }, who);
-    expect(await translated(contacts.patch(other.id, { email: 'DUP@svc.test' }, who))).toMatchObject({ status: 409, details: [{ existingId: first.id }] });
+    expect(await ctx.failure(contacts.patch(other.id, { email: 'DUP@svc.test' }, who))).toMatchObject({ status: 409, details: [{ existingId: first.id }] });
   });
 
   it('assigning an owner notifies them in the same transaction; a missing owner is a 400 on ownerId and leaves nothing behind', async () => {
@@ -99,10 +79,10 @@ describe('ContactsService (service layer, real PostgreSQL)', () => {
     expect(await ctx.query(`SELECT 1 FROM notifications WHERE user_id = $1 AND type = 'lead_assigned'`, [who.userId])).toHaveLength(1);
 
     const ghostEmail = email();
-    const err = await translated(contacts.create({ name: 'Ghost', email: ghostEmail, ownerId: 987654 }, who));
+    const err = await ctx.failure(contacts.create({ name: 'Ghost', email: ghostEmail, ownerId: 987654 }, who));
     expect(err).toMatchObject({ status: 400, details: [{ field: 'ownerId', message: 'user 987654 does not exist' }] });
     expect(await ctx.query(`SELECT 1 FROM contacts WHERE email = $1`, [ghostEmail])).toHaveLength(0);
-    expect(await translated(contacts.patch(c.id, { ownerId: 987654 }, who))).toMatchObject({ status: 400, details: [{ field: 'ownerId' }] });
+    expect(await ctx.failure(contacts.patch(c.id, { ownerId: 987654 }, who))).toMatchObject({ status: 400, details: [{ field: 'ownerId' }] });
   });
 
   it('PATCH changes only the supplied properties, merges custom values and removes one given null', async () => {

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { waitUntil } from '../../test/support/wait.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Principal } from '../common/request.js';
 import { type ServiceContext, startServiceContext } from '../../test/support/service-testing.js';
 import { WebhooksService } from './webhooks.service.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * The failure clock on a real database with the in-process job runner: a webhook is disabled (and
@@ -41,13 +40,7 @@ describe('WebhooksService: disabling after 72 h without a success', () => {
 
   const attempts = async (webhookId: number) =>
     (await ctx.query<{ n: number }>(`SELECT coalesce(sum(attempt_count), 0)::int AS n FROM webhook_deliveries WHERE webhook_id = $1`, [webhookId]))[0].n;
-  const until = async (probe: () => Promise<boolean>, what: string) => {
-    const deadline = Date.now() + 15000;
-    while (!(await probe())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await sleep(50);
-    }
-  };
+  const until = (probe: () => Promise<boolean>, what: string) => waitUntil(what, probe, 15000, 50);
 
   it('a failure after 72 h of failures disables the webhook and notifies its owner; one at 71 h does not', async () => {
     const svc = ctx.get(WebhooksService);

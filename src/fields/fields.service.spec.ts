@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
-import { translateConstraintError } from '../database/constraints.js';
-import { AppError } from '../common/errors.js';
+import { appError, startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
 import type { Principal } from '../common/request.js';
 import { ContactsService } from '../contacts/contacts.service.js';
 import { ContactFieldValuesService } from './contact-field-values.service.js';
@@ -15,19 +13,6 @@ describe('FieldsService (service layer, real PostgreSQL)', () => {
   let seq = 0;
   const email = () => `f${++seq}@fields.test`;
 
-  const failure = async (work: Promise<unknown>): Promise<unknown> => {
-    const e = await work.then(
-      () => null,
-      (err: unknown) => err,
-    );
-    expect(e).not.toBeNull();
-    return e;
-  };
-  const appError = async (work: Promise<unknown>) => {
-    const e = await failure(work);
-    expect(e).toBeInstanceOf(AppError);
-    return e as AppError;
-  };
   const detailFields = async (work: Promise<unknown>) => ((await appError(work)).details ?? []).map((d) => d.field).sort();
 
   beforeAll(async () => {
@@ -81,10 +66,10 @@ describe('FieldsService (service layer, real PostgreSQL)', () => {
 
   it('a given alias that is taken is the registered unique violation: 409 naming alias with the existing id', async () => {
     const first = await fields.create({ label: 'Plan', alias: 'plan' }, who, 'contact');
-    const err = await translateConstraintError(await failure(fields.create({ label: 'Plan 2', alias: 'plan' }, who, 'contact')), (sql, p) => ctx.query(sql, p));
+    const err = await ctx.failure(fields.create({ label: 'Plan 2', alias: 'plan' }, who, 'contact'));
     expect(err).toMatchObject({ status: 409, details: [{ field: 'alias', existingId: first.id }] });
     const other = await fields.create({ label: 'Other' }, who, 'contact');
-    const renamed = await translateConstraintError(await failure(fields.patch(other.id, { alias: 'plan' }, who)), (sql, p) => ctx.query(sql, p));
+    const renamed = await ctx.failure(fields.patch(other.id, { alias: 'plan' }, who));
     expect(renamed).toMatchObject({ status: 409, details: [{ field: 'alias', existingId: first.id }] });
   });
 

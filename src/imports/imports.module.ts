@@ -12,6 +12,7 @@ import { FieldsModule } from '../fields/fields.module.js';
 import { NotificationsModule } from '../notifications/notifications.module.js';
 import { ExportsController } from './exports.controller.js';
 import { ExportsService } from './exports.service.js';
+import { ImportRunner } from './import-runner.service.js';
 import { ImportUploadEngine } from './import-upload.engine.js';
 import { ImportsController } from './imports.controller.js';
 import { ImportsProcessor } from './imports.processor.js';
@@ -48,6 +49,6 @@ export class JobFilesModule {}
     }),
   ],
   controllers: [ImportsController, ExportsController],
-  providers: [ImportsRepository, ImportsService, ExportsService, ImportsProcessor],
+  providers: [ImportsRepository, ImportsService, ImportRunner, ExportsService, ImportsProcessor],
 })
 export class ImportsModule {}

@@ -6,7 +6,7 @@ import { type JobContext, JobQueue } from '../jobs/job-queue.js';
 import { ExportsService } from './exports.service.js';
 import { openSource } from './import-source.js';
 import type { ImportRow } from './imports.repository.js';
-import { type ChunkRow, ImportsService } from './imports.service.js';
+import { type ChunkRow, ImportRunner } from './import-runner.service.js';
 import { JobFiles } from './job-files.js';
 
 /**
@@ -14,7 +14,7 @@ import { JobFiles } from './job-files.js';
  *
  * `imports.run` takes up an import: a validation pass reads the file once (header against the
  * mapping, row count: the total), then the file is read again from the start, the rows before the
- * checkpoint skipped, and the rest written chunk by chunk (ImportsService.writeChunk: the chunk's
+ * checkpoint skipped, and the rest written chunk by chunk (ImportRunner.writeChunk: the chunk's
  * writes and the checkpoint commit together). A run killed anywhere resumes from the last committed
  * chunk; a second runner of the same import (a stalled job run again) finds the checkpoint moved
  * and stops. The import acts for the token that created it: before each chunk that token is checked
@@ -22,7 +22,7 @@ import { JobFiles } from './job-files.js';
  * that reason (the chunks in flight are rolled back: the import is no longer running). On shutdown a run stops between chunks and the import stays `running`, for the
  * recovery to queue again. The recovery runs at worker start and every RECOVERY_EVERY_MS: a job that
  * BullMQ gave up on (its worker died twice, more than maxStalledCount) is queued again within seconds.
- * Every run counts (ImportsService.start; one stopped by a shutdown is given back): past MAX_JOB_RUNS
+ * Every run counts (ImportRunner.start; one stopped by a shutdown is given back): past MAX_JOB_RUNS
  * the import ends `failed`, so a file whose processing kills its worker is not run again forever.
  */
 @Injectable()
@@ -31,7 +31,7 @@ export class ImportsProcessor implements OnModuleInit, BeforeApplicationShutdown
   private stopping = false;
 
   constructor(
-    private readonly imports: ImportsService,
+    private readonly imports: ImportRunner,
     private readonly exports: ExportsService,
     private readonly files: JobFiles,
     private readonly jobs: JobQueue,

@@ -1,15 +1,10 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { waitUntil } from '../../test/support/wait.js';
 import { InProcessJobQueue } from './in-process.job-queue.js';
 import { DeferJobError, type JobOutcome, RetryableJobError } from './job-queue.js';
 import { type JobName, QUEUES } from './job-names.js';
 
-async function until(check: () => boolean, ms = 3000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+const until = (check: () => boolean, ms = 3000): Promise<boolean> => waitUntil('the check', async () => check(), ms, 5);
 
 describe('InProcessJobQueue: outcomes and depths for the metrics', () => {
   let queue: InProcessJobQueue;

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { waitUntil } from '../../test/support/wait.js';
 import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
 import type { Principal } from '../common/request.js';
 import { ContactsService } from '../contacts/contacts.service.js';
@@ -28,15 +29,16 @@ describe('BroadcastsService and opt-out (service layer, real PostgreSQL, in-proc
 
   let n = 0;
   const contact = (phone: string | null, name = 'Ada', title?: string) => contacts.create({ name, email: `svc${++n}@broadcast.test`, phone, title }, who);
-  async function until(id: number, status: string, ms = 15000): Promise<BroadcastRecord> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const b = await broadcasts.get(id);
-      if (b.status === status) return b;
-      if (Date.now() > deadline) throw new Error(`broadcast ${id} stayed ${b.status}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  const until = (id: number, status: string, ms = 15000): Promise<BroadcastRecord> =>
+    waitUntil(
+      `broadcast ${id} to be ${status}`,
+      async () => {
+        const b = await broadcasts.get(id);
+        return b.status === status ? b : null;
+      },
+      ms,
+      50,
+    );
 
   it('renders per recipient, skips opted-out numbers, and hands each message to the provider once', async () => {
     const a = await contact('+14155557001', 'Ada');

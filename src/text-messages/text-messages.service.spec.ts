@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { waitUntil } from '../../test/support/wait.js';
 import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
-import { translateConstraintError } from '../database/constraints.js';
-import { AppError } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
 import { signBody } from '../sms/signature.js';
 import { RetryableJobError } from '../jobs/job-queue.js';
@@ -32,15 +31,16 @@ describe('TextMessagesService (service layer, real PostgreSQL, fake SMS provider
   const create = (dto: Partial<CreateTextMessageDto> = {}) => messages.create({ content: 'Hello', recipient: '+1 415 555 0100', ...dto }, who);
 
   /** Polls the message until `check` holds (the in-process runner sends in the background). */
-  async function until(id: number, check: (t: TextMessageRecord) => boolean, ms = 10000): Promise<TextMessageRecord> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const t = await messages.get(id);
-      if (check(t)) return t;
-      if (Date.now() > deadline) throw new Error(`message ${id} stayed ${t.status}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  const until = (id: number, check: (t: TextMessageRecord) => boolean, ms = 10000): Promise<TextMessageRecord> =>
+    waitUntil(
+      `message ${id}`,
+      async () => {
+        const t = await messages.get(id);
+        return check(t) ? t : null;
+      },
+      ms,
+      50,
+    );
 
   it('creates a draft with the recipient in E.164 and its campaign', async () => {
     const t = await create({ campaignId });
@@ -57,10 +57,9 @@ describe('TextMessagesService (service layer, real PostgreSQL, fake SMS provider
   it('refuses blank content, a bad phone number, and a campaign that does not exist (its foreign key)', async () => {
     await expect(create({ content: '  ' })).rejects.toMatchObject({ status: 400 });
     await expect(create({ recipient: 'not a phone' })).rejects.toMatchObject({ status: 400 });
-    const e = await create({ campaignId: 987654 }).catch((x: unknown) => x);
-    const translated = e instanceof AppError ? e : await translateConstraintError(e, (sql, p) => ctx.query(sql, p));
-    expect(translated?.status).toBe(400);
-    expect(translated?.details).toEqual([{ field: 'campaignId', message: 'campaign 987654 does not exist' }]);
+    const translated = await ctx.failure(create({ campaignId: 987654 }));
+    expect(translated.status).toBe(400);
+    expect(translated.details).toEqual([{ field: 'campaignId', message: 'campaign 987654 does not exist' }]);
   });
 
   it('concurrent PATCHes of different properties all survive', async () => {

@@ -6,11 +6,11 @@
  * Idempotency-Key), and the cap still holds.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createContact, uniqueEmail } from '../support/fixtures.js';
+import { createContact, uniqueEmail, adminToken } from '../support/fixtures.js';
 import { createDatabase, startApp, type TestApp } from '../support/app.js';
 import { type PrivateRedis, startPrivateRedis } from '../support/services.js';
-import { FakeGateway, waitFor } from '../support/sms-gateway.js';
-import { sleep } from '../support/wait.js';
+import { FakeGateway } from '../support/sms-gateway.js';
+import { sleep, waitUntil } from '../support/wait.js';
 
 const RATE = 10;
 const N = 60;
@@ -38,7 +38,7 @@ describe('broadcast faults', () => {
     };
     api = await startApp({ role: 'api', databaseUrl: db.url, redisUrl: redis.url, env });
     workers = [await startApp({ role: 'worker', shareWith: api, env }), await startApp({ role: 'worker', shareWith: api, env })];
-    auth = `Bearer ${await api.token('*', { plan: 'enterprise' })}`;
+    auth = await adminToken(api);
   });
   afterAll(async () => {
     for (const w of workers) await w.stop();
@@ -63,20 +63,20 @@ describe('broadcast faults', () => {
     expect(created.status).toBe(201);
     const id = created.body.broadcast.id as number;
     expect((await api.http.post(`/api/text-messages/broadcasts/${id}/send`).set('Authorization', auth)).status).toBe(202);
-    await waitFor(async () => (gateway.messages.size >= 15 ? true : undefined), 30000, 'some messages at the gateway');
+    await waitUntil('some messages at the gateway', async () => (gateway.messages.size >= 15 ? true : undefined), 30000);
 
     await redis.stop();
     expect(gateway.messages.size).toBeLessThan(N); // mid-broadcast
     await sleep(3000);
     await redis.start();
 
-    const done = await waitFor(
+    const done = await waitUntil(
+      'the broadcast to complete after the restart',
       async () => {
         const b = (await api.http.get(`/api/text-messages/broadcasts/${id}`).set('Authorization', auth)).body.broadcast;
         return b?.status === 'completed' ? b : undefined;
       },
       90000,
-      'the broadcast to complete after the restart',
     );
     expect(done.counts.sent).toBe(N);
     for (const p of phones) {

@@ -6,15 +6,15 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createDatabase, startApp, type TestApp } from '../support/app.js';
-import { type PrivateRedis, startPrivateRedis } from '../support/services.js';
+import type { TestApp } from '../support/app.js';
+import { type PrivateRedis, type SplitDeployment, startSplitDeployment, stopSplitDeployment } from '../support/services.js';
 import { sleep, waitUntil } from '../support/wait.js';
 
 const until = <T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 60000) => waitUntil(what, probe, timeoutMs);
 
 describe('webhook faults', () => {
   let redis: PrivateRedis;
-  let db: Awaited<ReturnType<typeof createDatabase>>;
+  let db: SplitDeployment['db'];
   let api: TestApp;
   let worker: TestApp | null = null;
   let auth: string;
@@ -43,17 +43,10 @@ describe('webhook faults', () => {
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    redis = await startPrivateRedis();
-    db = await createDatabase();
-    api = await startApp({ role: 'api', databaseUrl: db.url, redisUrl: redis.url, env });
-    worker = await startApp({ role: 'worker', shareWith: api, env });
-    auth = `Bearer ${await api.token('*', { plan: 'enterprise' })}`;
+    ({ redis, db, api, worker, auth } = await startSplitDeployment(env));
   });
   afterAll(async () => {
-    await worker?.stop();
-    await api?.stop();
-    await redis?.destroy();
-    await db?.drop();
+    await stopSplitDeployment({ redis, db, api, worker });
     server?.closeAllConnections();
     await new Promise((r) => server?.close(r));
   });

@@ -7,15 +7,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { createDatabase, expectError, startApp, type TestApp } from '../support/app.js';
-import { type PrivateRedis, startPrivateRedis } from '../support/services.js';
+import { expectError, startApp, type TestApp } from '../support/app.js';
+import { type PrivateRedis, type SplitDeployment, startSplitDeployment, stopSplitDeployment } from '../support/services.js';
 import { sleep, waitUntil } from '../support/wait.js';
 
 const until = <T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 60000) => waitUntil(what, probe, timeoutMs);
 
 describe('job layer faults', () => {
   let redis: PrivateRedis;
-  let db: Awaited<ReturnType<typeof createDatabase>>;
+  let db: SplitDeployment['db'];
   let api: TestApp;
   let worker: TestApp | null = null;
   let auth: string;
@@ -30,17 +30,10 @@ describe('job layer faults', () => {
   };
 
   beforeAll(async () => {
-    redis = await startPrivateRedis();
-    db = await createDatabase();
-    api = await startApp({ role: 'api', databaseUrl: db.url, redisUrl: redis.url, env });
-    worker = await startApp({ role: 'worker', shareWith: api, env });
-    auth = `Bearer ${await api.token('*', { plan: 'enterprise' })}`;
+    ({ redis, db, api, worker, auth } = await startSplitDeployment(env));
   });
   afterAll(async () => {
-    await worker?.stop();
-    await api?.stop();
-    await db?.drop();
-    await redis?.destroy();
+    await stopSplitDeployment({ redis, db, api, worker });
   });
 
   it('a worker killed mid-report: after a worker restarts, the report completes with the right totals', async () => {

@@ -9,6 +9,7 @@
  *   ...
  *   afterAll(() => ctx.close());
  */
+import { afterAll, beforeAll, expect } from '@jest/globals';
 import { type INestApplicationContext, type Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,6 +17,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AppModule } from '../../src/app.module.js';
 import { type AppConfig, loadConfig } from '../../src/config/config.js';
+import { AppError } from '../../src/common/errors.js';
+import { translateConstraintError } from '../../src/database/constraints.js';
 import { runMigrations } from '../../src/database/migrate.js';
 import { Transactions } from '../../src/database/transactions.js';
 import type { Principal } from '../../src/common/request.js';
@@ -44,8 +47,55 @@ export interface ServiceContext {
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   /** A principal for a user created in the spec's database (the admin user by default). */
   principal(overrides?: Partial<Principal>): Promise<Principal>;
+  /**
+   * The AppError a call fails with: thrown by the service, or translated by the constraint registry
+   * as the global exception filter does. Fails the test when the call succeeds or fails otherwise.
+   */
+  failure(call: Promise<unknown>): Promise<AppError>;
+  /** A contact inserted straight into the database (`name`, a unique email starting with `prefix`); answers its id. */
+  contact(name?: string, prefix?: string): Promise<number>;
   close(): Promise<void>;
 }
+
+/** What a service spec starts from: its context and a '*' principal of a fresh user. */
+export interface ServiceSpec {
+  ctx: ServiceContext;
+  who: Principal;
+}
+
+/** Starts a spec's context (see startServiceContext) with the principal most specs act as. */
+export async function startServiceSpec(env: Record<string, string> = {}): Promise<ServiceSpec> {
+  const ctx = await startServiceContext(env);
+  return { ctx, who: await ctx.principal() };
+}
+
+/**
+ * Registers the set-up most service specs share: before the file's tests, a context and a '*'
+ * principal (startServiceSpec); after them, the context closed. The tests read `spec.ctx` and
+ * `spec.who`, set once the hook has run.
+ */
+export function useServiceSpec(env: Record<string, string> = {}): ServiceSpec {
+  const spec = {} as ServiceSpec;
+  beforeAll(async () => {
+    Object.assign(spec, await startServiceSpec(env));
+  });
+  afterAll(async () => {
+    await spec.ctx?.close();
+  });
+  return spec;
+}
+
+/** The AppError a call is rejected with, as thrown (no translation); fails the test otherwise. */
+export async function appError(call: Promise<unknown>): Promise<AppError> {
+  const e = await call.then(
+    () => null,
+    (err: unknown) => err,
+  );
+  expect(e).toBeInstanceOf(AppError);
+  return e as AppError;
+}
+
+let contactSeq = 0;
 
 export async function startServiceContext(env: Record<string, string> = {}): Promise<ServiceContext> {
   const db = await createDatabase();
@@ -92,6 +142,24 @@ export async function startServiceContext(env: Record<string, string> = {}): Pro
         expiresAt: null,
         ...overrides,
       };
+    },
+    async failure(call) {
+      try {
+        await call;
+      } catch (e) {
+        if (e instanceof AppError) return e;
+        const translated = await translateConstraintError(e, (sql, params) => tx.db.query(sql, params));
+        if (translated) return translated;
+        throw e;
+      }
+      throw new Error('expected the call to fail');
+    },
+    async contact(name = 'Contact', prefix = 'c') {
+      const rows = await tx.db.query(`INSERT INTO contacts (name, email) VALUES ($1, $2) RETURNING id`, [
+        name,
+        `${prefix}${++contactSeq}-${Date.now()}@svc.test`,
+      ]);
+      return (rows[0] as { id: number }).id;
     },
     async close() {
       await app.close();

@@ -8,7 +8,8 @@ import { chownSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from './app.js';
+import { createDatabase, freePort, startApp, type TestApp } from './app.js';
+import { adminToken } from './fixtures.js';
 
 function pgBin(name: string): string {
   const versions = readdirSync('/usr/lib/postgresql').sort();
@@ -134,4 +135,30 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** An API process and a worker process sharing a private Redis and a database of their own, with the admin's token. */
+export interface SplitDeployment {
+  redis: PrivateRedis;
+  db: Awaited<ReturnType<typeof createDatabase>>;
+  api: TestApp;
+  worker: TestApp;
+  auth: string;
+}
+
+/** Starts a SplitDeployment (the fault suites' set-up) with `env` for both processes. */
+export async function startSplitDeployment(env: Record<string, string>): Promise<SplitDeployment> {
+  const redis = await startPrivateRedis();
+  const db = await createDatabase();
+  const api = await startApp({ role: 'api', databaseUrl: db.url, redisUrl: redis.url, env });
+  const worker = await startApp({ role: 'worker', shareWith: api, env });
+  return { redis, db, api, worker, auth: await adminToken(api) };
+}
+
+/** Stops what startSplitDeployment started (each part that was started), the worker first: the suite may have replaced it. */
+export async function stopSplitDeployment(d: Partial<Omit<SplitDeployment, 'worker'>> & { worker?: TestApp | null }): Promise<void> {
+  await d.worker?.stop();
+  await d.api?.stop();
+  await d.redis?.destroy();
+  await d.db?.drop();
 }

@@ -106,13 +106,3 @@ export function sign(secret: string, raw: string, atMs = Date.now()): string {
   const t = Math.floor(atMs / 1000);
   return `t=${t},sha256=${createHmac('sha256', secret).update(`${t}.${raw}`).digest('hex')}`;
 }
-
-export async function waitFor<T>(fn: () => Promise<T | undefined>, ms = 20000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 150));
-  }
-}
