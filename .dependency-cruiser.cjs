@@ -1,5 +1,5 @@
 /**
- * Import boundaries of src/ (CONVENTIONS.md "Boundaries, enforced"; docs/decisions/floors-and-features.md).
+ * Import boundaries of src/ (docs/decisions/floors-and-features.md).
  * Run by `npm run lint` (`npm run lint:boundaries`); test/boundaries.spec.ts proves each rule fails on a
  * deliberate violation.
  *

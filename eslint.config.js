@@ -12,7 +12,7 @@ import prettier from 'eslint-config-prettier';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
-/** Files that must hold no SQL and no TypeORM access: repositories own the SQL (issue 12, CONVENTIONS.md "Data"). */
+/** Files that must hold no SQL and no TypeORM access: repositories own the SQL (docs/decisions/floors-and-features.md). */
 /** A string that starts like an SQL statement (upper-case keywords, as every statement in this code base is written). */
 const SQL_START = String.raw`/^\s*(SELECT\s|INSERT\s+INTO\s|UPDATE\s+\S+\s+SET\s|DELETE\s+FROM\s|WITH\s+\S+\s+AS\s)/`;
 const NO_SQL_FILES = ['src/**/*.service.ts', 'src/**/*.controller.ts', 'src/**/*.processor.ts'];
@@ -114,7 +114,7 @@ export default defineConfig(
   },
 
   {
-    // Feature modules are not global: a module imports the modules whose providers it uses (issue 12 item 5).
+    // Feature modules are not global: a module imports the modules whose providers it uses (docs/decisions/floors-and-features.md).
     // The floors (config, common, database, redis, jobs, lists, idempotency, server, batch) may be global.
     files: ['src/**/*.module.ts'],
     ignores: ['src/{config,common,database,redis,jobs,lists,idempotency,server,batch}/**'],

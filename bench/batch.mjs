@@ -1,5 +1,5 @@
 /**
- * Batch-write benchmark (issue 15): a 500-item contact upsert by email (half the emails existing,
+ * Batch-write benchmark: a 500-item contact upsert by email (half the emails existing,
  * half new) against a seeded database, sent one after another; prints p50 / p99 / max.
  *
  * `node bench/batch.mjs` after `npm run build`. Environment: BENCH_DATABASE_ADMIN_URL, BENCH_DATABASE

@@ -1,5 +1,5 @@
 /**
- * Text message throughput (issue 16), log provider, API and worker as separate processes
+ * Text message throughput (broadcasts and single sends), log provider, API and worker as separate processes
  * (APP_ROLE=api / worker) against the machine's PostgreSQL and Redis, in a database of its own:
  * - the broadcast row: a broadcast to N recipients (default 100,000): the send request's latency,
  *   messages/s from the send to the broadcast's completion, and the p50/p99 of GET /api/contacts/{id}

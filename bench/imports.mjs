@@ -1,5 +1,5 @@
 /**
- * Import and export benchmark (issue 15 parts 3 and 4), standalone like bench/batch.mjs, against the
+ * Import and export benchmark, standalone like bench/batch.mjs, against the
  * seeded 1M-contact database (BENCH_DATABASE, default sf_bench; migrations are applied first).
  *
  * Import: a generated CSV of BENCH_IMPORT_ROWS rows (default 1,000,000) with 5 custom fields is

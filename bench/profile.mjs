@@ -1,5 +1,5 @@
 /**
- * npm run bench:profile — where a request's CPU goes, layer by layer (issue 18's cost table).
+ * npm run bench:profile — where a request's CPU goes, layer by layer (the cost-per-layer tables of bench/RESULTS.md).
  *
  * Starts the built API (APP_ROLE=api) and the baseline server (bench/baseline.mjs) with V8's
  * sampling profiler (--cpu-prof), drives each scenario with a fixed number of requests, and

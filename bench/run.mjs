@@ -210,7 +210,7 @@ async function main() {
     log(`${name}: ${app.requests.average} req/s (baseline ${base.requests.average}), p99 ${app.latency.p99} ms, non-2xx ${appErrors}`);
   }
 
-  // Issue 14: filters, deep cursors and the search shapes at 4 connections (API only: the baseline has no
+  // Filters, deep cursors and the search shapes at 4 connections (API only: the baseline has no
   // filter language). The cursor of page 10,000 (300,000 rows in, by id) comes from one count=false page.
   const cursorOf = async (path) => (await (await fetch(`${apiUrl}${path}`, { headers: { authorization: auth } })).json().catch(() => ({})))?.next ?? null;
   const deepCursor = await cursorOf('/api/contacts?count=false&orderBy=id&limit=30&page=10000');

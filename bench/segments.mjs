@@ -1,5 +1,5 @@
 /**
- * Segments benchmark (issue 14 part 4), on the seeded 1M-contact database of bench/run.mjs:
+ * Segments benchmark, on the seeded 1M-contact database of bench/run.mjs:
  *
  * 1. full rebuild of a dynamic segment matching about 300,000 of the contacts: from POST
  *    /api/segments to membership.status `ready` (and the server's own time for the set-based build);

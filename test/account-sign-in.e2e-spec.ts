@@ -1,5 +1,5 @@
 /**
- * The account console over HTTP (issue 17): sign-in and its throttle, sessions (rotation, sign-out,
+ * The account console over HTTP: sign-in and its throttle, sessions (rotation, sign-out,
  * revocation), CSRF and origin checks, the separation of session cookies (/account only) and API
  * tokens (/api only), invitations and the CLI. The browser suite covers the pages in Chromium.
  */

@@ -208,7 +208,7 @@ describe('account tokens', () => {
     });
   });
 
-  describe("a token's children never outlive it (issue 11.9)", () => {
+  describe("a token's children never outlive it", () => {
     const inMinutes = (m: number) => new Date(Date.now() + m * 60_000).toISOString().replace('Z', '+00:00');
 
     it("caps a child's expiry at its creator's: omitted, null or later becomes the creator's; earlier stays", async () => {
@@ -258,7 +258,7 @@ describe('account tokens', () => {
     });
   });
 
-  describe('reading and revoking never reach beyond the caller (issue 11.10)', () => {
+  describe('reading and revoking never reach beyond the caller', () => {
     it('revoking a token holding permissions the caller lacks is a 403, and the token keeps working', async () => {
       const deleter = bearer((await create(alice, { name: 'deleter', permissions: ['tokens:delete', 'tokens:read'] })).body.token.secret);
       const strong = (await create(alice, { name: 'strong', permissions: ['*'] })).body.token;
@@ -285,7 +285,7 @@ describe('account tokens', () => {
     });
   });
 
-  it('sends the new secret with Cache-Control: no-store (issue 11.13)', async () => {
+  it('sends the new secret with Cache-Control: no-store', async () => {
     const res = await create(alice, { name: 'uncached', permissions: ['contacts:read'] });
     expect(res.status).toBe(201);
     expect(res.headers['cache-control']).toBe('no-store');

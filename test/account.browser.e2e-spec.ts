@@ -1,5 +1,5 @@
 /**
- * The account console in a real Chromium (issue 17), driven by playwright-core: sign in, generate a
+ * The account console in a real Chromium, driven by playwright-core: sign in, generate a
  * token with two permissions, copy it, use it (200 on an allowed route, 403 on another), revoke it
  * (401 at once), notifications, sign out; a wrong password; a CSRF refusal; a session cookie refused
  * by /api. Screenshots of every page go to test-artifacts/screenshots/ (kept out of git).

@@ -44,7 +44,7 @@ describe('activities', () => {
           notes: 'Bring slides',
           outcome: 'scheduled',
           createdAt: expect.stringMatching(ISO),
-          modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
+          modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation, as on every change
           createdBy: adminId,
           createdByUser: expect.any(String),
           modifiedBy: expect.any(Number),

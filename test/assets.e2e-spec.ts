@@ -132,7 +132,7 @@ describe('assets', () => {
       publishDown: null,
       createdBy: expect.any(Number),
       createdByUser: expect.any(String),
-      dateModified: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
+      dateModified: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation, as on every change
       modifiedBy: expect.any(Number),
       modifiedByUser: expect.any(String),
       downloadCount: 0,

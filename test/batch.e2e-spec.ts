@@ -1,5 +1,5 @@
 /**
- * Batch writes (issue 15 part 1) over HTTP: per-item statuses equal to the single-record routes',
+ * Batch writes (docs/decisions/batch-writes.md) over HTTP: per-item statuses equal to the single-record routes',
  * atomic rollback, the 413 limits, upsert by email and by a unique custom field, events per record,
  * one request against the plan limit, parallel batches on the same emails, campaign membership batches.
  */

@@ -50,7 +50,7 @@ describe('campaigns', () => {
           endDate: '2026-04-01T00:00:00+00:00',
           segmentId: null,
           createdAt: expect.stringMatching(ISO),
-          modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
+          modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation, as on every change
           createdBy: expect.any(Number),
           createdByUser: expect.any(String),
           modifiedBy: expect.any(Number),

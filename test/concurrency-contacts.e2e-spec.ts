@@ -3,7 +3,7 @@ import { startApp, type TestApp } from './support/app.js';
 import { adminToken, tokenFor } from './support/fixtures.js';
 
 /**
- * Issue 11 items 1-3 for contacts, fields and notifications: concurrent requests on one record.
+ * Parallel edits, parallel deletes and generated aliases for contacts, fields and notifications: concurrent requests on one record.
  * Each round fires its requests at the same moment (Promise.all over supertest requests that are
  * sent together), and checks the end state, not only the statuses.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 11 items 1, 2, 3 and 6 for campaigns, categories, point groups, deals and activities:
+ * Concurrency and numeric edge values for campaigns, categories, point groups, deals and activities:
  * parallel PATCHes of different properties all land, parallel DELETEs of one record answer one 200
  * and 404s, server-generated category aliases never 409, and a deal's numeric edge values are 400s.
  */

@@ -1,9 +1,9 @@
 /**
- * Issue 11 for assets, reports and text messages, through HTTP against the built server:
- * parallel edits of different properties of one record all survive (11.1); of parallel deletes of
- * one record exactly one answers 200 and the others 404 (11.2); generated asset aliases never
- * answer 409 under concurrency (11.3); a download address holding NUL is a 404, never a 500 or an
- * error-level log (11.7).
+ * Concurrency and hostile download addresses for assets, reports and text messages, through HTTP against the built server:
+ * parallel edits of different properties of one record all survive; of parallel deletes of
+ * one record exactly one answers 200 and the others 404; generated asset aliases never
+ * answer 409 under concurrency; a download address holding NUL is a 404, never a 500 or an
+ * error-level log.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startApp, type TestApp } from './support/app.js';

@@ -28,7 +28,7 @@ describe('contacts', () => {
       owner: null,
       createdBy: expect.any(Number),
       createdByUser: expect.any(String),
-      modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
+      modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation, as on every change
     });
     expect(res.body.contact.id).toEqual(expect.any(Number));
     expect(res.body.contact.createdAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/);

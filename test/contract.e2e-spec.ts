@@ -1,7 +1,7 @@
 /**
- * Contract details found by testing from outside (issue 11): invalid text anywhere in a request
- * (item 7), keys named after built-in object members (item 12), hours-only offsets (item 15), and
- * the labels and bounds of errors (item 16). Each check goes through HTTP against the built server.
+ * Contract details found by testing from outside: invalid text anywhere in a request
+ * (NUL, bytes that are not UTF-8), keys named after built-in object members, hours-only offsets, and
+ * the labels and bounds of errors. Each check goes through HTTP against the built server.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { expectError, startApp, type TestApp } from './support/app.js';
@@ -38,7 +38,7 @@ describe('request contract', () => {
       .split('\n')
       .filter((l) => l.includes('"level":"error"'));
 
-  describe('keys named after built-in object members are unknown properties (11.12)', () => {
+  describe('keys named after built-in object members are unknown properties', () => {
     it.each(RESERVED)('%s: refused at the top level and inside fields, on create and on edit', async (key) => {
       const email = uniqueEmail('reserved.test');
       const top = expectError(await sendJson('post', '/api/contacts/new', `{"name":"R","email":"${email}","${key}":{"x":1}}`), 400, 'validation_failed');
@@ -65,7 +65,7 @@ describe('request contract', () => {
     });
   });
 
-  describe('a custom field can never be named after a built-in object member (11.12)', () => {
+  describe('a custom field can never be named after a built-in object member', () => {
     it('alias "constructor" is refused, and a label "Constructor" gets another alias, so its values can always be sent', async () => {
       const refused = expectError(
         await sendJson('post', '/api/fields/contact/new', '{"label":"Ctor","alias":"constructor","type":"text"}'),
@@ -82,7 +82,7 @@ describe('request contract', () => {
     });
   });
 
-  describe('date-times with an hours-only offset (11.15)', () => {
+  describe('date-times with an hours-only offset', () => {
     it('are accepted wherever a date-time is, and read back in UTC', async () => {
       const c = await createCampaign(app, auth, { name: 'Offsets', startDate: '2026-03-01T12:00:00+02', endDate: '2026-03-02T12:00:00-05' });
       expect(c.startDate).toBe('2026-03-01T10:00:00+00:00');
@@ -109,7 +109,7 @@ describe('request contract', () => {
     });
   });
 
-  describe('error labels and positive integers (11.16)', () => {
+  describe('error labels and positive integers', () => {
     it('a broken multipart body is labelled multipart, not JSON; a broken JSON body still JSON', async () => {
       const truncated = await app.http
         .post('/api/assets/new')
@@ -150,7 +150,7 @@ describe('request contract', () => {
     });
   });
 
-  describe('NUL and invalid text anywhere (11.7)', () => {
+  describe('NUL and invalid text anywhere', () => {
     let routes: Route[];
     beforeAll(async () => {
       routes = (await app.http.get('/api/endpoints').set('Authorization', auth)).body.endpoints;

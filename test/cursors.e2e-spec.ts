@@ -1,5 +1,5 @@
 /**
- * Keyset cursors, sparse fields and count=false (issue 14 part 3): a walk of a list that changes
+ * Keyset cursors, sparse fields and count=false (docs/decisions/lists-and-cursors.md): a walk of a list that changes
  * while it is walked returns every record present throughout exactly once, for orders with NULLs
  * and in both directions; cursors are tied to their walk; `fields=` cuts records.
  */

@@ -1,5 +1,5 @@
 /**
- * The filter language on every list (issue 14 part 2): every operator on every field type, contact
+ * The filter language on every list (docs/decisions/filter-language.md): every operator on every field type, contact
  * custom fields by type, the JSON and query-string forms and POST /search, the limits, and hostile
  * field names and values (never a 500, never SQL).
  */

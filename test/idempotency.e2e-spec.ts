@@ -1,5 +1,5 @@
 /**
- * Idempotency-Key (issue 15 part 2) over HTTP against the real app: replays, parallel requests with
+ * Idempotency-Key (docs/decisions/idempotency-keys.md) over HTTP against the real app: replays, parallel requests with
  * one key, mismatches, scoping, what is and is not recorded, expiry and crashed leases, bad keys,
  * and the key holding across two API instances (one of them without Redis) and with Redis stopped.
  */

@@ -1,5 +1,5 @@
 /**
- * Import and export jobs (issue 15 parts 3 and 4) over HTTP: a CSV with bad rows (errors listed,
+ * Import and export jobs over HTTP: a CSV with bad rows (errors listed,
  * good rows in), delimiters and BOM, dry runs, cancel, permissions, Idempotency-Key, the export
  * round trip into an empty database, signed download links; and, with the API and the worker as
  * separate processes, a worker killed with SIGKILL mid-import resuming without duplicates.

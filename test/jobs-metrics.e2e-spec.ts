@@ -1,5 +1,5 @@
 /**
- * Issue 11.4: job metrics are recorded. After a job runs, GET /metrics (scraped with
+ * Job metrics are recorded. After a job runs, GET /metrics (scraped with
  * METRICS_TOKEN) shows jobs_total for it and the queue-depth gauge, under both job runners:
  * BullMQ on Redis and the in-process runner without Redis.
  */

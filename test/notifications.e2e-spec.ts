@@ -57,7 +57,7 @@ describe('notifications', () => {
       type: 'lead_assigned',
       isRead: false,
       createdAt: expect.stringMatching(ISO),
-      modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
+      modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation, as on every change
       userId: idA,
       userName: expect.any(String),
       details: { leadId: expect.any(Number), leadName: 'Lead One' },

@@ -1,5 +1,5 @@
 /**
- * A client generated from the OpenAPI document is usable without casts (issue 11 item 17): the
+ * A client generated from the OpenAPI document is usable without casts: the
  * document of the running server goes through openapi-typescript, a small program written against
  * openapi-fetch lists contacts with search and paging and reads the `error.code` of a 404 and of a
  * 400; it must type-check (tsc --noEmit, strict), and then it runs against the same server.

@@ -1,5 +1,5 @@
 /**
- * The API reference tells the truth (issue 11 item 17): requests generated from the OpenAPI document
+ * The API reference tells the truth: requests generated from the OpenAPI document
  * itself (fast-check over every operation's path, query, body and credentials) must be answered with a
  * status the document lists for that operation, with a body that validates (ajv) against the schema
  * documented for that status. Beside the sweep: every path answers its undocumented methods with 405

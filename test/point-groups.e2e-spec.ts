@@ -28,7 +28,7 @@ describe('point groups', () => {
       maximumPoints: 50,
       color: '#ff8800',
       createdAt: expect.stringMatching(ISO),
-      modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
+      modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation, as on every change
       createdBy: expect.any(Number),
       createdByUser: expect.any(String),
       modifiedBy: expect.any(Number),

@@ -271,7 +271,7 @@ describe('reports (API and worker in separate processes, BullMQ on Redis)', () =
       columns: ['date', 'product', 'salesperson', 'revenue', 'quantity'],
       createdBy: adminId,
       createdByUser: expect.any(String),
-      modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
+      modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation, as on every change
     });
     const coll = await api.http.post('/api/reports').set('Authorization', auth).send({ name: 'Mkt', type: 'marketing' });
     expect(coll.status).toBe(201);

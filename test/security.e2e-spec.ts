@@ -1,6 +1,6 @@
 /**
- * Issue 11, security items: forwarded addresses (11.8), the queue dashboard inside the guard chain
- * (11.11) and rate-limit headers on unmatched routes (11.14). Token rules (11.9, 11.10, 11.13) are
+ * Security rules checked from outside: forwarded addresses, the queue dashboard inside the guard chain
+ * and rate-limit headers on unmatched routes. Token rules (a token's reach, its children, no-store secrets) are
  * in account-tokens.e2e-spec.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';

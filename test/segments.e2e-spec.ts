@@ -1,5 +1,5 @@
 /**
- * Segments (issue 14 part 4): CRUD in every route form, the rules of dynamic and static segments,
+ * Segments: CRUD in every route form, the rules of dynamic and static segments,
  * the materialised membership (built after a filter change, kept fresh as contacts change), the
  * static batch, the preview, GET /api/contacts/{id}/segments, the `segment.id` filter on contacts,
  * campaigns that mirror a segment, and parallel edits and deletes.

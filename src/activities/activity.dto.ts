@@ -6,7 +6,7 @@ import type { ActivityType } from './activity.rules.js';
 import { AuditRecordDto } from '../common/audit.dto.js';
 import { NotBlank, References } from '../common/documented-rules.js';
 
-/** Activity body. Property names are snake_case as in the spec; an optional property sent as null is cleared. */
+/** Activity body. Property names are snake_case (docs/decisions/wire-format.md); an optional property sent as null is cleared. */
 export class CreateActivityDto {
   /** call, email or meeting. */
   @IsIn(ACTIVITY_TYPES)

@@ -11,7 +11,7 @@ import { ApiTokensService, ACCOUNT_TOKEN_LIST_SPEC } from './api-tokens.service.
 import { CurrentPrincipal } from './current-principal.decorator.js';
 import { RequirePermission } from './permissions.js';
 
-/** The calling user's API tokens ("API Tokens" in account settings, spec §5). */
+/** The calling user's API tokens over the API; the account console manages the same tokens in its pages (docs/decisions/api-tokens-and-oauth.md). */
 @ApiTags('account tokens')
 @Controller('api/account/tokens')
 export class ApiTokensController {

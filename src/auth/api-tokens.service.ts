@@ -44,7 +44,7 @@ export function toRecord(t: ApiToken, now = Date.now()) {
 }
 
 /**
- * The calling user's own API tokens (decisions §5). Another user's token is a 404, never a 403.
+ * The calling user's own API tokens (docs/decisions/api-tokens-and-oauth.md). Another user's token is a 404, never a 403.
  * A caller never sees or acts on more than it holds: reading or revoking a token holding a
  * permission the caller lacks is a 403, as creating one is, and the list shows only tokens within
  * the caller's permissions.

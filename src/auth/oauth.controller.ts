@@ -29,7 +29,7 @@ const OAUTH_ERRORS = [
   { status: 401, description: 'invalid_client: client authentication failed (WWW-Authenticate: Basic)', codes: ['invalid_client'] },
 ] satisfies ApiErrorDoc[];
 
-/** OAuth2 endpoints (decisions §5): RFC 6749 client credentials grant and RFC 7009 revocation, on API tokens. */
+/** OAuth2 endpoints (docs/decisions/api-tokens-and-oauth.md): RFC 6749 client credentials grant and RFC 7009 revocation, on API tokens. */
 @ApiTags('oauth')
 @Controller('api/oauth/v2')
 export class OAuthController {

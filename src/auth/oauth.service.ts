@@ -10,7 +10,7 @@ export interface TokenResponse {
 }
 
 /**
- * OAuth2 on top of API tokens (decisions §5): an API token is a confidential client whose
+ * OAuth2 on top of API tokens (docs/decisions/api-tokens-and-oauth.md): an API token is a confidential client whose
  * client_id is the token's id and whose client_secret is the token's secret.
  */
 @Injectable()

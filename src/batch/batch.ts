@@ -1,5 +1,5 @@
 /**
- * Batch writes (issue 15 part 1): the engine every `POST /api/<resource>/batch` route shares. A
+ * Batch writes (docs/decisions/batch-writes.md): the engine every `POST /api/<resource>/batch` route shares. A
  * resource turns each item into a plan (its within-batch key and the single-record service call to
  * make); the runner runs them in one transaction, each item in its own savepoint, and answers each
  * item's status and error exactly as the single-record route would have: the same validation pipe,

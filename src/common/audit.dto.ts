@@ -1,4 +1,4 @@
-/** The audit part of a record (decisions §1), for resources that name it createdAt/modifiedAt. */
+/** The audit part of a record (docs/decisions/wire-format.md), for resources that name it createdAt/modifiedAt. */
 export class AuditRecordDto {
   createdAt: string;
   /** Set on creation (equal to createdAt) and on every change. */

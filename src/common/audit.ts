@@ -3,7 +3,7 @@ import type { Principal } from './request.js';
 import { iso } from './dates.js';
 
 /**
- * Audit columns shared by most tables (decisions §1): who created and last changed a record, by
+ * Audit columns shared by most tables (docs/decisions/wire-format.md): who created and last changed a record, by
  * the user behind the token. Entities extend this; services stamp with stampCreated/stampModified.
  */
 export abstract class AuditedEntity {

@@ -35,7 +35,7 @@ describe('dates', () => {
     }
   });
 
-  // Issue 11.15: an hours-only offset is valid ISO 8601 (decisions §1).
+  // An hours-only offset (`+02`) is valid ISO 8601 and is accepted like any other offset.
   it.each([
     ['2026-03-01T12:00:00+02', '2026-03-01T10:00:00.000Z'],
     ['2026-03-01T12:00:00-05', '2026-03-01T17:00:00.000Z'],

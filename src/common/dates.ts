@@ -1,4 +1,4 @@
-/** Wire format for timestamps (decisions §1): ISO 8601, second precision, explicit offset. */
+/** Wire format for timestamps (docs/decisions/wire-format.md): ISO 8601, second precision, explicit offset. */
 export function iso(d: Date | string | null | undefined): string | null {
   if (d === null || d === undefined) return null;
   const date = d instanceof Date ? d : new Date(d);
@@ -10,7 +10,7 @@ export function iso(d: Date | string | null | undefined): string | null {
 export const isoRequired = (d: Date | string): string => iso(d) ?? '';
 
 /**
- * ISO 8601 date-time with an explicit offset (decisions §1): `Z`, `±hh:mm`, `±hhmm` or the hours-only
+ * ISO 8601 date-time with an explicit offset (docs/decisions/wire-format.md): `Z`, `±hh:mm`, `±hhmm` or the hours-only
  * `±hh`; a value without one is refused. Seconds and a fraction of up to 9 digits are optional.
  */
 export const ISO_WITH_OFFSET = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+-])(\d{2})(?::?(\d{2}))?)$/i;

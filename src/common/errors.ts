@@ -1,5 +1,5 @@
 /**
- * Domain errors: one class with a code from the table in decisions §4. Services throw these;
+ * Domain errors: one class with a code from the table in docs/decisions/errors.md. Services throw these;
  * the global exception filter (http-exception.filter.ts) is the only place that builds error JSON.
  */
 export const GENERIC_ERROR_STATUS = {
@@ -32,7 +32,7 @@ export const OAUTH_ERROR_STATUS = {
 } as const;
 
 /**
- * 422 answers of the bulk features (issue 15): a reused Idempotency-Key with another request, and an
+ * 422 answers of Idempotency-Key and batch writes: a reused Idempotency-Key with another request, and an
  * atomic batch refused because an item failed. Kept apart so the status → code fallback stays unambiguous.
  */
 export const UNPROCESSABLE_ERROR_STATUS = {

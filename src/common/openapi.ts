@@ -6,7 +6,7 @@ import type { ErrorCode } from './errors.js';
 export const SPARSE_MODELS = new Set<string>();
 
 /**
- * Documents a response envelope (decisions §2): `{ <key>: Record }`, or with `list`,
+ * Documents a response envelope (docs/decisions/envelopes-and-ids.md): `{ <key>: Record }`, or with `list`,
  * `{ total, <plural>: Record[] }`. Record classes live in the resource's .dto.ts file, where the
  * swagger plugin reads their TypeScript types.
  */
@@ -41,7 +41,7 @@ export function ApiEnvelope(
   return applyDecorators(ApiExtraModels(record), ApiResponse({ status: opts.status ?? 200, description: opts.description ?? '', schema }));
 }
 
-/** The error body every failure has (decisions §4); its schema is written by completeOpenApi(). */
+/** The error body every failure has (docs/decisions/errors.md); its schema is written by completeOpenApi(). */
 export class ApiErrorBody {
   error: { code: string; message: string; status: number; details?: { field: string; message: string }[]; requestId?: string };
 }

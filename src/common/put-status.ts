@@ -1,5 +1,5 @@
 /**
- * The status of a PUT that creates or replaces (the spec's create-or-replace routes): 201 when the
+ * The status of a PUT that creates or replaces (docs/decisions/envelopes-and-ids.md): 201 when the
  * id did not exist and a record was created, 200 when an existing record was replaced. A handler
  * carries `@CreateOrReplace()` and returns `putOutcome(created, body)`; the interceptor sets the
  * status and sends the body, so no controller touches the response object.

@@ -8,7 +8,7 @@
 import { applyDecorators, type ExecutionContext, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 
-/** Resources a token can be granted access to (decisions §5). */
+/** Resources a token can be granted access to, each with `<resource>:read`, `:write` and `:delete` (docs/decisions/api-tokens-and-oauth.md). */
 export const RESOURCES = [
   'contacts',
   'companies',

@@ -39,7 +39,7 @@ describe('ContactsService (service layer, real PostgreSQL)', () => {
       fields: { source: 'api' },
       createdBy: who.userId,
       createdByUser: who.userName,
-      modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
+      modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation, as on every change
     });
     expect(c.createdAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/);
     expect(await contacts.get(c.id)).toEqual(c);

@@ -30,7 +30,7 @@ const PREPARED = new Map<string, string>();
  * on the pool it is a named statement, which each connection parses and plans once and then only
  * binds and executes (PostgreSQL keeps a generic plan once it costs no more than the custom ones).
  * Planning a three-table read or a CTE with the outbox insert costs PostgreSQL more than executing
- * it (issue 18: get by id planned in ~0.5 ms, executed in ~0.1 ms). Only for statements whose best
+ * it (get by id: planned in ~0.5 ms, executed in ~0.1 ms; bench/RESULTS.md). Only for statements whose best
  * plan does not depend on the values (lookups by key, inserts), never for text built per request:
  * each distinct statement stays prepared on every pooled connection. Answers the text itself, so a
  * transaction (TypeORM's query) runs it as before. DATABASE_PREPARED_STATEMENTS=false turns the

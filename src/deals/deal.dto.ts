@@ -20,7 +20,7 @@ function IsCalendarDate(options?: ValidationOptions) {
 }
 
 /**
- * Deal body. Property names are snake_case as in the spec. An optional property sent as null is
+ * Deal body. Property names are snake_case (docs/decisions/wire-format.md). An optional property sent as null is
  * reset to its default (null, or `open` for status and 1 for quantity).
  */
 export class CreateDealDto {

@@ -1,5 +1,5 @@
 /**
- * The event catalogue (issue 13): every event type the service writes, with what its `data` and
+ * The event catalogue (docs/decisions/events-and-webhooks.md): every event type the service writes, with what its `data` and
  * `previous` hold. The OpenAPI document and the README list it; the feed and the webhooks accept
  * only these names (or "*").
  */

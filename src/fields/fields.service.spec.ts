@@ -44,7 +44,7 @@ describe('FieldsService (service layer, real PostgreSQL)', () => {
       publishDown: null,
       properties: [],
       createdBy: who.userId,
-      dateModified: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
+      dateModified: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation, as on every change
     });
     expect(await fields.get(f.id, 'contact')).toEqual(f);
     expect((await appError(fields.get(f.id, 'company'))).message).toBe(`Company field ${f.id} not found`);

@@ -1,5 +1,5 @@
 /**
- * Idempotency-Key rules (issue 15 part 2): which requests take a key, what a valid key is, what
+ * Idempotency-Key rules (docs/decisions/idempotency-keys.md): which requests take a key, what a valid key is, what
  * makes two requests "the same" (the fingerprint), and which parts of an answer are replayed.
  * The claim/replay machinery is idempotency.service.ts (PostgreSQL) and idempotency.guard.ts.
  */

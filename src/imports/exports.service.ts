@@ -53,7 +53,7 @@ type AnyRecord = Record<string, unknown>;
 export type ExportRecord = ReturnType<ExportsService['toRecord']>;
 
 /**
- * Export jobs (issue 15 part 4). The API checks the request (the object's read permission, the
+ * Export jobs (docs/decisions/imports-and-exports.md). The API checks the request (the object's read permission, the
  * filter in its list's language, the columns) and queues the job; the worker walks the matching
  * records in id order (a keyset walk, never OFFSET) and streams them as CSV or JSON Lines into
  * storage; it acts for the token that asked for it and stops (`failed`, with the reason) once that

@@ -24,7 +24,7 @@ import { JobFiles } from './job-files.js';
 @Module({ providers: [JobFiles], exports: [JobFiles] })
 export class JobFilesModule {}
 
-/** Import and export jobs (issue 15 parts 3 and 4). */
+/** Import and export jobs (docs/decisions/imports-and-exports.md). */
 @Module({
   imports: [
     AuthModule,

@@ -2,7 +2,7 @@ import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Allow, ArrayMaxSize, IsArray, IsBoolean, IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 
 /**
- * Body of `POST /api/<resource>/search` (issue 14): the list parameters as JSON, with `filter` as
+ * Body of `POST /api/<resource>/search` (docs/decisions/filter-language.md): the list parameters as JSON, with `filter` as
  * the JSON form (or the query-string text). Answers the list's own envelope; parseListQuery checks
  * the values exactly as it checks the query string.
  */

@@ -35,7 +35,7 @@ const MODIFIED_SINCE_DOC = [
 
 /** How the `filter` parameter is written (its description, before the list's filterable fields). */
 const FILTER_SYNTAX_DOC = [
-  'Structured filter (issue 14), in the query-string form `field[op]:value` combined with and(...), or(...), not(...)',
+  'Structured filter, in the query-string form `field[op]:value` combined with and(...), or(...), not(...)',
   '(a top-level comma list is an and), or as JSON (text starting with {, the FilterNode schema).',
   'Values with , ( ) [ ] " or outer spaces are double-quoted with backslash escapes (\\" and \\\\);',
   'lists for in, nin and between are [a,b]; isEmpty and isNotEmpty take no value.',
@@ -137,7 +137,7 @@ export const FILTER_NODE_SCHEMAS = {
     },
   },
   FilterNode: {
-    description: `A filter (issue 14): a condition, or {"and":[...]}, {"or":[...]}, {"not":{...}}. At most ${FILTER_LIMITS.maxDepth} nested groups, ${FILTER_LIMITS.maxConditions} conditions, ${FILTER_LIMITS.maxListValues} values in a list, ${FILTER_LIMITS.maxValueLength} characters a value. Strings: eq/neq/in/nin exact, contains/startsWith/endsWith case-insensitive. Date-times: ISO 8601 with an offset, or now, now-7d, now+2h (s, m, h, d, w, M, y).`,
+    description: `A filter: a condition, or {"and":[...]}, {"or":[...]}, {"not":{...}}. At most ${FILTER_LIMITS.maxDepth} nested groups, ${FILTER_LIMITS.maxConditions} conditions, ${FILTER_LIMITS.maxListValues} values in a list, ${FILTER_LIMITS.maxValueLength} characters a value. Strings: eq/neq/in/nin exact, contains/startsWith/endsWith case-insensitive. Date-times: ISO 8601 with an offset, or now, now-7d, now+2h (s, m, h, d, w, M, y).`,
     oneOf: [
       { $ref: '#/components/schemas/FilterCondition' },
       {

@@ -26,7 +26,7 @@ function fails(query: Record<string, unknown>): AppError {
 }
 
 describe('parseListQuery', () => {
-  it('applies the defaults of decisions §3', () => {
+  it('applies the defaults: page 1, limit 30, by id ascending', () => {
     expect(parseListQuery({}, spec)).toEqual({
       page: 1,
       limit: 30,
@@ -79,7 +79,7 @@ describe('parseListQuery', () => {
     expect(parseListQuery({ campaignId: '2147483647' }, spec).filters).toEqual({ campaignId: 2147483647 });
   });
 
-  // Issue 11.16: the message says "positive", so 0 is refused like any other non-id.
+  // The message says "positive", so 0 is refused like any other non-id.
   it.each(['0', '00', '-1', '2147483648', '1.5', ' 1', '1e3', '0x10', 'abc'])('refuses the integer filter %j', (v) => {
     const e = fails({ campaignId: v });
     expect(e.details).toEqual([{ field: 'campaignId', message: expect.stringContaining('positive whole number') }]);

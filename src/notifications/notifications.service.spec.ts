@@ -44,7 +44,7 @@ describe('NotificationsService (service layer, real PostgreSQL)', () => {
       type: 'lead_assigned',
       isRead: false,
       createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/),
-      modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation (issue 13)
+      modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/), // set on creation, as on every change
       userId: alice.userId,
       userName: 'Alice',
       details: { leadId: 1, leadName: 'Lead One' },

@@ -57,7 +57,7 @@ function canonical(v: unknown): string {
 }
 
 /**
- * Segments of contacts (issue 14 part 4). A dynamic segment's members are materialised in
+ * Segments of contacts. A dynamic segment's members are materialised in
  * segment_members: a new or changed filter is built set-based by the refresher (SegmentsRefresher,
  * which calls buildPending), and every contact change is re-evaluated from the event feed within
  * seconds (refreshChanges). A static segment's members are added and removed by hand (batch).

@@ -6,7 +6,7 @@ import { FALLBACK_ROUTE_KEY, Public } from '../common/route-access.js';
 /**
  * The last route: every request no other route matched. Being a route, it passes through the
  * global guard chain like any other, so an unknown path or method is counted by the rate limiter
- * and answered with the X-RateLimit-* headers (decisions §5: every response), anonymous requests
+ * and answered with the X-RateLimit-* headers (which every response carries), anonymous requests
  * per address and token requests on their plan. It answers what the router would have: 404, or
  * 405 with Allow for a known path (the exception filter tells them apart from the route table).
  * Not listed in GET /api/endpoints or the OpenAPI document.

@@ -13,7 +13,7 @@ function multerError(code: string, message: string): Error {
   return Object.assign(new Error(message), { code, name: 'MulterError' });
 }
 
-describe('labelBodyError (issue 11.16)', () => {
+describe('labelBodyError', () => {
   it('labels body-parser JSON failures as malformed JSON', () => {
     const cause = Object.assign(new SyntaxError('Unexpected end of JSON input'), { type: 'entity.parse.failed', status: 400 });
     const e = new BadRequestException(cause.message, { cause });

@@ -93,7 +93,7 @@ export const ERROR_SCHEMAS = {
     type: 'object',
     required: ['error'],
     additionalProperties: false,
-    description: 'Every error answer (decisions §4).',
+    description: 'Every error answer: one shape for every failure.',
     properties: {
       error: {
         type: 'object',

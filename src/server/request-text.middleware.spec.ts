@@ -52,7 +52,7 @@ describe('text checks', () => {
 });
 
 describe('inspectBody', () => {
-  // Issue 11.12: these keys never reached the whitelist (class-transformer skips them), so they were dropped silently.
+  // These keys never reached the whitelist (class-transformer skips them), so they used to be dropped silently.
   it.each(['__proto__', 'constructor', 'toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf', '__defineGetter__'])(
     'refuses the key %s at the top level and inside nested objects',
     (key) => {

@@ -1,6 +1,6 @@
 /**
  * One check, before any route runs, that every piece of text a request carries can be stored and
- * compared as text (issue 11 items 7 and 12):
+ * compared as text, so that no such text can reach the database or be dropped without a word:
  *
  * - path segments and query keys/values: no NUL, and percent-encodings that decode to UTF-8;
  * - JSON and form bodies: bytes that are valid UTF-8 (the parsers would put U+FFFD in place of the

@@ -1,5 +1,5 @@
 /**
- * The text message state machine (decisions §6), as plain rules (unit-tested beside this file).
+ * The text message state machine (docs/decisions/sms-sending-and-opt-out.md), as plain rules (unit-tested beside this file).
  *
  *   draft ──send──▶ queued ──provider accepts──▶ sent ──delivery report──▶ delivered
  *     ▲  (or create/edit with scheduledFor)  │                          └──────────────▶ failed

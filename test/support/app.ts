@@ -246,7 +246,7 @@ export async function clearRedisPrefix(prefix: string): Promise<void> {
   }
 }
 
-/** Asserts the error shape of decisions §4 and returns the error object. */
+/** Asserts the error shape (docs/decisions/errors.md) and returns the error object. */
 export function expectError(res: { status: number; body: unknown }, status: number, code: string) {
   const body = res.body as { error?: { code?: string; status?: number; message?: string } };
   if (res.status !== status || body?.error?.code !== code || body.error.status !== status || typeof body.error.message !== 'string') {

@@ -1,5 +1,5 @@
 /**
- * Shared end-to-end fixtures (issue 12.6), built on startApp() and its CLI-made tokens: users,
+ * Shared end-to-end fixtures, built on startApp() and its CLI-made tokens: users,
  * Bearer headers by permission, and records every suite needs (a contact, a campaign, a deal, an
  * activity). Suites declare only what is particular to them.
  */

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { reviewedSnapshot } from './snapshot.js';
 
-describe('reviewedSnapshot (the endpoint-permission snapshot test, issue 11.5)', () => {
+describe('reviewedSnapshot (the endpoint-permission snapshot test)', () => {
   let dir: string;
   let file: string;
   const actual = [{ method: 'GET', path: '/a', permission: 'contacts:read' }];

@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner } from 'typeorm';
 
 /**
- * Which token created an API token (issue 11.9): a token's children never outlive it, and
+ * Which token created an API token (docs/decisions/api-tokens-and-oauth.md): a token's children never outlive it, and
  * revoking a token revokes every token it created, transitively. Tokens created by the CLI have
  * no parent. Deleting a token row (only ever through its user) deletes its children too.
  */

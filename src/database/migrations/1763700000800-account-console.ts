@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner } from 'typeorm';
 
 /**
- * The signed-in account console (issue 17): a password per user (scrypt, see account/passwords.ts),
+ * The signed-in account console (src/console/): a password per user (scrypt, see console/passwords.ts),
  * one-time invitations to set it, server-side sessions, and the sign-in failure counters that slow
  * password guessing per account and per client address.
  */

@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner } from 'typeorm';
 
 /**
- * The transactional outbox and event feed (issue 13). A writer inserts its event row in the same
+ * The transactional outbox and event feed (docs/decisions/events-and-webhooks.md). A writer inserts its event row in the same
  * transaction as the change, with `sequence` NULL. The sequencer (one at a time, under an advisory
  * lock) later numbers committed, unsequenced rows in insert order from the one-row counter in
  * `event_feed_state`, so `sequence` increases in the order events become visible to readers: a

@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner } from 'typeorm';
 
 /**
- * Incremental sync (issue 13): lists take `modifiedSince`, compared with a record's last change
+ * Incremental sync (docs/decisions/lists-and-cursors.md): lists take `modifiedSince`, compared with a record's last change
  * time COALESCE(modified_at, created_at) (see changedExpression in lists/list-spec.ts). The two
  * largest tables get an index on exactly that expression, so a sync poll reads only what changed.
  */

@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner } from 'typeorm';
 
 /**
- * Webhooks (issue 13.3): subscriptions, one delivery row per (webhook, event) with its attempts,
+ * Webhooks (docs/decisions/events-and-webhooks.md): subscriptions, one delivery row per (webhook, event) with its attempts,
  * and the dispatcher's cursor over the event feed (one row).
  */
 export class Webhooks1763700000950 implements MigrationInterface {

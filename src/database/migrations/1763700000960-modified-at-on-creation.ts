@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner } from 'typeorm';
 
 /**
- * modifiedAt is set on creation (issue 13: "set on creation and on every change"): every table
+ * modifiedAt is set on creation, as on every change (docs/decisions/wire-format.md): every table
  * with audit columns gets `modified_at DEFAULT now()`, the same instant as `created_at` in the
  * inserting transaction, and the records created before this migration get their creation time
  * (and creator) as their last change.

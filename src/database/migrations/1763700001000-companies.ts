@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner } from 'typeorm';
 
 /**
- * Companies (issue 14.1): the companies table (domain unique, search by trigram), contacts'
+ * Companies: the companies table (domain unique, search by trigram), contacts'
  * primary company (contacts.company_id) and deals' company (deals.company_id), both detached
  * (SET NULL) when the company is deleted, and the backfill runs that create companies from the
  * contacts' company strings.

@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner } from 'typeorm';
 
 /**
- * Indexes behind the filter language and keyset cursors (issue 14). Contacts already have an index
+ * Indexes behind the filter language and keyset cursors (docs/decisions/lists-and-cursors.md). Contacts already have an index
  * on (column, id) for every sortable column (an `eq`, a range and a cursor page on name, email,
  * phone, company, title, createdAt and modifiedAt), on owner_id, and a GIN index on `fields` that
  * serves custom-field `eq`/`in` (compiled to jsonb containment, `fields @> '{"plan":"pro"}'`).

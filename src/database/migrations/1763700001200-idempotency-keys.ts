@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner } from 'typeorm';
 
 /**
- * Idempotency-Key (issue 15 part 2): one row per account, method + path (as `scope`, a SHA-256 so any
+ * Idempotency-Key (docs/decisions/idempotency-keys.md): one row per account, method + path (as `scope`, a SHA-256 so any
  * path length fits the index) and key. A request claims its key by inserting a `running` row (INSERT
  * ... ON CONFLICT DO NOTHING, so exactly one of several instances wins), then completes it with the
  * answer it sent; `lease_until` frees the key of a request that crashed, `expires_at` ends the replay.

@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner } from 'typeorm';
 
 /**
- * SMS opt-out (issue 16, part 4): a per-contact do-not-contact entry for the `sms` channel (nullable
+ * SMS opt-out (docs/decisions/sms-sending-and-opt-out.md): a per-contact do-not-contact entry for the `sms` channel (nullable
  * columns on contacts, so the contact's hot-path statements stay one statement), the inbound
  * messages the gateway forwards (STOP/START), and the new terminal text message status `canceled`
  * (a send that must not happen any more: the recipient opted out, or the broadcast was canceled).

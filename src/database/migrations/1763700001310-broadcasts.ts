@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner } from 'typeorm';
 
 /**
- * Text message broadcasts (issue 16): one content (with merge fields) to an audience, sent as one
+ * Text message broadcasts: one content (with merge fields) to an audience, sent as one
  * text message per recipient. Each message names its broadcast and contact; (broadcast_id,
  * contact_id) is unique, so no recipient gets two messages of one broadcast whatever races.
  */

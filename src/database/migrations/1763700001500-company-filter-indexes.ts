@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner } from 'typeorm';
 
 /**
- * Indexes behind the companies list's filter language and cursors (issue 14). The companies
+ * Indexes behind the companies list's filter language and cursors (docs/decisions/lists-and-cursors.md). The companies
  * migration indexed name, industry, created_at, modified_at (each with id), owner_id, the unique
  * domain and the search expression. Added here:
  * - (column, id) on size, city and country: the other sortable columns, so a cursor page and an

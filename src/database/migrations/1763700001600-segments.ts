@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner } from 'typeorm';
 
 /**
- * Segments (issue 14.4): saved sets of contacts, dynamic (a filter, membership materialised in
+ * Segments: saved sets of contacts, dynamic (a filter, membership materialised in
  * segment_members and kept fresh by the segments jobs) or static (members added by hand).
  *
  * - `filter_version` grows with every filter change; a rebuild records the version it built in

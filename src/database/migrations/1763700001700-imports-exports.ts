@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner } from 'typeorm';
 
 /**
- * Import and export jobs (issue 15 parts 3 and 4). An import's `processed_rows` is its checkpoint:
+ * Import and export jobs (docs/decisions/imports-and-exports.md). An import's `processed_rows` is its checkpoint:
  * the number of data rows whose writes are committed, moved forward in the same transaction as
  * those writes, so a worker that stops mid-import resumes after the last committed chunk. Row errors
  * are kept per import (`import_errors`, one row per problem). An export keeps its result's storage

@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner } from 'typeorm';
 
 /**
- * A broadcast's message counts by status without counting its messages (issue 16): GET of a
+ * A broadcast's message counts by status without counting its messages: GET of a
  * 100,000-recipient broadcast counted 100,000 rows (55–100 ms) on every read while it was sending.
  * Statement-level triggers on text_messages add each statement's changes, grouped by broadcast and
  * status, to one of 8 shard rows (chosen by backend, so concurrent lanes never wait on each other's
