@@ -4,7 +4,7 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { AnswersSecret } from '../idempotency/idempotency.decorators.js';
-import { CreateOrReplace, putOutcome } from '../common/put-status.js';
+import { CreateOrReplace, putOutcome } from '../server/put-status.js';
 import { ApiEnvelope, ApiErrors } from '../common/openapi.js';
 import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
 import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';

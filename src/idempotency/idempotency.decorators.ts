@@ -7,7 +7,7 @@ import { applyDecorators, Header, SetMetadata } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
 import { AppError } from '../common/errors.js';
-import { ReadyAnswer } from '../common/answer-recorder.js';
+import { ReadyAnswer } from './answer-recorder.js';
 import type { Principal } from '../common/request.js';
 
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';

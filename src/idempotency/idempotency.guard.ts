@@ -1,6 +1,6 @@
 import { type ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import type { NowOrLater, RequestCheck } from '../common/request-check.js';
-import { attachAnswerRecorder } from '../common/answer-recorder.js';
+import { attachAnswerRecorder } from './answer-recorder.js';
 import type { Response } from 'express';
 import {
   ANSWERS_SECRET_KEY,
@@ -22,7 +22,7 @@ import { isFallbackRoute, routeAccess, routeMetadata } from '../common/route-acc
  * guard, after the credential, rate-limit, permission and content-type guards (the account is known
  * and the request has been counted), before validation and the handler. Claims the key and records
  * the answer the client gets (the global exception filter's error answers included) before sending
- * it, as an AnswerRecorder (common/answer-recorder.ts); a replay is thrown as ReplayedResponse, a
+ * it, as an AnswerRecorder (idempotency/answer-recorder.ts); a replay is thrown as ReplayedResponse, a
  * ReadyAnswer the filter sends as it is. A guard rather than an interceptor: a global interceptor puts every route, GETs
  * included, behind an RxJS pipeline (about 30 µs of CPU per request in bench/RESULTS.md's cost table).
  * Routes without an account are out of scope (public routes such as the OAuth token endpoint, the

@@ -7,7 +7,7 @@ import { IdPipe } from '../common/id.pipe.js';
 import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import { ApiEnvelope, ApiErrors } from '../common/openapi.js';
 import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
-import { CreateOrReplace, putOutcome } from '../common/put-status.js';
+import { CreateOrReplace, putOutcome } from '../server/put-status.js';
 import type { Principal } from '../common/request.js';
 import { ContactRecordDto } from '../contacts/contact.dto.js';
 import { CONTACT_LIST_SPEC } from '../contacts/contact.columns.js';

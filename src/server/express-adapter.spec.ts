@@ -3,7 +3,7 @@ import type express from 'express';
 import type { Request, Response } from 'express';
 import { IncomingMessage, type Server, ServerResponse } from 'node:http';
 import request from 'supertest';
-import { attachAnswerRecorder } from '../common/answer-recorder.js';
+import { attachAnswerRecorder } from '../idempotency/answer-recorder.js';
 import { AppExpressAdapter, routeBucket } from './express-adapter.js';
 
 describe('routeBucket', () => {

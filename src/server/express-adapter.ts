@@ -1,7 +1,7 @@
 import { type NestApplicationOptions, StreamableFile } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { hasAnswerRecorder } from '../common/answer-recorder.js';
+import { hasAnswerRecorder } from '../idempotency/answer-recorder.js';
 import { routerStackOf } from '../patches/express.js';
 import { serverWithExpressPrototypes } from '../patches/node-http.js';
 
@@ -48,7 +48,7 @@ function requestBuckets(path: string): [string, string] | [string] | [] {
  *   route answers them today (404/405 through the guard chain).
  * - A handler's JSON answer is written as one string with its length (res.json would, for a body of
  *   1,000 characters or more, copy it into a Buffer and hand Node two chunks), unless something needs
- *   Express's res.send: an answer recorder (common/answer-recorder.ts: an Idempotency-Key being
+ *   Express's res.send: an answer recorder (idempotency/answer-recorder.ts: an Idempotency-Key being
  *   recorded), conditional-request headers, a non-JSON content type, or a status without a body.
  * - The HTTP server creates requests and responses with Express's prototypes already in place
  *   (initHttpServer), so Express's per-request Object.setPrototypeOf finds nothing to change.

@@ -5,7 +5,7 @@ import { DataSource, QueryFailedError } from 'typeorm';
 import { constraintRule, pgErrorOf, translateConstraintError } from '../database/constraints.js';
 import { AppError, type ErrorCode, type ErrorDetail, GENERIC_ERROR_STATUS } from '../common/errors.js';
 import { RouteTable } from './route-table.js';
-import { ReadyAnswer } from '../common/answer-recorder.js';
+import { ReadyAnswer } from '../idempotency/answer-recorder.js';
 
 /**
  * HTTP status → code, for errors that do not come from our own AppError (Nest, Express, body-parser).

@@ -6,7 +6,7 @@ import { IdPipe } from '../common/id.pipe.js';
 import { ApiEnvelope, ApiErrors } from '../common/openapi.js';
 import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
 import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
-import { CreateOrReplace, putOutcome } from '../common/put-status.js';
+import { CreateOrReplace, putOutcome } from '../server/put-status.js';
 import type { Principal } from '../common/request.js';
 import { BroadcastRecordDto, CreateBroadcastDto, UpdateBroadcastDto } from './broadcast.dto.js';
 import { BroadcastsService } from './broadcasts.service.js';

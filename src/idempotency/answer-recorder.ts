@@ -1,8 +1,8 @@
 import type { Response } from 'express';
 
 /**
- * The contract between the HTTP server and a feature that keeps a response's answer (the
- * Idempotency-Key's recorded answers): whoever attaches a recorder is handed the first answer sent
+ * The contract between the HTTP server and the Idempotency-Key's recorded answers, declared here
+ * (the server floor sits above idempotency and reads it; idempotency never imports the server): whoever attaches a recorder is handed the first answer sent
  * through res.send (the route's, through the HTTP adapter, or the exception filter's) before it is
  * sent; the HTTP adapter, which otherwise writes JSON with res.end, sends through res.send when
  * hasAnswerRecorder() says so.
