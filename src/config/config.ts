@@ -79,6 +79,8 @@ export interface AppConfig {
   /** Cron patterns (UTC) behind the report schedules; overridable for tests only (REPORT_SCHEDULE_<NAME>). */
   reportSchedulePatterns: { daily: string; weekly: string; monthly: string };
   metricsToken: string | null;
+  /** TEST_CLOCK_FILE: a file holding the clock's offset in milliseconds (common/clock.ts); refused in production. */
+  testClockFile: string | null;
   commit: string;
   campaignCompletionIntervalMs: number; // period of the job that completes campaigns past their endDate
   /** How often the segments refresher rebuilds pending dynamic segments and re-evaluates changed contacts (SEGMENT_REFRESH_INTERVAL_MS). */
@@ -306,6 +308,7 @@ function operations(env: Env, sms: ReturnType<typeof smsGateway>) {
       monthly: cron(env, 'REPORT_SCHEDULE_MONTHLY', '0 0 1 * *'),
     },
     metricsToken: optional(env, 'METRICS_TOKEN'),
+    testClockFile: testClockFile(env),
     commit: str(env, 'GIT_COMMIT', 'unknown'),
     campaignCompletionIntervalMs: int(env, 'CAMPAIGN_COMPLETION_INTERVAL_MS', 60_000, 100, 86_400_000),
     segmentRefreshIntervalMs: int(env, 'SEGMENT_REFRESH_INTERVAL_MS', 1_000, 50, 60_000),
@@ -318,6 +321,14 @@ function operations(env: Env, sms: ReturnType<typeof smsGateway>) {
     idempotencyTtlHours: int(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 30),
     idempotencyLeaseSeconds: int(env, 'IDEMPOTENCY_LEASE_SECONDS', 60, 1, 3600),
   };
+}
+
+/** TEST_CLOCK_FILE moves the service's clock from outside: for test suites, never for production. */
+function testClockFile(env: Env): string | null {
+  const file = optional(env, 'TEST_CLOCK_FILE');
+  if (file !== null && str(env, 'NODE_ENV', 'production') === 'production')
+    throw new ConfigError('TEST_CLOCK_FILE', 'is for test suites and cannot be set when NODE_ENV is production');
+  return file;
 }
 
 export function loadConfig(env: Env = process.env): AppConfig {
