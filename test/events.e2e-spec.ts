@@ -243,7 +243,7 @@ describe('events: outbox, feed and incremental sync', () => {
     await createContact(app, auth);
     const last = await head();
     // What the events.prune job does after EVENT_RETENTION_DAYS: events up to `last` are gone.
-    await app.sql(`DELETE FROM events WHERE sequence <= $1`, [Number(last)]);
+    await app.sql(`DELETE FROM events e USING event_transactions t WHERE t.tx = e.tx AND t.last_sequence <= $1`, [Number(last)]);
     await app.sql(`UPDATE event_feed_state SET pruned_through = $1`, [Number(last)]);
     const gone = expectError(await feed(`?after=${start}`), 410, 'gone');
     expect(gone.details?.[0]).toMatchObject({ field: 'after', oldestCursor: last });

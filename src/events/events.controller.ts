@@ -23,8 +23,19 @@ export class EventsController {
       'deal.* deals:read...; `*` sees all), and naming another type in `types` is a 403. ' +
       `Events are kept EVENT_RETENTION_DAYS days (default 7); a cursor older than that answers 410.\n\nThe catalogue:\n\n${EVENT_CATALOGUE_MARKDOWN}`,
   })
-  @ApiQuery({ name: 'after', required: false, type: String, description: 'The cursor: `next` of the previous page (the sequence of the last event read)' })
-  @ApiQuery({ name: 'types', required: false, type: String, description: 'Comma-separated event types to answer (default: all)' })
+  @ApiQuery({
+    name: 'after',
+    required: false,
+    type: String,
+    description: 'The cursor: `next` of the previous page (the sequence of the last event read, or where a `types` read stopped looking)',
+  })
+  @ApiQuery({
+    name: 'types',
+    required: false,
+    type: String,
+    description:
+      'Comma-separated event types to answer (default: all). Such a read looks through at most 100,000 events per request, so a page may be short or empty while `next` moves on',
+  })
   @ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', minimum: 1, maximum: 500, default: 100 } })
   @ApiOkResponse({ type: EventPageDto })
   @ApiErrors(

@@ -14,6 +14,39 @@ interface EventRow {
 /** Any constant distinct from other advisory locks of the service: serialises the sequencer. */
 const SEQUENCER_LOCK = 0x65766e74; // 'evnt'
 
+/**
+ * The numbered events after $1, each with its number: the transactions holding numbers in
+ * ($1, $1 + $2], and of each its events in insert order up to that bound, so that at most $2 events
+ * past the cursor are read (a cursor below the retention counts from the first kept event). The
+ * caller adds the ORDER BY and LIMIT.
+ */
+const AFTER_SQL = `SELECT r.id, r.type, r.occurred_at, r.data, r.previous, r.sequence
+  FROM (SELECT tx, first_sequence FROM event_transactions WHERE last_sequence > $1 ORDER BY last_sequence LIMIT $2) t
+  CROSS JOIN LATERAL (
+    SELECT e.id, e.type, e.occurred_at, e.data, e.previous, t.first_sequence - 1 + row_number() OVER (ORDER BY e.insert_order) AS sequence
+      FROM events e WHERE e.tx = t.tx ORDER BY e.insert_order
+     LIMIT GREATEST(0, (SELECT GREATEST($1::bigint, pruned_through) FROM event_feed_state) + $2 + 1 - t.first_sequence)) r
+ WHERE r.sequence > $1`;
+
+/**
+ * Committed events no pass has numbered (tx, occurred_at): those of transactions still running in the
+ * last pass's snapshot ($2, its xip list) or started after it (at or above $1, its xmax). Both are
+ * index scans of events_pkey, never the whole table: the values are bound parameters, so the planner
+ * sees them (the last pass's snapshot is read first, by {@link lastSnapshot}), and the per-transaction
+ * lookups are kept a nested loop (OFFSET 0 keeps the subquery from being flattened into a hash join).
+ */
+const WAITING_SQL = `SELECT e.tx, e.occurred_at FROM events e WHERE e.tx >= $1::bigint
+  UNION ALL
+  SELECT e.tx, e.occurred_at FROM unnest($2::bigint[]) AS x(tx)
+    CROSS JOIN LATERAL (SELECT e.tx, e.occurred_at FROM events e WHERE e.tx = x.tx OFFSET 0) e`;
+
+/**
+ * Statistics of a feed written by a few large transactions (one tx value per hundred thousand rows)
+ * make a per-transaction lookup look like most of the table; the waiting events are always a small,
+ * recent part of it, so the sequencer's statements are planned without sequential scans.
+ */
+const NO_SEQ_SCAN = `SET LOCAL enable_seqscan = off`;
+
 function toEventRecord(r: EventRow): EventRecord {
   return {
     id: r.id,
@@ -31,58 +64,101 @@ export class EventsRepository {
   constructor(private readonly transactions: Transactions) {}
 
   /**
-   * Numbers committed, unsequenced events (up to `batch`, in insert order) after the highest
-   * number given so far; answers how many. One sequencer at a time: the advisory lock is taken in
-   * its own statement so the numbering statement's snapshot sees every earlier pass committed.
-   * With `wait` false, answers -1 at once when another sequencer holds the lock.
+   * One sequencer pass: numbers the events of every transaction that committed since the previous
+   * pass, transaction by transaction (in transaction id order) and, inside one, in insert order;
+   * answers how many events it numbered, or -1 at once when `wait` is false and another pass holds
+   * the lock. A transaction is one row of `event_transactions` (its range of numbers), so no event
+   * row is written twice.
    *
-   * The UPDATE names its rows by primary key only: `pending` holds unnumbered events (read after the
-   * lock, no other pass runs), and a repeated `sequence IS NULL` there let the planner drive the
-   * update from the partial index events_unsequenced_idx instead, a nested loop over every waiting
-   * event times `pending` (seconds per pass during an import), whenever the statistics say no event
-   * waits, which is what an ANALYZE of an idle feed records.
+   * Which transactions are new is read from the snapshot the previous pass stored: an event became
+   * visible since then exactly when its transaction was still running in that snapshot (`xip`) or
+   * had not started (at or above `xmax`). Both conditions are index ranges of `events_pkey` (tx,
+   * insert_order). The pass stores the snapshot it read with, in the same statement. One pass at a
+   * time: the advisory lock is taken in its own statement, so the numbering statement's snapshot
+   * sees the previous pass committed.
    */
-  async sequence(batch: number, wait: boolean): Promise<number> {
+  async sequence(wait: boolean): Promise<number> {
     return this.transactions.runAlone(async (tx) => {
       if (wait) await tx.query(`SELECT pg_advisory_xact_lock($1)`, [SEQUENCER_LOCK]);
       else {
         const locked: { ok: boolean }[] = await tx.query(`SELECT pg_try_advisory_xact_lock($1) AS ok`, [SEQUENCER_LOCK]);
         if (!locked[0].ok) return -1;
       }
+      const last = await this.lastSnapshot(tx);
+      await tx.query(NO_SEQ_SCAN);
       const rows: { n: string }[] = await tx.query(
-        `WITH pending AS (
-           SELECT id, row_number() OVER (ORDER BY insert_order) AS rn
-             FROM events WHERE sequence IS NULL ORDER BY insert_order LIMIT $1
-         ), counter AS (
-           UPDATE event_feed_state SET last_sequence = last_sequence + (SELECT count(*) FROM pending)
-            RETURNING last_sequence - (SELECT count(*) FROM pending) AS base
-         ), numbered AS (
-           UPDATE events e SET sequence = counter.base + pending.rn
-             FROM pending, counter WHERE e.id = pending.id
-           RETURNING 1
-         )
-         SELECT count(*) AS n FROM numbered`,
-        [batch],
+        `WITH fresh AS (SELECT w.tx, count(*) AS n, max(w.occurred_at) AS at FROM (${WAITING_SQL}) w GROUP BY w.tx),
+              numbered AS (SELECT f.tx, f.n, f.at, $3::bigint + sum(f.n) OVER (ORDER BY f.tx) AS last FROM fresh f),
+              kept AS (
+                INSERT INTO event_transactions (tx, first_sequence, last_sequence, at)
+                SELECT tx, last - n + 1, last, at FROM numbered RETURNING 1
+              ),
+              moved AS (
+                UPDATE event_feed_state SET last_sequence = COALESCE((SELECT max(last) FROM numbered), last_sequence), snap = pg_current_snapshot()
+                RETURNING 1
+              )
+         SELECT COALESCE((SELECT sum(n) FROM numbered), 0) AS n, (SELECT count(*) FROM kept) AS k, (SELECT count(*) FROM moved) AS m`,
+        [last.xmax, last.xip, last.lastSequence],
       );
       return Number(rows[0].n);
     });
   }
 
-  /** Sequenced events after `sequence`, in order, optionally of the given types only. */
-  async after(sequence: number, limit: number, types?: readonly string[], tx?: Tx): Promise<EventRecord[]> {
-    const db = this.transactions.handle(tx);
-    const rows: EventRow[] = types?.length
-      ? await db.query(
-          `SELECT id, type, occurred_at, sequence, data, previous FROM events
-            WHERE sequence > $1 AND type = ANY($3::text[]) ORDER BY sequence LIMIT $2`,
-          [sequence, limit, types],
-        )
-      : await db.query(
-          `SELECT id, type, occurred_at, sequence, data, previous FROM events
-            WHERE sequence > $1 ORDER BY sequence LIMIT $2`,
-          [sequence, limit],
-        );
+  /**
+   * Numbered events after `sequence`, in order, at most `limit`. Each event's number is its
+   * transaction's first number plus its place among that transaction's events; the transactions
+   * read are only those that hold a number in (sequence, sequence + limit], and of each only the
+   * events up to that bound.
+   */
+  async after(sequence: number, limit: number, tx?: Tx): Promise<EventRecord[]> {
+    const rows: EventRow[] = await this.transactions.handle(tx).query(`${AFTER_SQL} ORDER BY r.sequence LIMIT $2`, [sequence, limit]);
     return rows.map(toEventRecord);
+  }
+
+  /**
+   * The events of `types` among the next `window` numbered events after `sequence` (at most
+   * `limit` of them), and the number of the last event of the window (`sequence` when there was
+   * none): a reader of some types moves its cursor there even when none of them matched.
+   */
+  async scan(sequence: number, window: number, types: readonly string[], limit: number, tx?: Tx): Promise<{ events: EventRecord[]; scannedThrough: number }> {
+    const rows: (EventRow & { scanned: string | null })[] = await this.transactions.handle(tx).query(
+      `WITH w AS (${AFTER_SQL} ORDER BY r.sequence LIMIT $2)
+       SELECT m.scanned, f.* FROM (SELECT max(sequence) AS scanned FROM w) m
+         LEFT JOIN LATERAL (SELECT * FROM w WHERE type = ANY($3::text[]) ORDER BY sequence LIMIT $4) f ON true`,
+      [sequence, window, types, limit],
+    );
+    const scanned = rows[0]?.scanned;
+    return {
+      events: rows.filter((r) => r.sequence !== null).map(toEventRecord),
+      scannedThrough: scanned === null || scanned === undefined ? sequence : Number(scanned),
+    };
+  }
+
+  /**
+   * As {@link scan}, answering of each matching event only its number and the integer its data holds
+   * under the key given for its type (`{ 'contact.updated': 'id', ... }`; null when absent): a reader
+   * that needs the records an event names, not the event.
+   */
+  async scanIds(
+    sequence: number,
+    window: number,
+    keyByType: Readonly<Record<string, string>>,
+    tx?: Tx,
+  ): Promise<{ refs: { sequence: number; id: number | null }[]; scannedThrough: number }> {
+    const rows: { scanned: string | null; sequence: string | null; id: string | null }[] = await this.transactions.handle(tx).query(
+      `WITH w AS (${AFTER_SQL} ORDER BY r.sequence LIMIT $2),
+            k AS (SELECT * FROM unnest($3::text[], $4::text[]) AS k(type, key))
+       SELECT m.scanned, f.sequence, f.id FROM (SELECT max(sequence) AS scanned FROM w) m
+         LEFT JOIN LATERAL (
+           SELECT w.sequence, CASE WHEN jsonb_typeof(w.data -> k.key) = 'number' THEN (w.data ->> k.key)::numeric::bigint END AS id
+             FROM w JOIN k ON k.type = w.type ORDER BY w.sequence) f ON true`,
+      [sequence, window, Object.keys(keyByType), Object.values(keyByType)],
+    );
+    const scanned = rows[0]?.scanned;
+    return {
+      refs: rows.filter((r) => r.sequence !== null).map((r) => ({ sequence: Number(r.sequence), id: r.id === null ? null : Number(r.id) })),
+      scannedThrough: scanned === null || scanned === undefined ? sequence : Number(scanned),
+    };
   }
 
   /** The highest sequence given so far, read in `tx` (every event numbered up to it is visible in its snapshot). */
@@ -101,18 +177,21 @@ export class EventsRepository {
 
   /**
    * Retention: deletes every event up to the highest sequence S such that all events numbered up
-   * to S occurred before `before`, and records S as `pruned_through` (the feed answers 410 below
-   * it). Pruning by sequence, not by time alone, keeps the feed without holes. Answers how many rows went.
+   * to S occurred before `before` (whole transactions: a transaction's `at` is its latest event's
+   * time), and records S as `pruned_through` (the feed answers 410 below it). Pruning by sequence,
+   * not by time alone, keeps the feed without holes. Answers how many events went.
    */
   async prune(before: Date): Promise<number> {
     const [r]: { n: string }[] = await this.transactions.db.query(
       `WITH cutoff AS (
          SELECT COALESCE(
-                  -- The first kept event, walking the sequence index from the oldest (reads only what goes).
-                  (SELECT sequence - 1 FROM events WHERE sequence IS NOT NULL AND occurred_at >= $1 ORDER BY sequence LIMIT 1),
+                  -- The first kept transaction, walking the numbers from the oldest (reads only what goes).
+                  (SELECT first_sequence - 1 FROM event_transactions WHERE at >= $1 ORDER BY last_sequence LIMIT 1),
                   (SELECT last_sequence FROM event_feed_state)) AS s
+       ), gone_tx AS (
+         DELETE FROM event_transactions WHERE last_sequence <= (SELECT s FROM cutoff) RETURNING tx
        ), gone AS (
-         DELETE FROM events WHERE sequence <= (SELECT s FROM cutoff) RETURNING 1
+         DELETE FROM events e USING gone_tx g WHERE e.tx = g.tx RETURNING 1
        ), mark AS (
          UPDATE event_feed_state SET pruned_through = GREATEST(pruned_through, (SELECT s FROM cutoff)) RETURNING 1
        )
@@ -122,22 +201,28 @@ export class EventsRepository {
     return Number(r.n);
   }
 
-  /**
-   * True when some committed event waits for its number (one cheap index probe, for the idle loop).
-   * The probe walks events_unsequenced_idx from its newest end: numbered events leave their entries
-   * behind, dead, at the oldest end until a vacuum removes them (a million after an import of a
-   * million contacts, with autovacuum off or behind), while the events waiting are the newest.
-   */
-  async hasUnsequenced(): Promise<boolean> {
-    const [r]: { x: boolean }[] = await this.transactions.db.query(
-      `SELECT EXISTS (SELECT 1 FROM events WHERE sequence IS NULL ORDER BY insert_order DESC LIMIT 1) AS x`,
-    );
-    return r.x;
+  /** The last pass's snapshot (its xmax and running transactions) and the highest number given. */
+  private async lastSnapshot(tx?: Tx): Promise<{ xmax: string; xip: string[]; lastSequence: string }> {
+    const [r]: { xmax: string; xip: string[]; last_sequence: string }[] = await this.transactions
+      .handle(tx)
+      .query(`SELECT pg_snapshot_xmax(snap)::text AS xmax, ARRAY(SELECT pg_snapshot_xip(snap)::text) AS xip, last_sequence::text FROM event_feed_state`);
+    return { xmax: r.xmax, xip: r.xip, lastSequence: r.last_sequence };
   }
 
-  /** Test and diagnostics helper: how many events wait for a sequence. */
+  /** True when some committed event waits for its number (index probes only, for the idle loop). */
+  async hasUnsequenced(): Promise<boolean> {
+    return this.transactions.runAlone(async (tx) => {
+      const last = await this.lastSnapshot(tx);
+      await tx.query(NO_SEQ_SCAN);
+      const [r]: { x: boolean }[] = await tx.query(`SELECT EXISTS (${WAITING_SQL}) AS x`, [last.xmax, last.xip]);
+      return r.x;
+    });
+  }
+
+  /** Test and diagnostics helper: how many committed events wait for a number. */
   async unsequencedCount(tx?: Tx): Promise<number> {
-    const [r]: { n: string }[] = await this.transactions.handle(tx).query(`SELECT count(*) AS n FROM events WHERE sequence IS NULL`);
+    const last = await this.lastSnapshot(tx);
+    const [r]: { n: string }[] = await this.transactions.handle(tx).query(`SELECT count(*) AS n FROM (${WAITING_SQL}) w`, [last.xmax, last.xip]);
     return Number(r.n);
   }
 }

@@ -113,7 +113,7 @@ describe('EventsService (service layer, real PostgreSQL)', () => {
     const last = (await readAll(0)).at(-1)!.sequence;
     await transactions.run((tx) => events.record(tx, 'category.deleted', { id: 3 }));
     await events.sequenceNow();
-    await ctx.query(`UPDATE events SET occurred_at = now() - interval '8 days' WHERE sequence <= $1`, [last]);
+    await ctx.query(`UPDATE event_transactions SET at = now() - interval '8 days' WHERE last_sequence <= $1`, [last]);
     expect(await events.prune(7)).toBeGreaterThanOrEqual(1);
     expect(await events.prunedThrough()).toBe(last);
     expect((await readAll(0)).map((e) => e.type)).toEqual(['category.deleted']);

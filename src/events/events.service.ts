@@ -8,15 +8,17 @@ import { EventsRepository } from './events.repository.js';
 
 /** How often each api/worker process numbers newly committed events. */
 export const SEQUENCER_INTERVAL_MS = 100;
-/** Events numbered per sequencer statement. */
-const SEQUENCER_BATCH = 5_000;
+/** Events a typed read looks through per statement, and at most per call, before it answers. */
+const SCAN_WINDOW = 2_000;
+const SCAN_BUDGET = 100_000;
 
 /**
  * The transactional outbox and the feed behind it.
  *
  * `record` inserts an event in the caller's transaction, unnumbered, through the outbox writer
- * (src/database/outbox.ts), typed by the event types: it commits or rolls back with the change. The sequencer numbers committed events one pass at a time (an advisory lock makes
- * passes strictly serial), so `sequence` grows in the order events become visible; it runs every
+ * (src/database/outbox.ts), typed by the event types: it commits or rolls back with the change. The
+ * sequencer numbers committed transactions' events one pass at a time (an advisory lock makes passes
+ * strictly serial), so `sequence` grows in the order events become visible; it runs every
  * {@link SEQUENCER_INTERVAL_MS} in every api/worker process and on demand before the feed is read.
  * `after` only ever answers numbered events, so a reader paging by sequence never skips one.
  */
@@ -64,8 +66,30 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
    * is in the answer (when it fits the page).
    */
   async after(sequence: number, limit: number, types?: string[]): Promise<EventRecord[]> {
+    return (await this.read(sequence, limit, types)).events;
+  }
+
+  /**
+   * As {@link after}, with the cursor to continue from: the last event's number, or, for a read of
+   * some types, how far the read looked (it looks through at most 100,000 events per call, so a page
+   * of a rare type may come back short, or empty, with the cursor moved on).
+   */
+  async read(sequence: number, limit: number, types?: string[]): Promise<{ events: EventRecord[]; next: number }> {
     await this.sequenceNow(true);
-    return this.events.after(sequence, limit, types);
+    if (!types) {
+      const events = await this.events.after(sequence, limit);
+      return { events, next: events.length ? events[events.length - 1].sequence : sequence };
+    }
+    const events: EventRecord[] = [];
+    let cursor = sequence;
+    for (let looked = 0; looked < SCAN_BUDGET && events.length < limit; looked += SCAN_WINDOW) {
+      const window = await this.events.scan(cursor, SCAN_WINDOW, types, limit - events.length);
+      events.push(...window.events);
+      if (window.scannedThrough === cursor) break; // the end of the feed
+      // A full page ends at its last event (the window may go on past it); otherwise the window's end.
+      cursor = events.length >= limit ? events[events.length - 1].sequence : window.scannedThrough;
+    }
+    return { events, next: cursor };
   }
 
   /**
@@ -74,7 +98,22 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
    * connection would deadlock on the embedded database, which runs one transaction at a time.
    */
   afterIn(tx: Tx, sequence: number, limit: number): Promise<EventRecord[]> {
-    return this.events.after(sequence, limit, undefined, tx);
+    return this.events.after(sequence, limit, tx);
+  }
+
+  /**
+   * Of the next `window` numbered events after `sequence`, read in `tx` without numbering first (as
+   * afterIn), those of the types `keyByType` names, each with its number and the record id its data
+   * holds under the type's key; and how far the read looked (the last number of the window, or
+   * `sequence` at the end of the feed).
+   */
+  scanIdsIn(
+    tx: Tx,
+    sequence: number,
+    window: number,
+    keyByType: Readonly<Record<string, string>>,
+  ): Promise<{ refs: { sequence: number; id: number | null }[]; scannedThrough: number }> {
+    return this.events.scanIds(sequence, window, keyByType, tx);
   }
 
   /** The highest sequence numbered so far, read in `tx` (as afterIn, without numbering first). */
@@ -156,8 +195,9 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
       }
     }
     // A token that may read none of the resources sees no event (an empty type list would mean "all" to the query).
-    const events = types?.length === 0 ? [] : await this.after(after, limit, types);
-    return { events, next: String(events.length ? events[events.length - 1].sequence : after) };
+    if (types?.length === 0) return { events: [], next: String(after) };
+    const { events, next } = await this.read(after, limit, types);
+    return { events, next: String(next) };
   }
 
   /** The highest sequence removed by retention (0 when none): cursors below it are gone. */
@@ -175,12 +215,7 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
    * waits for a pass running in another process; without, skips when one is running.
    */
   async sequenceNow(wait = true): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const n = await this.events.sequence(SEQUENCER_BATCH, wait);
-      if (n > 0) total += n;
-      if (n < SEQUENCER_BATCH) break;
-    }
+    const total = Math.max(0, await this.events.sequence(wait));
     if (total > 0) for (const l of this.listeners) l();
     return total;
   }

@@ -37,7 +37,7 @@ export const SEGMENT_LIST_SPEC = defineList({
 });
 
 /** Event types whose contacts a refresh re-evaluates, and where the contact id is in their data. */
-const CHANGE_EVENTS = {
+export const CHANGE_EVENTS = {
   'contact.created': 'id',
   'contact.updated': 'id',
   'campaign.contact_added': 'contactId',
@@ -257,29 +257,6 @@ export class SegmentsRepository {
 
   async advanceCursor(sequence: number, tx: Tx): Promise<void> {
     await tx.query(`UPDATE segment_refresh_state SET last_sequence = GREATEST(last_sequence, $1), refreshed_at = now()`, [sequence]);
-  }
-
-  /**
-   * The contacts named by change events after `sequence` (at most `limit` events, in sequence
-   * order, served by the (type, sequence) index): the distinct ids and the last sequence read.
-   */
-  async changedContacts(sequence: number, limit: number, tx: Tx): Promise<{ ids: number[]; upTo: number; events: number }> {
-    const types = Object.keys(CHANGE_EVENTS);
-    // The feed's position is read in the same statement (one snapshot, in which every event numbered
-    // up to it is visible): when fewer than `limit` change events follow the cursor, the cursor moves
-    // to it, so later passes do not scan the other events again.
-    const rows: { sequence: string | null; contact_id: number | null; feed: string }[] = await tx.query(
-      `WITH f AS (SELECT last_sequence FROM event_feed_state),
-            e AS (SELECT sequence, CASE WHEN type LIKE 'contact.%' THEN (data->>'id')::int ELSE (data->>'contactId')::int END AS contact_id
-                    FROM events WHERE type = ANY($2::text[]) AND sequence > $1 ORDER BY sequence LIMIT $3)
-       SELECT e.sequence, e.contact_id, f.last_sequence AS feed FROM f LEFT JOIN e ON true ORDER BY e.sequence`,
-      [sequence, types, limit],
-    );
-    const found = rows.filter((r) => r.sequence !== null);
-    const ids = [...new Set(found.flatMap((r) => (r.contact_id === null ? [] : [r.contact_id])))];
-    const feed = Number(rows[0]?.feed ?? sequence);
-    const upTo = found.length >= limit ? Number(found[found.length - 1].sequence) : Math.max(sequence, feed);
-    return { ids, upTo, events: found.length };
   }
 
   /** Marks every dynamic segment for a full rebuild (the refresh missed events: they were pruned before it read them). */

@@ -14,7 +14,7 @@ import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
 import { CreateSegmentDto, SEGMENT_BATCH_MAX, type SegmentMembersBatchDto, type SegmentMembersBatchResultDto, UpdateSegmentDto } from './segment.dto.js';
 import { Segment, type SegmentType } from './segment.entity.js';
-import { SEGMENT_LIST_SPEC, SegmentsRepository } from './segments.repository.js';
+import { CHANGE_EVENTS, SEGMENT_LIST_SPEC, SegmentsRepository } from './segments.repository.js';
 
 /** How many matching contacts a preview shows. */
 export const PREVIEW_SAMPLE_SIZE = 10;
@@ -393,13 +393,13 @@ export class SegmentsService {
   }
 
   /**
-   * One refresh pass: reads the change events after the refresh cursor (contacts created or
-   * updated, campaign memberships added or removed; at most REFRESH_BATCH), re-evaluates those
+   * One refresh pass: reads the change events among the next REFRESH_BATCH events after the refresh
+   * cursor (contacts created or updated, campaign memberships added or removed), re-evaluates those
    * contacts against every dynamic segment (one set-based statement per segment, under its
    * membership lock), mirrors what changed into the segments' campaigns, and advances the cursor,
    * all in one transaction. Another process's pass in progress makes this one answer -1 at once.
    * A cursor older than the feed's retention missed events: every dynamic segment is rebuilt.
-   * Answers how many events it read.
+   * Answers how many events of the feed it looked through (REFRESH_BATCH when more may follow).
    */
   async refreshChanges(): Promise<number> {
     return this.transactions.run(async (tx) => {
@@ -420,10 +420,19 @@ export class SegmentsService {
         if (cursor.feedSequence > cursor.lastSequence) await this.segments.advanceCursor(cursor.feedSequence, tx);
         return 0;
       }
-      const changes = await this.segments.changedContacts(cursor.lastSequence, REFRESH_BATCH, tx);
+      // The change events among the next REFRESH_BATCH of the feed; the cursor moves to the end of what
+      // was read, so later passes do not read the other events again.
+      const window = await this.events.scanIdsIn(tx, cursor.lastSequence, REFRESH_BATCH, CHANGE_EVENTS);
+      const changes = {
+        ids: [...new Set(window.refs.flatMap((r) => (r.id === null ? [] : [r.id])))],
+        upTo: window.scannedThrough,
+        events: window.refs.length,
+      };
+      // Numbers are consecutive: how many events of the feed this pass looked through.
+      const scanned = window.scannedThrough - cursor.lastSequence;
       if (!changes.events) {
         if (changes.upTo > cursor.lastSequence) await this.segments.advanceCursor(changes.upTo, tx);
-        return 0;
+        return scanned;
       }
       if (changes.ids.length) {
         // Read again after the changes (a later snapshot): a segment whose build finished meanwhile is re-evaluated too.
@@ -452,7 +461,7 @@ export class SegmentsService {
         }
       }
       await this.segments.advanceCursor(changes.upTo, tx);
-      return changes.events;
+      return scanned;
     });
   }
 }
