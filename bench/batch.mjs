@@ -1,10 +1,12 @@
 /**
  * Batch-write benchmark: a 500-item contact upsert by email (half the emails existing,
- * half new) against a seeded database, sent one after another; prints p50 / p99 / max.
+ * half new, every item with three custom field values) against a seeded database, sent one after
+ * another (BENCH_BATCH_CONCURRENCY at once); prints p50 / p99 / max.
  *
  * `node bench/batch.mjs` after `npm run build`. Environment: BENCH_DATABASE_ADMIN_URL, BENCH_DATABASE
  * (sf_bench_batch), BENCH_REUSE=1 to keep a seeded database, BENCH_CONTACTS (1,000,000; the seed's
- * other sizes as in bench/seed.mjs), BENCH_BATCHES (30), BENCH_BATCH_SIZE (500), BENCH_EXISTING (0.5).
+ * other sizes as in bench/seed.mjs), BENCH_BATCHES (30), BENCH_BATCH_SIZE (500), BENCH_EXISTING (0.5),
+ * BENCH_BATCH_CONCURRENCY (1).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -16,6 +18,8 @@ const DB_NAME = process.env.BENCH_DATABASE ?? 'sf_bench_batch';
 const BATCHES = Number(process.env.BENCH_BATCHES ?? 30);
 const SIZE = Number(process.env.BENCH_BATCH_SIZE ?? 500);
 const EXISTING = Number(process.env.BENCH_EXISTING ?? 0.5);
+const CONCURRENCY = Number(process.env.BENCH_BATCH_CONCURRENCY ?? 1);
+const INDUSTRIES = ['Software', 'Retail', 'Logistics', 'Finance', 'Healthcare'];
 const log = (m) => process.stderr.write(`[bench:batch] ${m}\n`);
 const dbUrl = databaseUrl(DB_NAME);
 
@@ -69,30 +73,43 @@ async function main() {
   }
   const tag = randomBytes(3).toString('hex');
   const times = [];
-  try {
-    for (let b = 0; b < BATCHES; b++) {
-      const existingCount = Math.round(SIZE * EXISTING);
-      const { rows } = await db.query(`SELECT email FROM contacts TABLESAMPLE SYSTEM (1) LIMIT $1`, [existingCount]);
-      const items = rows.map((r, i) => ({ name: `Batch ${tag} ${b} ${i}`, email: r.email, title: `T${b}` }));
-      while (items.length < SIZE)
-        items.push({ name: `New ${tag} ${b} ${items.length}`, email: `batch-${tag}-${b}-${items.length}@bench.test`, company: 'Bench' });
-      const t = performance.now();
-      const res = await fetch(`http://127.0.0.1:${port}/api/contacts/batch`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ mode: 'upsert', items }),
+  // Every item carries custom field values (a select, a number and a text field of the seed).
+  const fields = (b, i) => ({ industry: INDUSTRIES[(b + i) % INDUSTRIES.length], lead_score: (b * 7 + i) % 100, city: `City ${i % 50}` });
+  const oneBatch = async (b) => {
+    const existingCount = Math.round(SIZE * EXISTING);
+    const { rows } = await db.query(`SELECT email FROM contacts TABLESAMPLE SYSTEM (1) LIMIT $1`, [existingCount]);
+    const items = rows.map((r, i) => ({ name: `Batch ${tag} ${b} ${i}`, email: r.email, title: `T${b}`, fields: fields(b, i) }));
+    while (items.length < SIZE)
+      items.push({
+        name: `New ${tag} ${b} ${items.length}`,
+        email: `batch-${tag}-${b}-${items.length}@bench.test`,
+        company: 'Bench',
+        fields: fields(b, items.length),
       });
-      const body = await res.json();
-      times.push(performance.now() - t);
-      if (res.status !== 200 || body.summary.failed) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(body).slice(0, 500)}`);
-    }
+    const t = performance.now();
+    const res = await fetch(`http://127.0.0.1:${port}/api/contacts/batch`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ mode: 'upsert', items }),
+    });
+    const body = await res.json();
+    times.push(performance.now() - t);
+    if (res.status !== 200 || body.summary.failed) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(body).slice(0, 500)}`);
+  };
+  try {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (next < BATCHES) await oneBatch(next++);
+      }),
+    );
   } finally {
     api.kill('SIGTERM');
     await db.end();
   }
   const fmt = (x) => `${Math.round(x)} ms`;
   console.log(
-    `${SIZE}-item contact upsert by email (${Math.round(EXISTING * 100)}% existing) at ${SIZES.contacts.toLocaleString()} contacts, ${BATCHES} batches: ` +
+    `${SIZE}-item contact upsert by email (${Math.round(EXISTING * 100)}% existing, 3 custom fields) at ${SIZES.contacts.toLocaleString()} contacts, ${BATCHES} batches, ${CONCURRENCY} at once: ` +
       `p50 ${fmt(pct(times, 50))}, p99 ${fmt(pct(times, 99))}, max ${fmt(Math.max(...times))}`,
   );
 }

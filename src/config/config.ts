@@ -68,6 +68,8 @@ export interface AppConfig {
   smsHttpToken: string | null;
   smsWebhookSecret: string | null;
   smsRateLimitPerSecond: number;
+  /** Single-send jobs one worker process runs at once (SMS_WORKER_CONCURRENCY): each waits mostly on the provider's answer. */
+  smsWorkerConcurrency: number;
   /** Provider calls per second across every worker (shared through Redis); 0 = no cap. */
   smsMaxPerSecond: number;
   /** Parallel sending jobs (lanes) per broadcast; each claims batches of its messages. */
@@ -298,6 +300,7 @@ function operations(env: Env, sms: ReturnType<typeof smsGateway>) {
     smsHttpToken: optional(env, 'SMS_HTTP_TOKEN'),
     smsWebhookSecret: optional(env, 'SMS_WEBHOOK_SECRET'),
     smsRateLimitPerSecond: int(env, 'SMS_RATE_LIMIT_PER_SECOND', 100, 1, 100000),
+    smsWorkerConcurrency: int(env, 'SMS_WORKER_CONCURRENCY', 32, 1, 256),
     smsMaxPerSecond: int(env, 'SMS_MAX_PER_SECOND', 0, 0, 1000000),
     smsBroadcastLanes: int(env, 'SMS_BROADCAST_LANES', 2, 1, 16),
     smsHttpTimeoutMs: int(env, 'SMS_HTTP_TIMEOUT_MS', 10000, 100, 120000),

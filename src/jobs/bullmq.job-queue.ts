@@ -18,7 +18,8 @@ import {
 /** Queue states reported as depths. */
 const DEPTH_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 /** Jobs each worker runs at once, per queue. */
-const CONCURRENCY: Record<QueueName, number> = { maintenance: 1, reports: 2, sms: 5, webhooks: 32, imports: 2 };
+/** Jobs a worker runs at once per queue (the sms queue's is SMS_WORKER_CONCURRENCY). */
+const CONCURRENCY: Record<Exclude<QueueName, 'sms'>, number> = { maintenance: 1, reports: 2, webhooks: 32, imports: 2 };
 /** How long an enqueue may take before the queue counts as unavailable. */
 const ENQUEUE_TIMEOUT_MS = 5_000;
 /** How long a queue operation waits for a Redis connection that is (re)opening. */
@@ -199,7 +200,7 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
         connectionName: `${this.config.redisPrefix}-worker-${queueName}`,
       }) as ConnectionOptions,
       prefix: this.config.redisPrefix,
-      concurrency: CONCURRENCY[queueName],
+      concurrency: queueName === QUEUES.sms ? this.config.smsWorkerConcurrency : CONCURRENCY[queueName],
       lockDuration: this.config.jobLockMs,
       stalledInterval: this.config.jobLockMs,
       // Outbound SMS: at most SMS_RATE_LIMIT_PER_SECOND provider calls per second across all workers.
