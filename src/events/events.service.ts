@@ -102,6 +102,16 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /**
+   * The events of `types` among the next `window` numbered events after `sequence`, read in `tx`
+   * without numbering first (as afterIn), and how far the read looked: a follower of some types
+   * moves its cursor to `scannedThrough`, not to its last event, or it would read the same window of
+   * other events again and again.
+   */
+  scanIn(tx: Tx, sequence: number, window: number, types: readonly string[]): Promise<{ events: EventRecord[]; scannedThrough: number }> {
+    return this.events.scan(sequence, window, types, window, tx);
+  }
+
+  /**
    * Of the next `window` numbered events after `sequence`, read in `tx` without numbering first (as
    * afterIn), those of the types `keyByType` names, each with its number and the record id its data
    * holds under the type's key; and how far the read looked (the last number of the window, or
