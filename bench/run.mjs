@@ -365,6 +365,53 @@ async function main() {
     log(`outbox: ${runs.with.join(', ')} req/s with, ${runs.without.join(', ')} without: cost ${(cost * 100).toFixed(1)} %`);
   }
 
+  // Contention: get by id at 4 connections, idle and then while creates and campaign adds run at 8
+  // connections each; meanwhile pg_stat_activity is sampled every 20 ms, and each active statement is
+  // counted as the event sequencer's, the segment refresher's or the rest's (the share of the
+  // database's busy time each holds).
+  if (wanted('contention')) {
+    const getById = () => ({ method: 'GET', path: `/api/contacts/${rand(c0, c1)}` });
+    const create = () => ({
+      method: 'POST',
+      path: '/api/contacts',
+      body: JSON.stringify({ name: 'Bench Person', email: `bench-${runTag}-${process.pid}-${createSeq++}@bench.test`, company: 'Bench Co' }),
+    });
+    const add = () => ({ method: 'POST', path: `/api/campaigns/${rand(k0, k1)}/contact/${rand(c0, c1)}/add` });
+    await cannon(apiUrl, auth, getById, { duration: 2, connections: 4 });
+    const idle = await cannon(apiUrl, auth, getById, { connections: 4 });
+    const busy = { sequencer: 0, refresher: 0, other: 0 };
+    let sampling = true;
+    const sampler = (async () => {
+      const c = new pg.Client({ connectionString: dbUrl });
+      await c.connect();
+      while (sampling) {
+        const { rows: active } = await c.query(
+          `SELECT query FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()`,
+        );
+        for (const { query } of active) {
+          if (/event_feed_state/.test(query) && /(snap|SET sequence)/.test(query)) busy.sequencer++;
+          else if (/segment_(refresh_state|members)|unnest\(\$3::text\[\], \$4::text\[\]\)/.test(query)) busy.refresher++;
+          else busy.other++;
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await c.end();
+    })();
+    const [loaded] = await Promise.all([
+      cannon(apiUrl, auth, getById, { connections: 4 }),
+      cannon(apiUrl, auth, create, { connections: 8 }),
+      cannon(apiUrl, auth, add, { connections: 8 }),
+    ]);
+    sampling = false;
+    await sampler;
+    const all = busy.sequencer + busy.refresher + busy.other || 1;
+    rows.push({
+      name: 'contention: get contact by id p99 (4 connections) idle / under creates and campaign adds (8 + 8 connections)',
+      contention: { idle: idle.latency.p99, loaded: loaded.latency.p99, sequencer: busy.sequencer / all, refresher: busy.refresher / all },
+    });
+    log(`contention: p99 ${idle.latency.p99} ms idle, ${loaded.latency.p99} ms loaded; database busy: ${JSON.stringify(busy)}`);
+  }
+
   // Event throughput end to end: N committed events (one statement, as a burst of changes would
   // leave them) to a webhook's receiver on 127.0.0.1, through the sequencer, the dispatcher, BullMQ
   // and the delivery workers; timed from the commit to the last event received.
@@ -423,6 +470,10 @@ async function main() {
     else if (r.outbox !== undefined)
       lines.push(
         `| ${r.name} | ${fmt(r.outbox.with)} with, ${fmt(r.outbox.without)} without | — | — | cost ${fmt(r.outbox.cost * 100, 1)} % | — | — | — | — |`,
+      );
+    else if (r.contention !== undefined)
+      lines.push(
+        `| ${r.name} | — | — | ${fmt(r.contention.idle)} / ${fmt(r.contention.loaded)} (${fmt(r.contention.loaded / (r.contention.idle || 1), 1)}×) | — | — | — | — | sequencer ${fmt(r.contention.sequencer * 100, 1)} %, segment refresher ${fmt(r.contention.refresher * 100, 1)} % of busy database samples |`,
       );
     else if (r.eps !== undefined) lines.push(`| ${r.name} | ${fmt(r.eps)} events/s | — | — | — | — | — | — | ${fmt(r.rss)} |`);
     else if (r.mps !== undefined) lines.push(`| ${r.name} | ${fmt(r.mps)} msg/s | — | — | — | — | — | ${fmt(r.errors)} | ${fmt(r.rss)} |`);
