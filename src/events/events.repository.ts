@@ -161,6 +161,19 @@ export class EventsRepository {
     };
   }
 
+  /**
+   * The cursor from which a read finds the events that occurred at or after `since`: just before the
+   * first numbered transaction whose events are that recent (the feed's end when none is).
+   */
+  async cursorAt(since: Date): Promise<number> {
+    const [r]: { c: string }[] = await this.transactions.db.query(
+      `SELECT COALESCE((SELECT first_sequence - 1 FROM event_transactions WHERE at >= $1 ORDER BY last_sequence LIMIT 1),
+                       (SELECT last_sequence FROM event_feed_state)) AS c`,
+      [since],
+    );
+    return Number(r.c);
+  }
+
   /** The highest sequence given so far, read in `tx` (every event numbered up to it is visible in its snapshot). */
   async lastSequenceIn(tx: Tx): Promise<number> {
     const [r]: { last_sequence: string }[] = await tx.query(`SELECT last_sequence FROM event_feed_state`);

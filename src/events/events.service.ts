@@ -210,6 +210,15 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     return { events, next: String(next) };
   }
 
+  /**
+   * Where to start reading to find the events that occurred at or after `since` (a replay from a
+   * time): the cursor before the first transaction that recent. Events before it are older; a few
+   * after it may be too (a transaction's events carry its start time), so a replay still checks each.
+   */
+  cursorAt(since: Date): Promise<number> {
+    return this.events.cursorAt(since);
+  }
+
   /** The highest sequence removed by retention (0 when none): cursors below it are gone. */
   async prunedThrough(): Promise<number> {
     return (await this.events.state()).prunedThrough;
