@@ -29,6 +29,10 @@ export const EVENT_CATALOGUE = {
   'deal.stage_changed': 'A deal moved to another stage (written beside deal.updated). data: the deal; previous: { stage }.',
   'deal.won': "A deal's status became won (on creation too). data: the deal; previous: { status } (null on creation).",
   'deal.lost': "A deal's status became lost (on creation too). data: the deal; previous: { status } (null on creation).",
+  'pipeline.created': 'A pipeline was created. data: the pipeline with its stages.',
+  'pipeline.updated':
+    "A pipeline or its stages changed (stages added, renamed, reordered, re-typed or removed). data: the pipeline with its stages; previous: the changed properties' old values.",
+  'pipeline.deleted': 'A pipeline was deleted. data: the pipeline as it was.',
   'activity.created': 'An activity was created. data: the activity.',
   'activity.updated': "An activity changed. data: the activity; previous: the changed properties' old values.",
   'activity.deleted': 'An activity was deleted. data: the activity as it was.',
@@ -79,6 +83,7 @@ const READ_PERMISSION_BY_SUBJECT: Record<string, Permission> = {
   campaign: 'campaigns:read',
   segment: 'segments:read',
   deal: 'deals:read',
+  pipeline: 'pipelines:read',
   activity: 'activities:read',
   text_message: 'textMessages:read',
   broadcast: 'textMessages:read',
