@@ -239,7 +239,8 @@ export class PipelinesService {
    * default; in it the stage given by id or name, else (status given) the first stage of that
    * type unless the deal's stage already has it, else the deal's current stage, else the first open
    * stage. An unknown name is a 400 in a strict pipeline and a new stage (of the given status's
-   * type) in the others. Holds the pipeline and the stage until `tx` ends.
+   * type) in the others. A status that does not match the stage named is a 400 in a strict pipeline;
+   * in the others the status wins (its first stage). Holds the pipeline and the stage until `tx` ends.
    */
   async resolveDealStage(req: DealStageRequest, tx: Tx): Promise<DealStage> {
     const pipelineId = req.pipelineId ?? req.current?.pipelineId ?? (await this.pipelines.defaultId(tx));
@@ -264,6 +265,10 @@ export class PipelinesService {
       const wanted = req.status ?? (current ? current.type : 'open');
       stage = current && current.type === wanted ? current : firstStageOfType(stages, wanted);
       if (!stage) throw fieldError('status', `pipeline ${pipelineId} has no ${wanted} stage`);
+    }
+    if (req.status && stage.type !== req.status && !pipeline.strictStages && req.stageId == null) {
+      // A free-text pipeline keeps the old contract, where stage and status were independent: the status wins.
+      stage = firstStageOfType(stages, req.status) ?? stage;
     }
     if (req.status && stage.type !== req.status) {
       throw fieldError('status', `must match the type of stage ${stage.name} (${stage.type}); omit it, or give a ${req.status} stage`);
