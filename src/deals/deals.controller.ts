@@ -32,7 +32,8 @@ export class DealsController {
   @ApiOperation({
     summary: 'List deals',
     description:
-      'List parameters: search (title, stage, product), page, limit, orderBy, orderByDir; filters status (open, won, lost), contact_id, owner_id, company_id.',
+      'List parameters: search (title, stage, product), page, limit, orderBy, orderByDir; filters status (open, won, lost), contact_id, owner_id, company_id, ' +
+      'pipeline_id, stage_id (and pipeline.id, stage.id in `filter`).',
   })
   @ApiEnvelope('deals', DealRecordDto, { list: true })
   @ApiListQuery(DEAL_LIST_SPEC)

@@ -26,7 +26,7 @@ export const EVENT_CATALOGUE = {
   'deal.created': 'A deal was created. data: the deal.',
   'deal.updated': "A deal changed. data: the deal; previous: the changed properties' old values.",
   'deal.deleted': 'A deal was deleted. data: the deal as it was.',
-  'deal.stage_changed': 'A deal moved to another stage (written beside deal.updated). data: the deal; previous: { stage }.',
+  'deal.stage_changed': 'A deal moved to another stage, or pipeline (written beside deal.updated). data: the deal; previous: { stage, stage_id, pipeline_id }.',
   'deal.won': "A deal's status became won (on creation too). data: the deal; previous: { status } (null on creation).",
   'deal.lost': "A deal's status became lost (on creation too). data: the deal; previous: { status } (null on creation).",
   'pipeline.created': 'A pipeline was created. data: the pipeline with its stages.',
