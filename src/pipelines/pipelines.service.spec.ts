@@ -126,6 +126,24 @@ describe('PipelinesService (service layer, real PostgreSQL)', () => {
     expect(r.created).toBe(false);
     expect(r.pipeline.stages.map((s) => s.name)).toEqual(['Lead', 'Qualified', 'Won', 'Lost']);
     expect(r.pipeline.stages.some((s) => s.id === proposal.id)).toBe(false);
+    const swapped = await pipelines.patch(
+      p.id,
+      {
+        stages: [
+          { id: lead.id, name: 'Qualified', probability: 15 },
+          { id: r.pipeline.stages[1].id, name: 'Lead', probability: 40 },
+          { id: won.id, name: 'Won', probability: 100, type: 'won' },
+          { id: lost.id, name: 'Lost', probability: 0, type: 'lost' },
+        ],
+      },
+      spec.who,
+    );
+    expect(swapped.stages.map((s) => [s.id, s.name])).toEqual([
+      [lead.id, 'Qualified'],
+      [r.pipeline.stages[1].id, 'Lead'],
+      [won.id, 'Won'],
+      [lost.id, 'Lost'],
+    ]);
     const patched = await spec.ctx.failure(pipelines.patch(p.id, { stages: [{ name: 'Only', probability: 5 }] }, spec.who));
     expect(patched.status).toBe(409);
     const created = await pipelines.put(987654, { name: 'Fresh', stages: stages() }, spec.who);

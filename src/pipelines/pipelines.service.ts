@@ -334,6 +334,11 @@ export class PipelinesService {
       if (held > 0) throw conflict(`Stage ${s.id} (${s.name}) holds ${held} deal(s): remove it with DELETE /api/pipelines/${p.id}/stages/${s.id}?moveDealsTo=`);
       await this.pipelines.markStageRemoved(s.id, this.clock.now(), tx);
     }
+    // Renamed stages first take a name no stage has, so that names swapped between stages never meet in the unique index.
+    for (const s of wanted) {
+      const old = s.id === undefined ? undefined : byId.get(s.id);
+      if (old && old.name !== s.name.trim()) await this.pipelines.updateStage(old.id, { name: `\u2060renaming ${old.id}` }, tx);
+    }
     const order: number[] = [];
     for (const [i, s] of wanted.entries()) {
       const values = { name: s.name.trim(), probability: s.probability, type: s.type ?? 'open', position: i };
