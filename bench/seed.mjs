@@ -181,11 +181,18 @@ export async function seed(url, log = console.log) {
     for (const def of memberIndexes) await db.query(def);
 
     const dealIndexes = await dropIndexes(db, 'deals');
+    // Deals sit in the default pipeline's first stage of their status (set here rather than by the insert trigger, row by row).
+    const stages = (
+      await db.query(`SELECT DISTINCT ON (s.type) s.type, s.id, s.name, p.id AS pipeline_id FROM pipelines p JOIN pipeline_stages s ON s.pipeline_id = p.id
+                       WHERE p.is_default AND s.removed_at IS NULL ORDER BY s.type, s.position, s.id`)
+    ).rows;
+    const stageOf = (col) =>
+      `CASE s ${stages.map((x) => `WHEN '${x.type}' THEN ${col === 'name' ? `'${x.name.replace(/'/g, "''")}'` : x[col]}`).join(' ')} END`;
     await timed(log, `${SIZES.deals.toLocaleString()} deals over two years`, () =>
       db.query(`
-        INSERT INTO deals (title, value, contact_id, expected_close_date, stage, probability, status, product, quantity, closed_at, owner_id, created_at, created_by, created_by_user)
+        INSERT INTO deals (title, value, contact_id, expected_close_date, pipeline_id, stage_id, stage, entered_stage_at, probability, status, product, quantity, closed_at, owner_id, created_at, created_by, created_by_user)
         SELECT 'Deal ' || i, round((100 + (i::bigint * 7919) % 50000)::numeric / 3, 2), ${c0} + (i * 13) % ${SIZES.contacts},
-               (date '2025-01-01' + (i % 730)), (ARRAY['prospect','qualified','proposal','negotiation','closed'])[1 + i % 5],
+               (date '2025-01-01' + (i % 730)), ${stageOf('pipeline_id')}, ${stageOf('id')}, ${stageOf('name')}, now() - (i % 730) * interval '1 day',
                (i * 17) % 101, s, (${arr(PRODUCTS)})[1 + (i * 3) % ${PRODUCTS.length}], 1 + i % 10,
                CASE WHEN s <> 'open' THEN now() - ((i * 37) % (730 * 24)) * interval '1 hour' END,
                ${uLo} + i % ${SIZES.users}, now() - (i % 730) * interval '1 day', ${uLo}, 'bench'

@@ -28,6 +28,7 @@ import { SystemModule } from './system/system.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { CampaignsModule } from './campaigns/campaigns.module.js';
 import { DealsModule } from './deals/deals.module.js';
+import { PipelinesModule } from './pipelines/pipelines.module.js';
 import { ActivitiesModule } from './activities/activities.module.js';
 import { AuthApiModule } from './auth/auth-api.module.js';
 import { FieldsModule } from './fields/fields.module.js';
@@ -53,6 +54,7 @@ export const FEATURE_MODULES: Type[] = [
   CategoriesModule,
   PointGroupsModule,
   CampaignsModule,
+  PipelinesModule,
   DealsModule,
   ActivitiesModule,
   AssetsModule,

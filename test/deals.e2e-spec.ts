@@ -37,8 +37,12 @@ describe('deals', () => {
           value: 1234.5,
           contact_id: contactId,
           expected_close_date: null,
-          stage: null,
-          probability: null,
+          // The default pipeline's first stage, at its probability (the deal has none of its own).
+          pipeline_id: expect.any(Number),
+          stage_id: expect.any(Number),
+          stage: 'New',
+          entered_stage_at: expect.stringMatching(ISO),
+          probability: 10,
           status: 'open',
           product: null,
           quantity: 1,
@@ -189,7 +193,8 @@ describe('deals', () => {
         .set('Authorization', auth)
         .send({ contact_id: other, stage: null, quantity: null, owner_id: otherUserId });
       expect(b.status).toBe(200);
-      expect(b.body.deal).toMatchObject({ contact_id: other, stage: null, quantity: 1, owner_id: otherUserId, title: 'Patchable' });
+      // stage null: back to the pipeline's first stage of the deal's status.
+      expect(b.body.deal).toMatchObject({ contact_id: other, stage: 'New', quantity: 1, owner_id: otherUserId, title: 'Patchable' });
       for (const body of [
         { title: null },
         { value: null },
@@ -221,8 +226,8 @@ describe('deals', () => {
         id: d.id,
         title: 'Replaced',
         value: 5,
-        stage: null,
-        probability: null,
+        stage: 'New',
+        probability: 10,
         product: null,
         quantity: 1,
         status: 'open',
@@ -376,6 +381,7 @@ describe('deals', () => {
         ['PATCH', '/api/deals/:id/edit', 'deals:write'],
         ['PUT', '/api/deals/:id', 'deals:write'],
         ['PUT', '/api/deals/:id/edit', 'deals:write'],
+        ['GET', '/api/deals/:id/stages', 'deals:read'],
         ['DELETE', '/api/deals/:id', 'deals:delete'],
         ['DELETE', '/api/deals/:id/delete', 'deals:delete'],
       ]);

@@ -143,7 +143,7 @@ describe('events: outbox, feed and incremental sync', () => {
     expect(byType.get('campaign.updated')).toMatchObject({ data: campaignPatched, previous: { name: 'Spring' } });
     expect(byType.get('campaign.contact_added')!.data).toMatchObject({ campaignId: campaign.id, contactId });
     expect(byType.get('deal.updated')).toMatchObject({ data: dealWon, previous: { stage: 'lead', status: 'open' } });
-    expect(byType.get('deal.stage_changed')!.previous).toEqual({ stage: 'lead' });
+    expect(byType.get('deal.stage_changed')!.previous).toEqual({ stage: 'lead', stage_id: deal.stage_id, pipeline_id: deal.pipeline_id });
     expect(byType.get('deal.won')!.previous).toEqual({ status: 'open' });
     expect(byType.get('activity.created')!.data).toEqual(activity);
     expect(byType.get('category.updated')!.previous).toEqual({ color: null });

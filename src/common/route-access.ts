@@ -22,6 +22,7 @@ export const RESOURCES = [
   'textMessages',
   'notifications',
   'deals',
+  'pipelines',
   'activities',
   'tokens',
   'webhooks',

@@ -53,14 +53,41 @@ export class CreateDealDto {
   @IsCalendarDate()
   expected_close_date?: string | null;
 
-  /** Free text, e.g. `qualification`, `proposal`. */
+  /**
+   * Id of the pipeline the deal is in (400 when it does not exist). Omitted: the deal's pipeline, or
+   * the default pipeline for a new deal. Moving a deal to another pipeline without a stage puts it in
+   * that pipeline's first stage of its status's type.
+   */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(2147483647)
+  @Rule('a pipeline that exists')
+  pipeline_id?: number | null;
+
+  /** Id of a stage of the deal's pipeline (400 for a stage of another pipeline). Omitted: see `stage`. */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(2147483647)
+  @Rule("a current stage of the deal's pipeline")
+  stage_id?: number | null;
+
+  /**
+   * The stage's name, e.g. `qualification`, `proposal`. In a pipeline with strictStages a name that
+   * is not one of its stages is a 400 listing them; in the others (the default pipeline made from the
+   * free-text stages of old) it is added as a new stage at the end, of the type `status` gives (open
+   * by default). Omitted: the deal's stage (a new deal: the pipeline's first open stage); null: the
+   * pipeline's first stage of the deal's status.
+   */
   @IsOptional()
   @IsString()
   @MaxLength(255)
   @NoNul()
+  @Rule("in a strictStages pipeline, one of its stages' names")
   stage?: string | null;
 
-  /** Win probability in percent, 0..100. */
+  /** The deal's own win probability in percent, 0..100; omitted or null: the stage's. */
   @IsOptional()
   @IsInt()
   @Min(0)
@@ -68,8 +95,10 @@ export class CreateDealDto {
   probability?: number | null;
 
   /**
-   * `open` (default), `won` or `lost`. Moving to won or lost without `closed_at` stamps `closed_at`
-   * with the current time; moving back to open clears it.
+   * `open` (default), `won` or `lost`: the type of the deal's stage. Given without a stage, it moves
+   * the deal to the pipeline's first stage of that type (400 when the pipeline has none), unless its
+   * stage already has it; given with a stage of another type, a 400. Moving to won or lost without
+   * `closed_at` stamps `closed_at` with the current time; moving back to open clears it.
    */
   @IsOptional()
   @IsIn(DEAL_STATUSES)
@@ -127,13 +156,42 @@ export class DealRecordDto extends AuditRecordDto {
   contact_id: number;
   /** YYYY-MM-DD. */
   expected_close_date: string | null;
-  stage: string | null;
-  probability: number | null;
-  /** open, won or lost. */
+  pipeline_id: number;
+  stage_id: number;
+  /** The stage's name. */
+  stage: string;
+  /** The deal's own probability, else its stage's. */
+  probability: number;
+  /** When the deal entered its stage. */
+  entered_stage_at: string;
+  /** open, won or lost: the type of the deal's stage. */
   status: string;
   product: string | null;
   quantity: number;
   closed_at: string | null;
   owner_id: number | null;
   company_id: number | null;
+}
+
+/** One stay of a deal in a stage, from its stage history. */
+export class DealStageStayDto {
+  /** The ledger row that moved the deal into the stage. */
+  id: number;
+  pipeline_id: number;
+  stage_id: number;
+  /** The stage's name (a removed stage keeps its last name). */
+  stage: string | null;
+  /** The stage the deal came from (null for the first stay). */
+  from_stage_id: number | null;
+  /** When the deal entered the stage. */
+  entered_at: string;
+  /** When it left (null: it is still there). */
+  left_at: string | null;
+  /** Seconds spent in the stage; for the current stage, up to now. */
+  seconds: number;
+  /** The user who moved it (null when unknown). */
+  by: number | null;
+  /** The deal's value and probability when it entered the stage. */
+  value: number;
+  probability: number;
 }

@@ -10,12 +10,15 @@ import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
 import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import { BatchWriteDto } from '../batch/batch.dto.js';
 import type { Principal } from '../common/request.js';
-import { CreateDealDto, DealRecordDto, UpdateDealDto } from './deal.dto.js';
+import { CreateDealDto, DealRecordDto, DealStageStayDto, UpdateDealDto } from './deal.dto.js';
 import { DealsService } from './deals.service.js';
 import { DEAL_LIST_SPEC } from './deals.repository.js';
 import { LargeJsonBody } from '../server/large-json-body.decorator.js';
 
 const CLOSED_AT_RULE =
+  'A deal sits in a stage of a pipeline: pipeline_id (default: the default pipeline), stage_id or stage (its name; in a strictStages pipeline an unknown name is a 400 ' +
+  "listing the stages, in the others it adds an open stage), status (the stage's type: won or lost alone moves the deal to the first stage of that type). " +
+  "Each stage change appends a row to the deal's stage history (GET /api/deals/{id}/stages). " +
   'Moving a deal to won or lost without closed_at stamps closed_at with the current time; a deal already won or lost keeps its ' +
   'closed_at; moving it back to open clears closed_at (a closed_at sent with status open is a 400). contact_id, owner_id and company_id must exist (400).';
 
@@ -29,7 +32,8 @@ export class DealsController {
   @ApiOperation({
     summary: 'List deals',
     description:
-      'List parameters: search (title, stage, product), page, limit, orderBy, orderByDir; filters status (open, won, lost), contact_id, owner_id, company_id.',
+      'List parameters: search (title, stage, product), page, limit, orderBy, orderByDir; filters status (open, won, lost), contact_id, owner_id, company_id, ' +
+      'pipeline_id, stage_id (and pipeline.id, stage.id in `filter`).',
   })
   @ApiEnvelope('deals', DealRecordDto, { list: true })
   @ApiListQuery(DEAL_LIST_SPEC)
@@ -83,6 +87,18 @@ export class DealsController {
   @ApiEnvelope('deal', DealRecordDto)
   async get(@Param('id', IdPipe) id: number) {
     return { deal: await this.deals.get(id) };
+  }
+
+  @Get(':id/stages')
+  @RequirePermission('deals:read')
+  @ApiOperation({
+    summary: "A deal's stage history: every stage it entered (from the ledger), oldest first, with the time spent in each",
+    description: 'The current stage counts its seconds up to now. A removed stage keeps its last name.',
+  })
+  @ApiEnvelope('stages', DealStageStayDto, { list: true })
+  async stages(@Param('id', IdPipe) id: number) {
+    const stages = await this.deals.stageHistory(id);
+    return { total: stages.length, stages };
   }
 
   @Patch([':id/edit', ':id'])

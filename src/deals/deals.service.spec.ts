@@ -24,7 +24,9 @@ describe('DealsService (service layer, real PostgreSQL)', () => {
       quantity: 1,
       owner_id: spec.who.userId,
       closed_at: null,
-      probability: null,
+      // The default pipeline's first stage, and its probability (the deal has none of its own).
+      stage: 'New',
+      probability: 10,
       createdBy: spec.who.userId,
     });
     expect(await deals.get(d.id)).toEqual(d);
@@ -69,7 +71,7 @@ describe('DealsService (service layer, real PostgreSQL)', () => {
       'value',
     ]);
     expect((await spec.ctx.failure(deals.patch(d.id, { title: ' ' }, spec.who))).details?.[0].field).toBe('title');
-    expect(await deals.patch(d.id, { quantity: null, stage: null }, spec.who)).toMatchObject({ quantity: 1, stage: null });
+    expect(await deals.patch(d.id, { quantity: null, stage: null }, spec.who)).toMatchObject({ quantity: 1, stage: 'New' });
     await expect(deals.patch(987654, { title: 'x' }, spec.who)).rejects.toMatchObject({ status: 404 });
   });
 
@@ -79,7 +81,7 @@ describe('DealsService (service layer, real PostgreSQL)', () => {
     const r = await deals.put(d.id, { title: 'R', value: 1, contact_id: contactId }, spec.who);
     expect(r).toMatchObject({
       created: false,
-      deal: { id: d.id, title: 'R', stage: null, quantity: 1, owner_id: spec.who.userId, probability: null, status: 'open' },
+      deal: { id: d.id, title: 'R', stage: 'New', quantity: 1, owner_id: spec.who.userId, probability: 10, status: 'open' },
     });
     const n = await deals.put(987654, base(), spec.who);
     expect(n.created).toBe(true);

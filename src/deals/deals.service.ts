@@ -1,6 +1,7 @@
-import { Injectable } from '@nestjs/common';
-import { auditOut, stampCreated, stampModified } from '../common/audit.js';
-import { iso, parseIsoWithOffset } from '../common/dates.js';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { stampCreated, stampModified } from '../common/audit.js';
+import { Clock } from '../common/clock.js';
+import { parseIsoWithOffset } from '../common/dates.js';
 import { fieldError, notFound } from '../common/errors.js';
 import { parseListQuery } from '../lists/list-query.js';
 import { listEnvelope } from '../lists/list-sql.js';
@@ -9,47 +10,37 @@ import type { BatchWriteDto } from '../batch/batch.dto.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
+import { type DealStage, PipelinesService } from '../pipelines/pipelines.service.js';
 import { Deal } from './deal.entity.js';
 import { CreateDealDto, UpdateDealDto } from './deal.dto.js';
-import { DEFAULT_DEAL_QUANTITY, DEFAULT_DEAL_STATUS, rejectNulls, resolveClosedAt } from './deal.rules.js';
+import { DEFAULT_DEAL_QUANTITY, rejectNulls, resolveClosedAt } from './deal.rules.js';
 import { DEAL_LIST_SPEC, DealsRepository } from './deals.repository.js';
+import { DealStagesService } from './deal-stages.service.js';
+import { type DealRecord, toDealRecord } from './deal.record.js';
 
-/** The list's sortable columns and filters, read by the controller's OpenAPI parameters. */
-
-/** A deal as the API returns it (the one mapper from row to record). */
-export function toDealRecord(d: Deal) {
-  return {
-    id: d.id,
-    title: d.title,
-    value: Number(d.value),
-    contact_id: d.contactId,
-    expected_close_date: d.expectedCloseDate,
-    stage: d.stage,
-    probability: d.probability,
-    status: d.status,
-    product: d.product,
-    quantity: d.quantity,
-    closed_at: iso(d.closedAt),
-    owner_id: d.ownerId,
-    company_id: d.companyId,
-    ...auditOut(d),
-  };
-}
-
-export type DealRecord = ReturnType<typeof toDealRecord>;
+export { toDealRecord, type DealRecord } from './deal.record.js';
 
 /**
  * Deals. contact_id and owner_id are checked by their foreign keys when written (a missing one is
  * a 400 naming the field, translated by the constraint registry), not by a SELECT that could race.
+ * Where a deal sits (pipeline, stage, status) is decided by PipelinesService.resolveDealStage; every
+ * stage change appends a ledger row (DealStagesService) in the same transaction, under the deal's lock.
  */
 @Injectable()
-export class DealsService {
+export class DealsService implements OnModuleInit {
   constructor(
     private readonly deals: DealsRepository,
     private readonly transactions: Transactions,
     private readonly events: EventsService,
     private readonly batches: BatchRunner,
+    private readonly pipelines: PipelinesService,
+    private readonly stages: DealStagesService,
+    private readonly clock: Clock,
   ) {}
+
+  onModuleInit(): void {
+    this.pipelines.useDeals(this.stages);
+  }
 
   async list(query: Record<string, unknown>) {
     const q = parseListQuery(query, DEAL_LIST_SPEC);
@@ -64,18 +55,21 @@ export class DealsService {
   }
 
   async create(dto: CreateDealDto, who: Principal, tx?: Tx): Promise<DealRecord> {
-    const d = this.deals.create();
-    this.assign(d, dto, null, true, who);
-    stampCreated(d, who);
     return this.transactions.run(async (t) => {
+      const d = this.deals.create();
+      this.assign(d, dto, true, who);
+      const stage = await this.pipelines.resolveDealStage({ ...stageRequest(dto), current: null, replace: true }, t);
+      const now = this.clock.now();
+      this.place(d, dto, stage, null, now);
+      stampCreated(d, who);
       const record = await this.get(await this.deals.save(d, t), t);
       await this.events.record(t, 'deal.created', record);
-      await this.recordTransitions(t, null, record);
+      await this.stages.recorded(t, null, record, now, who);
       return record;
     }, tx);
   }
 
-  /** Changes the given properties of the row, locked while it is read and written (parallel edits all land). */
+  /** Changes the given properties of the row, locked while it is read and written (parallel edits all land, each stage change with its ledger row). */
   async patch(id: number, dto: UpdateDealDto, who: Principal, outer?: Tx): Promise<DealRecord> {
     rejectNulls(dto, ['title', 'value', 'contact_id']);
     return this.transactions.run(async (tx) => {
@@ -83,13 +77,7 @@ export class DealsService {
       if (typeof dto.company_id === 'number') await this.deals.lockCompanyReference(dto.company_id, tx);
       const d = await this.deals.findForUpdate(id, tx);
       if (!d) throw notFound('Deal', id);
-      const before = toDealRecord(d);
-      this.assign(d, dto, { status: d.status, closedAt: d.closedAt }, false, who);
-      stampModified(d, who);
-      const after = await this.get(await this.deals.save(d, tx), tx);
-      await this.events.recordUpdate(tx, 'deal.updated', before, after);
-      await this.recordTransitions(tx, before, after);
-      return after;
+      return this.rewrite(d, dto, false, who, tx);
     }, outer);
   }
 
@@ -100,14 +88,14 @@ export class DealsService {
       if (typeof dto.company_id === 'number') await this.deals.lockCompanyReference(dto.company_id, tx);
       const d = await this.deals.findForUpdate(id, tx);
       if (!d) return { created: true, deal: await this.create(dto, who, tx) };
-      const before = toDealRecord(d);
-      this.assign(d, dto, { status: d.status, closedAt: d.closedAt }, true, who);
-      stampModified(d, who);
-      const after = await this.get(await this.deals.save(d, tx), tx);
-      await this.events.recordUpdate(tx, 'deal.updated', before, after);
-      await this.recordTransitions(tx, before, after);
-      return { created: false, deal: after };
+      return { created: false, deal: await this.rewrite(d, dto, true, who, tx) };
     });
+  }
+
+  /** A deal's stage history: each stay with its times (the current one up to the injected clock's now). */
+  async stageHistory(id: number) {
+    await this.get(id);
+    return this.stages.history(id);
   }
 
   /** Deletes the deal; one of parallel deletes succeeds, the others are 404s. */
@@ -150,19 +138,38 @@ export class DealsService {
     return deals.length;
   }
 
-  /** deal.stage_changed when the stage changed; deal.won / deal.lost when the status became won / lost (on creation too). */
-  private async recordTransitions(tx: Tx, before: DealRecord | null, after: DealRecord): Promise<void> {
-    if (before && before.stage !== after.stage) await this.events.record(tx, 'deal.stage_changed', after, { stage: before.stage });
-    if (after.status !== 'open' && before?.status !== after.status) {
-      await this.events.record(tx, after.status === 'won' ? 'deal.won' : 'deal.lost', after, before ? { status: before.status } : null);
-    }
+  /** PATCH or PUT of a locked deal: the new values, its place in the pipelines, the events and the ledger row of a stage change. */
+  private async rewrite(d: Deal, dto: UpdateDealDto, replace: boolean, who: Principal, tx: Tx): Promise<DealRecord> {
+    const before = toDealRecord(d);
+    this.assign(d, dto, replace, who);
+    const stage = await this.pipelines.resolveDealStage({ ...stageRequest(dto), current: { pipelineId: d.pipelineId, stageId: d.stageId }, replace }, tx);
+    const now = this.clock.now();
+    this.place(d, dto, stage, { status: d.status, closedAt: d.closedAt }, now);
+    stampModified(d, who);
+    const after = await this.get(await this.deals.save(d, tx), tx);
+    await this.events.recordUpdate(tx, 'deal.updated', before, after);
+    await this.stages.recorded(tx, before, after, now, who);
+    return after;
+  }
+
+  /** Puts the deal in `stage`: its pipeline, name and status (the stage's type), the entry time when the stage changed, closed_at. */
+  private place(d: Deal, dto: UpdateDealDto, stage: DealStage, previous: { status: Deal['status']; closedAt: Date | null } | null, now: Date): void {
+    const moved = previous === null || d.stageId !== stage.id;
+    d.pipelineId = stage.pipelineId;
+    d.stageId = stage.id;
+    d.stage = stage.name;
+    d.status = stage.type;
+    if (moved) d.enteredStageAt = now;
+    const supplied = dto.closed_at === undefined ? undefined : dto.closed_at === null ? null : parseIsoWithOffset(dto.closed_at);
+    d.closedAt = resolveClosedAt({ previous, status: d.status, supplied, now });
   }
 
   /**
-   * Copies DTO values onto the entity. With `replace` (create, PUT) omitted optional properties are
-   * reset to their defaults: status open, quantity 1, owner the calling user, the others null.
+   * Copies DTO values onto the entity, but for the stage (see place). With `replace` (create, PUT)
+   * omitted optional properties are reset to their defaults: quantity 1, owner the calling user,
+   * probability the stage's, the others null.
    */
-  private assign(d: Deal, dto: UpdateDealDto, previous: { status: Deal['status']; closedAt: Date | null } | null, replace: boolean, who: Principal) {
+  private assign(d: Deal, dto: UpdateDealDto, replace: boolean, who: Principal) {
     const given = (k: keyof UpdateDealDto) => dto[k] !== undefined || replace;
     if (dto.title !== undefined && dto.title !== null) {
       d.title = dto.title.trim();
@@ -171,15 +178,21 @@ export class DealsService {
     if (dto.value !== undefined && dto.value !== null) d.value = dto.value;
     if (dto.contact_id !== undefined && dto.contact_id !== null) d.contactId = dto.contact_id;
     if (given('expected_close_date')) d.expectedCloseDate = dto.expected_close_date ?? null;
-    if (given('stage')) d.stage = dto.stage ?? null;
     if (given('probability')) d.probability = dto.probability ?? null;
-    if (given('status')) d.status = dto.status ?? DEFAULT_DEAL_STATUS;
     if (given('product')) d.product = dto.product ?? null;
     if (given('quantity')) d.quantity = dto.quantity ?? DEFAULT_DEAL_QUANTITY;
     if (given('company_id')) d.companyId = dto.company_id ?? null;
     if (dto.owner_id !== undefined) d.ownerId = dto.owner_id;
     else if (replace) d.ownerId = who.userId;
-    const supplied = dto.closed_at === undefined ? undefined : dto.closed_at === null ? null : parseIsoWithOffset(dto.closed_at);
-    d.closedAt = resolveClosedAt({ previous, status: d.status, supplied, now: new Date() });
   }
+}
+
+/** What a deal body says about its place: pipeline, stage (by id or name) and status; null status means open (its default). */
+function stageRequest(dto: UpdateDealDto) {
+  return {
+    pipelineId: dto.pipeline_id ?? undefined,
+    stageId: dto.stage_id ?? undefined,
+    stageName: dto.stage,
+    status: dto.status === null ? ('open' as const) : dto.status,
+  };
 }

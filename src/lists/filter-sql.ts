@@ -22,7 +22,8 @@ import {
  * - boolean; datetime (ISO 8601 with offset, or now±N<unit>); date (YYYY-MM-DD, or now±N<unit>);
  * - enum: one of `values`;
  * - json-*: a contact custom value in the `fields` jsonb column (see contactCustomField);
- * - membership: the record is (or is not) in a set, through an EXISTS on a link table.
+ * - membership: the record is (or is not) in a set, through an EXISTS on a link table; the set's
+ *   values are ids, or one of `values` when given (e.g. the statuses of a contact's deals).
  */
 export type FilterFieldType =
   'string' | 'int' | 'number' | 'id' | 'boolean' | 'datetime' | 'date' | 'enum' | 'json-text' | 'json-scalar' | 'json-multi' | 'membership';
@@ -34,7 +35,7 @@ export interface FilterField {
    * column; for membership: unused.
    */
   sql: string;
-  /** enum: the allowed values. json-scalar select: the allowed options (null: any). */
+  /** enum: the allowed values. json-scalar select: the allowed options (null: any). membership: the set's values when they are not ids. */
   values?: readonly string[] | null;
   /** json-*: the key inside the jsonb column, and the value type inside it. */
   json?: { key: string; valueType: 'string' | 'number' | 'boolean' | 'date' | 'datetime' | 'select' };
@@ -189,7 +190,13 @@ class Compiler {
   private value(f: FilterField, op: FilterOperator, v: string | number | boolean | null): unknown {
     const err = (message: string) => new ValueError(message);
     const type =
-      f.type === 'json-scalar' || f.type === 'json-text' || f.type === 'json-multi' ? (f.json?.valueType ?? 'string') : f.type === 'membership' ? 'id' : f.type;
+      f.type === 'json-scalar' || f.type === 'json-text' || f.type === 'json-multi'
+        ? (f.json?.valueType ?? 'string')
+        : f.type === 'membership'
+          ? f.values
+            ? 'enum'
+            : 'id'
+          : f.type;
     if (v === null) return err('must not be null (use isEmpty / isNotEmpty)');
     const text = typeof v === 'string' ? v : null;
     if (text !== null && text.length > FILTER_LIMITS.maxValueLength) return err(`must be at most ${FILTER_LIMITS.maxValueLength} characters`);

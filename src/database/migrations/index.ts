@@ -31,6 +31,7 @@ import { JobCredentials1763700002610 } from './1763700002610-job-credentials.js'
 import { IdempotencyCredential1763700002620 } from './1763700002620-idempotency-credential.js';
 import { JobRuns1763700002630 } from './1763700002630-job-runs.js';
 import { EventTransactions1763700002640 } from './1763700002640-event-transactions.js';
+import { Pipelines1763700003000 } from './1763700003000-pipelines.js';
 
 export const MIGRATIONS = [
   Platform1763700000000,
@@ -62,4 +63,5 @@ export const MIGRATIONS = [
   IdempotencyCredential1763700002620,
   JobRuns1763700002630,
   EventTransactions1763700002640,
+  Pipelines1763700003000,
 ];
