@@ -20,7 +20,7 @@ export interface OutboxEvent {
   previous?: object | null;
 }
 
-/** The columns an event is written with; the others (id, occurred_at, insert_order, sequence) are the table's defaults. */
+/** The columns an event is written with; the others (id, tx, occurred_at, insert_order) are the table's defaults. */
 const INSERT_INTO = 'INSERT INTO events (type, data, previous)';
 
 /** Appends one event in `tx`. */
