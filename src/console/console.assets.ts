@@ -75,6 +75,33 @@ ul.notifications li.read { opacity:.8; }
 .copy-row { display:flex; gap:.5rem; flex-wrap:wrap; }
 .secret { flex:1; min-width:14rem; font-family:monospace; font-size:.95rem; padding:.55rem .6rem; border:1px solid #8c95a3; border-radius:4px; }
 meter { width:100%; height:1.25rem; display:block; margin:.25rem 0; }
+.pager { display:flex; flex-wrap:wrap; gap:.5rem; align-items:center; margin:1rem 0; }
+.chart-wrap { width:100%; overflow:hidden; }
+svg.chart { width:100%; height:auto; display:block; }
+svg.chart .bar-ok { fill:var(--blue); }
+svg.chart .bar-limited { fill:var(--red); }
+svg.chart .axis { stroke:var(--text); stroke-width:1; }
+svg.chart .grid { stroke:var(--line); stroke-width:1; }
+svg.chart .limit { stroke:var(--red); stroke-width:2; stroke-dasharray:6 4; }
+svg.chart text { font-size:12px; fill:var(--text); font-family:sans-serif; }
+svg.chart .limit-label { fill:var(--red); }
+.legend { display:flex; flex-wrap:wrap; align-items:center; gap:.35rem .75rem; }
+.swatch { display:inline-block; width:1rem; height:.75rem; vertical-align:middle; }
+.swatch-ok { background:var(--blue); }
+.swatch-limited { background:var(--red); }
+.swatch-limit { border-top:2px dashed var(--red); height:0; }
+.field-error { color:var(--red); font-weight:bold; margin:.25rem 0 0; }
+.form select, .form textarea { width:100%; padding:.55rem .6rem; font-size:1rem; border:1px solid #8c95a3; border-radius:4px; color:var(--text); background:#fff; }
+.form input[type=url] { width:100%; padding:.55rem .6rem; font-size:1rem; border:1px solid #8c95a3; border-radius:4px; color:var(--text); background:#fff; }
+pre.json, pre.response { background:#f4f5f7; border:1px solid var(--line); border-radius:4px; padding:.5rem; overflow:auto; max-height:24rem; white-space:pre-wrap; word-break:break-all; font-size:.85rem; }
+.badge-succeeded, .badge-on { background:var(--green-soft); color:var(--green); }
+.badge-failed, .badge-dead, .badge-off { background:var(--red-soft); color:var(--red); }
+.badge-pending { background:var(--amber-soft); color:#7a4a00; }
+.filters { display:flex; flex-wrap:wrap; gap:.5rem 1rem; align-items:flex-end; }
+.filters label { margin:0; }
+.filters > div { min-width:12rem; flex:1; }
+td.wrap, th.wrap { word-break:break-all; }
+table.attempts { margin:.5rem 0; font-size:.9rem; }
 @media (max-width: 40rem) {
   h1 { font-size:1.4rem; }
   table, thead, tbody, tr, th, td { display:block; }

@@ -3,6 +3,7 @@ import { AuthApiModule } from '../auth/auth-api.module.js';
 import { AuthModule } from '../auth/auth.module.js';
 import { NotificationsModule } from '../notifications/notifications.module.js';
 import { RateLimitModule } from '../rate-limit/rate-limit.module.js';
+import { ApiUsageModule } from '../rate-limit/api-usage.module.js';
 import { ConsolePagesController } from './console-pages.controller.js';
 import { ConsoleSignInController } from './console-sign-in.controller.js';
 import { ConsoleRepository } from './console.repository.js';
@@ -17,7 +18,7 @@ import { ConsoleGuard } from './console.guard.js';
  * API token, and its cookie is never sent to /api (Path=/account) nor accepted there.
  */
 @Module({
-  imports: [AuthModule, AuthApiModule, NotificationsModule, RateLimitModule],
+  imports: [AuthModule, AuthApiModule, NotificationsModule, RateLimitModule, ApiUsageModule],
   controllers: [ConsoleSignInController, ConsolePagesController],
   providers: [ConsoleRepository, ConsoleService, ConsoleUsageService, ConsoleGuard],
   exports: [ConsoleService],
