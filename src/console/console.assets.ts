@@ -100,8 +100,12 @@ pre.json, pre.response { background:#f4f5f7; border:1px solid var(--line); borde
 .filters { display:flex; flex-wrap:wrap; gap:.5rem 1rem; align-items:flex-end; }
 .filters label { margin:0; }
 .filters > div { min-width:12rem; flex:1; }
-td.wrap, th.wrap { word-break:break-all; }
+
 table.attempts { margin:.5rem 0; font-size:.9rem; }
+form.inline { display:inline-flex; flex-wrap:wrap; gap:.5rem; align-items:center; margin:0; }
+ol.plain-list { list-style:none; padding:0; }
+.delivery-head { display:flex; flex-wrap:wrap; gap:.5rem; align-items:center; }
+.breakable { word-break:break-all; }
 @media (max-width: 40rem) {
   h1 { font-size:1.4rem; }
   table, thead, tbody, tr, th, td { display:block; }
@@ -130,6 +134,56 @@ document.addEventListener('DOMContentLoaded', function () {
       }
     });
   });
+  // Follow mode of the events page: polls the rows after the newest shown and puts them on top.
+  // Without this script the page keeps its Refresh link.
+  var follow = document.getElementById('follow');
+  var toggle = document.getElementById('follow-toggle');
+  var rows = document.getElementById('event-rows');
+  if (follow && toggle && rows) {
+    var timer = null;
+    var status = document.getElementById('follow-status');
+    var after = follow.getAttribute('data-after') || '0';
+    var base = follow.getAttribute('data-rows');
+    var poll = function () {
+      var url = base + (base.indexOf('?') < 0 ? '?' : '&') + 'after=' + encodeURIComponent(after);
+      fetch(url, { credentials: 'same-origin', headers: { Accept: 'text/html' } }).then(function (r) {
+        if (!r.ok) throw new Error('status ' + r.status);
+        return r.text();
+      }).then(function (html) {
+        if (timer === null) return;
+        if (html.trim()) {
+          rows.insertAdjacentHTML('afterbegin', html);
+          var first = rows.querySelector('tr[data-sequence]');
+          if (first) after = first.getAttribute('data-sequence');
+          var none = document.getElementById('no-events');
+          if (none) none.hidden = true;
+        }
+        if (status) status.textContent = 'Following: updated ' + new Date().toLocaleTimeString() + '.';
+        timer = setTimeout(poll, 2000);
+      }, function () {
+        if (status) status.textContent = 'Following stopped: the feed could not be read. Use Refresh.';
+        stop();
+      });
+    };
+    var stop = function () {
+      if (timer !== null) clearTimeout(timer);
+      timer = null;
+      toggle.setAttribute('aria-pressed', 'false');
+      toggle.textContent = 'Follow new events';
+    };
+    toggle.hidden = false;
+    toggle.addEventListener('click', function () {
+      if (timer !== null) {
+        stop();
+        if (status) status.textContent = 'Not following.';
+        return;
+      }
+      toggle.setAttribute('aria-pressed', 'true');
+      toggle.textContent = 'Stop following';
+      if (status) status.textContent = 'Following new events.';
+      timer = setTimeout(poll, 0);
+    });
+  }
   // Invitation links carry their secret in the fragment (never sent to the server): move it into the form.
   var invitation = document.getElementById('invitation-token');
   if (invitation && location.hash.length > 1) {

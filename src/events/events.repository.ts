@@ -85,6 +85,37 @@ export class EventsRepository {
     return rows.map(toEventRecord);
   }
 
+  /**
+   * Numbered events for the console's feed table: newest first below `before`, or (with `after`)
+   * the ones above it, newest first; of `types` only when given, and of the record whose `data.id`
+   * is `recordId` when given.
+   */
+  async recent(opts: { types?: readonly string[]; recordId?: string; before?: number; after?: number; limit: number }): Promise<EventRecord[]> {
+    const where = ['sequence IS NOT NULL'];
+    const params: unknown[] = [opts.limit];
+    if (opts.types) {
+      params.push(opts.types);
+      where.push(`type = ANY($${params.length}::text[])`);
+    }
+    if (opts.recordId !== undefined) {
+      params.push(opts.recordId);
+      where.push(`data->>'id' = $${params.length}`);
+    }
+    if (opts.before !== undefined) {
+      params.push(opts.before);
+      where.push(`sequence < $${params.length}`);
+    }
+    if (opts.after !== undefined) {
+      params.push(opts.after);
+      where.push(`sequence > $${params.length}`);
+    }
+    const rows: EventRow[] = await this.transactions.db.query(
+      `SELECT id, type, occurred_at, sequence, data, previous FROM events WHERE ${where.join(' AND ')} ORDER BY sequence DESC LIMIT $1`,
+      params,
+    );
+    return rows.map(toEventRecord);
+  }
+
   /** The highest sequence given so far, read in `tx` (every event numbered up to it is visible in its snapshot). */
   async lastSequenceIn(tx: Tx): Promise<number> {
     const [r]: { last_sequence: string }[] = await tx.query(`SELECT last_sequence FROM event_feed_state`);
