@@ -201,6 +201,7 @@ describe('account console: integrator pages', () => {
       [`${page}/rotate`, {}],
       [`${page}/deliveries/${delivery.id}/resend`, {}],
       [`${page}/delete`, {}],
+      ['/account/exports', { object: 'contacts', format: 'csv' }],
     ];
     const [before] = await app.sql(`SELECT secret, is_active, modified_at FROM webhooks WHERE id = $1`, [webhookId]);
     const count = received.length;
@@ -272,6 +273,40 @@ describe('account console: integrator pages', () => {
     expect(badRecord.status).toBe(400);
     expect(badRecord.html).toMatch(/id="record-error"/);
     expect((await browse(app, jar, '/account/events?before=x')).status).toBe(400);
+  });
+
+  it('exports: the form shows errors next to its fields; an export started from it runs and its download link serves the file', async () => {
+    const badFormat = await form('/account/exports', { object: 'contacts', format: 'xlsx', filter: '' }, '/account/exports/new');
+    expect(badFormat.status).toBe(400);
+    expect(badFormat.html).toMatch(/<p id="format-error" class="field-error">[^<]+<\/p>/);
+    const badFilter = await form('/account/exports', { object: 'contacts', format: 'csv', filter: 'nonsense ~~ 1' }, '/account/exports/new');
+    expect(badFilter.status).toBe(400);
+    expect(badFilter.html).toContain('value="nonsense ~~ 1"');
+    expect(badFilter.html).toMatch(/class="alert alert-error" role="alert">[^<]*filter|id="filter-error"/);
+    expect(await app.sql(`SELECT 1 FROM exports`)).toHaveLength(0);
+    const crossSite = await crossOrigin('/account/exports', { object: 'contacts', format: 'csv' }, '/account/exports/new');
+    expect(crossSite.status).toBe(403);
+    expect(await app.sql(`SELECT 1 FROM exports`)).toHaveLength(0);
+
+    const started = await form('/account/exports', { object: 'contacts', format: 'csv', filter: '' }, '/account/exports/new');
+    expect(started.status).toBe(303);
+    const path = started.location ?? '';
+    expect(path).toMatch(/^\/account\/exports\/\d+$/);
+    const done = await waitUntil(
+      'export completed',
+      async () => {
+        const p = await browse(app, jar, path);
+        return p.html.includes('id="export-state">completed') ? p : null;
+      },
+      20_000,
+    );
+    const url = /<a class="btn btn-primary" href="([^"]+)" download>Download<\/a>/.exec(done.html)?.[1]?.replace(/&amp;/g, '&') ?? '';
+    expect(url).toMatch(/\/api\/exports\/\d+\/download\?expires=\d+&signature=[0-9a-f]{64}$/);
+    const file = await fetch(`${app.url}${new URL(url).pathname}${new URL(url).search}`);
+    expect(file.status).toBe(200);
+    const csv = await file.text();
+    expect(csv.split('\n')[0]).toMatch(/^id,/);
+    expect(csv).toContain('ada@example.com');
   });
 
   it('the pages need a session: without one they redirect to the sign-in form', async () => {

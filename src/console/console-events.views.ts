@@ -36,7 +36,7 @@ export function eventRows(events: EventView[], f: EventFilter): Html {
   <td data-label="Time">${when(e.occurredAt)}</td>
   <th scope="row" data-label="Type"><a href="/account/events${eventsQuery({ ...f, type: e.type })}">${e.type}</a></th>
   <td data-label="Record">${id ? h`<a href="/account/events${eventsQuery({ ...f, record: id })}">${id}</a>` : raw('<span class="muted">none</span>')}</td>
-  <td data-label="JSON"><details><summary>JSON<span class="sr-only"> of event ${e.sequence}</span></summary><pre class="json">${JSON.stringify(e, null, 2)}</pre></details></td>
+  <td data-label="JSON"><details><summary>JSON<span class="sr-only"> of event ${e.sequence}</span></summary><pre class="json" tabindex="0">${JSON.stringify(e, null, 2)}</pre></details></td>
 </tr>`;
   })}`;
 }

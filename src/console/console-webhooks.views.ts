@@ -188,7 +188,7 @@ function attemptsTable(d: DeliveryView): Html {
   <td data-label="Response status"><span class="badge badge-${a.code !== null && a.code >= 200 && a.code < 300 ? 'succeeded' : 'failed'}">${a.code ?? 'no answer'}</span>${
     a.error ? h`<br><span class="muted">${a.error}</span>` : ''
   }</td>
-  <td data-label="Response">${a.response ? h`<pre class="response">${a.response}</pre>` : raw('<span class="muted">empty</span>')}</td>
+  <td data-label="Response">${a.response ? h`<pre class="response" tabindex="0">${a.response}</pre>` : raw('<span class="muted">empty</span>')}</td>
 </tr>`,
   )}</tbody></table>`;
 }
@@ -231,7 +231,7 @@ export function webhookPage(
       t
         ? h`<div class="alert ${t.success ? 'alert-ok' : 'alert-error'}" role="status" id="test-result">Test event: ${
             t.statusCode === null ? 'no answer' : h`response status ${t.statusCode}`
-          } in ${t.durationMs} ms${t.error ? h` (${t.error})` : ''}.${t.response ? h`<pre class="response">${t.response}</pre>` : ''}</div>`
+          } in ${t.durationMs} ms${t.error ? h` (${t.error})` : ''}.${t.response ? h`<pre class="response" tabindex="0">${t.response}</pre>` : ''}</div>`
         : ''
     }
 <section class="card" aria-labelledby="wh-url">

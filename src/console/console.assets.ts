@@ -96,6 +96,8 @@ svg.chart .limit-label { fill:var(--red); }
 pre.json, pre.response { background:#f4f5f7; border:1px solid var(--line); border-radius:4px; padding:.5rem; overflow:auto; max-height:24rem; white-space:pre-wrap; word-break:break-all; font-size:.85rem; }
 .badge-succeeded, .badge-on { background:var(--green-soft); color:var(--green); }
 .badge-failed, .badge-dead, .badge-off { background:var(--red-soft); color:var(--red); }
+.form select { max-width:100%; }
+progress { width:100%; height:1.25rem; display:block; margin:.25rem 0; }
 .badge-pending { background:var(--amber-soft); color:#7a4a00; }
 .filters { display:flex; flex-wrap:wrap; gap:.5rem 1rem; align-items:flex-end; }
 .filters label { margin:0; }
@@ -183,6 +185,13 @@ document.addEventListener('DOMContentLoaded', function () {
       if (status) status.textContent = 'Following new events.';
       timer = setTimeout(poll, 0);
     });
+  }
+  // A running job's page reloads itself until the job ends (without this script: its Refresh link).
+  var refresh = document.querySelector('[data-refresh]');
+  if (refresh) {
+    var link = document.getElementById('refresh');
+    if (link) link.hidden = true;
+    setTimeout(function () { location.reload(); }, Number(refresh.getAttribute('data-refresh')) || 2000);
   }
   // Invitation links carry their secret in the fragment (never sent to the server): move it into the form.
   var invitation = document.getElementById('invitation-token');

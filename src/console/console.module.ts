@@ -7,6 +7,8 @@ import { ApiUsageModule } from '../rate-limit/api-usage.module.js';
 import { ConsolePagesController } from './console-pages.controller.js';
 import { ConsoleWebhooksController } from './console-webhooks.controller.js';
 import { ConsoleEventsController } from './console-events.controller.js';
+import { ConsoleExportsController } from './console-exports.controller.js';
+import { ImportsModule } from '../imports/imports.module.js';
 import { EventsModule } from '../events/events.module.js';
 import { WebhooksModule } from '../events/webhooks.module.js';
 import { ConsoleSignInController } from './console-sign-in.controller.js';
@@ -22,8 +24,8 @@ import { ConsoleGuard } from './console.guard.js';
  * API token, and its cookie is never sent to /api (Path=/account) nor accepted there.
  */
 @Module({
-  imports: [AuthModule, AuthApiModule, NotificationsModule, RateLimitModule, ApiUsageModule, WebhooksModule, EventsModule],
-  controllers: [ConsoleSignInController, ConsolePagesController, ConsoleWebhooksController, ConsoleEventsController],
+  imports: [AuthModule, AuthApiModule, NotificationsModule, RateLimitModule, ApiUsageModule, WebhooksModule, EventsModule, ImportsModule],
+  controllers: [ConsoleSignInController, ConsolePagesController, ConsoleWebhooksController, ConsoleEventsController, ConsoleExportsController],
   providers: [ConsoleRepository, ConsoleService, ConsoleUsageService, ConsoleGuard],
   exports: [ConsoleService],
 })
