@@ -9,10 +9,9 @@ import { CreateExportDto } from '../imports/import.dto.js';
 import { ExportsService } from '../imports/exports.service.js';
 import { Consumes } from '../server/content-type.guard.js';
 import { exportPage, newExportPage } from './console-exports.views.js';
-import { chromeOf, field, FORM, requirePermission, seeOther, sendPage } from './console-http.js';
+import { chromeOf, errorsByField, field, FORM, requirePermission, seeOther, sendPage } from './console-http.js';
 import { ConsoleExceptionFilter } from './console.filter.js';
 import { ConsoleGuard, type ConsoleRequest, SignedIn, signedIn } from './console.guard.js';
-import { errorsByField } from './webhook-form.js';
 
 /** The form as the body POST /api/exports takes, checked by the same DTO rules. */
 async function exportRequestFromForm(values: { object: string; format: string; filter: string }): Promise<CreateExportDto> {

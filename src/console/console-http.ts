@@ -66,3 +66,14 @@ export function requirePermission(principal: Principal, permission: Permission):
 
 /** True when the signed-in user holds the permission (whether to offer an action). */
 export const mayDo = (principal: Principal, permission: Permission): boolean => hasPermission(principal.permissions, permission);
+
+/** An error's messages by form field (the API's `details`), for showing each next to its field; the rest under `''`. */
+export function errorsByField(e: AppError): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const d of e.details ?? []) {
+    const key = typeof d.field === 'string' ? d.field : '';
+    out.set(key, out.has(key) ? `${out.get(key)}; ${d.message}` : d.message);
+  }
+  if (!out.size) out.set('', e.message);
+  return out;
+}

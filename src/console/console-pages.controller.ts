@@ -48,10 +48,10 @@ export class ConsolePagesController {
 
   /** Requests per hour per token over the last 24 h (default) or 7 days, against the plan's limit. */
   @Get('usage')
-  async usagePage(@Req() req: ConsoleRequest, @Query('range') range: unknown, @Query('page') page: unknown, @Res() res: Response): Promise<void> {
+  async usageCharts(@Req() req: ConsoleRequest, @Query('range') range: unknown, @Query('page') page: unknown, @Res() res: Response): Promise<void> {
     const r = range === undefined || range === '' ? '24h' : range;
     if (r !== '24h' && r !== '7d') throw fieldError('range', 'must be 24h or 7d');
-    sendPage(res, 200, usagePage({ ...chromeOf(req) }, await this.usage.page(signedIn(req), r, pageParam(page))));
+    sendPage(res, 200, usagePage(chromeOf(req), await this.usage.page(signedIn(req), r, pageParam(page))));
   }
 
   @Get('tokens')

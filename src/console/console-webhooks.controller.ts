@@ -5,12 +5,12 @@ import { AppError } from '../common/errors.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { WebhooksService } from '../events/webhooks.service.js';
 import { Consumes } from '../server/content-type.guard.js';
-import { chromeOf, field, fields, FORM, mayDo, requirePermission, seeOther, sendPage } from './console-http.js';
+import { chromeOf, errorsByField, field, fields, FORM, mayDo, requirePermission, seeOther, sendPage } from './console-http.js';
 import { deleteWebhookPage, newWebhookPage, type TestResultView, webhookPage, webhookSecretPage, webhooksPage } from './console-webhooks.views.js';
 import { ConsoleExceptionFilter } from './console.filter.js';
 import { ConsoleGuard, type ConsoleRequest, SignedIn, signedIn } from './console.guard.js';
 import { pageParam } from './console.views.js';
-import { errorsByField, webhookRequestFromForm } from './webhook-form.js';
+import { webhookRequestFromForm } from './webhook-form.js';
 
 const WEBHOOKS_PER_PAGE = 20;
 const DELIVERIES_PER_PAGE = 10;
