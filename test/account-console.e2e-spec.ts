@@ -309,8 +309,65 @@ describe('account console: integrator pages', () => {
     expect(csv).toContain('ada@example.com');
   });
 
+  it("imports: an import's page shows its counts, its row errors and all of them as CSV; another user's import is a 404", async () => {
+    // The basic plan's 3 requests per hour were spent above: the import goes through another token of the same user.
+    const auth = bearer(await app.token('*', { user: EMAIL, plan: 'enterprise', name: 'Importer' }));
+    const res = await fetch(`${app.url}/api/imports`, {
+      method: 'POST',
+      headers: { Authorization: auth, 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        object: 'contacts',
+        mode: 'create',
+        rows: [
+          { name: 'Imp One', email: 'imp1@example.com' },
+          { name: 'Imp Bad', email: 'not an email' },
+          { name: 'Imp Two', email: 'imp2@example.com' },
+          { name: 'Imp Worse', email: '=HYPERLINK(1)' },
+        ],
+      }),
+    });
+    expect(res.status).toBe(202);
+    const id = ((await res.json()) as { import: { id: number } }).import.id;
+    const lookup = await browse(app, jar, `/account/imports/open?id=${id}`);
+    expect(lookup.location).toBe(`/account/imports/${id}`);
+    expect((await browse(app, jar, '/account/imports/open?id=x')).status).toBe(400);
+    const done = await waitUntil(
+      'import completed',
+      async () => {
+        const p = await browse(app, jar, `/account/imports/${id}`);
+        return p.html.includes('id="import-state">completed') ? p : null;
+      },
+      30_000,
+    );
+    expect(done.html).toContain('<progress id="import-progress" max="100" value="100">');
+    expect(/id="count-created">(\d+)</.exec(done.html)?.[1]).toBe('2');
+    expect(/id="count-failed">(\d+)</.exec(done.html)?.[1]).toBe('2');
+    expect(done.html).toContain('Download all 2 errors as CSV');
+    const csv = await browse(app, jar, `/account/imports/${id}/errors.csv`);
+    expect(csv.status).toBe(200);
+    expect(csv.res.headers.get('content-type')).toMatch(/^text\/csv/);
+    const lines = csv.html.trim().split('\n');
+    expect(lines[0]).toBe('row,column,code,message');
+    expect(lines.slice(1).map((l) => l.split(',')[0])).toEqual(['2', '4']);
+    // A user without a '*' token sees only their own imports (as the API answers their tokens): another's is a 404.
+    expect((await app.cli(['user:create', '--email', 'uma@example.com', '--name', 'Uma'])).code).toBe(0);
+    expect((await setPassword(app, 'uma@example.com', PASSWORD)).code).toBe(0);
+    const uma = new Jar();
+    expect((await signIn(app, uma, 'uma@example.com', PASSWORD)).status).toBe(303);
+    expect((await browse(app, uma, `/account/imports/${id}`)).status).toBe(404);
+    expect((await browse(app, uma, `/account/imports/${id}/errors.csv`)).status).toBe(404);
+  });
+
   it('the pages need a session: without one they redirect to the sign-in form', async () => {
-    for (const path of ['/account/usage', '/account/webhooks', '/account/webhooks/new', '/account/events']) {
+    for (const path of [
+      '/account/usage',
+      '/account/webhooks',
+      '/account/webhooks/new',
+      '/account/events',
+      '/account/imports',
+      '/account/imports/1',
+      '/account/exports/new',
+    ]) {
       const r = await browse(app, new Jar(), path);
       expect([path, r.status, r.location]).toEqual([path, 303, '/account/login']);
     }

@@ -97,6 +97,10 @@ pre.json, pre.response { background:#f4f5f7; border:1px solid var(--line); borde
 .badge-succeeded, .badge-on { background:var(--green-soft); color:var(--green); }
 .badge-failed, .badge-dead, .badge-off { background:var(--red-soft); color:var(--red); }
 .form select { max-width:100%; }
+dl.counts { display:flex; flex-wrap:wrap; gap:.5rem 1.5rem; margin:.5rem 0; }
+dl.counts div { min-width:6rem; }
+dl.counts dt { font-size:.85rem; color:var(--muted); }
+dl.counts dd { margin:0; font-weight:bold; font-size:1.25rem; }
 progress { width:100%; height:1.25rem; display:block; margin:.25rem 0; }
 .badge-pending { background:var(--amber-soft); color:#7a4a00; }
 .filters { display:flex; flex-wrap:wrap; gap:.5rem 1rem; align-items:flex-end; }

@@ -8,6 +8,7 @@ import { ConsolePagesController } from './console-pages.controller.js';
 import { ConsoleWebhooksController } from './console-webhooks.controller.js';
 import { ConsoleEventsController } from './console-events.controller.js';
 import { ConsoleExportsController } from './console-exports.controller.js';
+import { ConsoleImportsController } from './console-imports.controller.js';
 import { ImportsModule } from '../imports/imports.module.js';
 import { EventsModule } from '../events/events.module.js';
 import { WebhooksModule } from '../events/webhooks.module.js';
@@ -25,7 +26,14 @@ import { ConsoleGuard } from './console.guard.js';
  */
 @Module({
   imports: [AuthModule, AuthApiModule, NotificationsModule, RateLimitModule, ApiUsageModule, WebhooksModule, EventsModule, ImportsModule],
-  controllers: [ConsoleSignInController, ConsolePagesController, ConsoleWebhooksController, ConsoleEventsController, ConsoleExportsController],
+  controllers: [
+    ConsoleSignInController,
+    ConsolePagesController,
+    ConsoleWebhooksController,
+    ConsoleEventsController,
+    ConsoleExportsController,
+    ConsoleImportsController,
+  ],
   providers: [ConsoleRepository, ConsoleService, ConsoleUsageService, ConsoleGuard],
   exports: [ConsoleService],
 })

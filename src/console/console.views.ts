@@ -26,7 +26,7 @@ export interface Chrome {
   user?: { name: string; email: string };
   csrf?: string;
   /** Which navigation entry is current. */
-  current?: 'overview' | 'tokens' | 'notifications' | 'usage' | 'webhooks' | 'events' | 'exports';
+  current?: 'overview' | 'tokens' | 'notifications' | 'usage' | 'webhooks' | 'events' | 'exports' | 'imports';
 }
 
 export const when = (iso: string | null) =>
@@ -51,7 +51,7 @@ export function layout(title: string, body: Html, chrome: Chrome = {}): string {
     <a class="brand" href="/account">SalesFlow <span>account</span></a>
     ${
       chrome.user
-        ? h`<nav aria-label="Account">${nav('overview', '/account', 'Overview')}${nav('tokens', '/account/tokens', 'API tokens')}${nav('webhooks', '/account/webhooks', 'Webhooks')}${nav('events', '/account/events', 'Events')}${nav('exports', '/account/exports/new', 'Exports')}${nav('usage', '/account/usage', 'Usage')}${nav('notifications', '/account/notifications', 'Notifications')}<a href="/api/docs/">API reference</a></nav>
+        ? h`<nav aria-label="Account">${nav('overview', '/account', 'Overview')}${nav('tokens', '/account/tokens', 'API tokens')}${nav('webhooks', '/account/webhooks', 'Webhooks')}${nav('events', '/account/events', 'Events')}${nav('imports', '/account/imports', 'Imports')}${nav('exports', '/account/exports/new', 'Exports')}${nav('usage', '/account/usage', 'Usage')}${nav('notifications', '/account/notifications', 'Notifications')}<a href="/api/docs/">API reference</a></nav>
     <form method="post" action="/account/logout" class="signout"><input type="hidden" name="_csrf" value="${chrome.csrf}"><button type="submit" class="btn btn-ghost">Sign out <span class="sr-only">${chrome.user.email}</span></button></form>`
         : h`<nav aria-label="Links"><a href="/api/docs/">API reference</a></nav>`
     }
