@@ -1,4 +1,7 @@
 import type { Response } from 'express';
+import { hasPermission, type Permission } from '../auth/permissions.js';
+import { AppError } from '../common/errors.js';
+import type { Principal } from '../common/request.js';
 import type { AppConfig } from '../config/config.js';
 import type { ConsoleRequest } from './console.guard.js';
 import type { Chrome } from './console.views.js';
@@ -54,4 +57,23 @@ export function anonymousCsrf(req: ConsoleRequest, res: Response, config: AppCon
 
 export function clientMeta(req: ConsoleRequest): { ip: string | null; userAgent: string | null } {
   return { ip: req.ip ?? req.socket.remoteAddress ?? null, userAgent: req.headers['user-agent'] ?? null };
+}
+
+/** The permission the page's API route requires, checked on the signed-in user as the API checks a token's (403 otherwise). */
+export function requirePermission(principal: Principal, permission: Permission): void {
+  if (!hasPermission(principal.permissions, permission)) throw new AppError('forbidden', `This page needs the permission "${permission}"`);
+}
+
+/** True when the signed-in user holds the permission (whether to offer an action). */
+export const mayDo = (principal: Principal, permission: Permission): boolean => hasPermission(principal.permissions, permission);
+
+/** An error's messages by form field (the API's `details`), for showing each next to its field; the rest under `''`. */
+export function errorsByField(e: AppError): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const d of e.details ?? []) {
+    const key = typeof d.field === 'string' ? d.field : '';
+    out.set(key, out.has(key) ? `${out.get(key)}; ${d.message}` : d.message);
+  }
+  if (!out.size) out.set('', e.message);
+  return out;
 }

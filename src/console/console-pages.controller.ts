@@ -1,16 +1,17 @@
-import { Body, Controller, Get, Inject, Param, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, Inject, Param, Post, Query, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiTokensService } from '../auth/api-tokens.service.js';
 import { Consumes } from '../server/content-type.guard.js';
-import { AppError } from '../common/errors.js';
+import { AppError, fieldError } from '../common/errors.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
 import { chromeOf, clearSessionCookie, field, fields, FORM, seeOther, sendPage, sessionCookieOf } from './console-http.js';
 import { ConsoleUsageService } from './console-usage.service.js';
 import { ConsoleService } from './console.service.js';
-import { newTokenPage, notificationsPage, overviewPage, revokePage, secretPage, tokensPage } from './console.views.js';
+import { newTokenPage, notificationsPage, overviewPage, pageParam, revokePage, secretPage, tokensPage } from './console.views.js';
+import { usagePage } from './console-usage.views.js';
 import { ConsoleExceptionFilter } from './console.filter.js';
 import { ConsoleGuard, type ConsoleRequest, SignedIn, signedIn } from './console.guard.js';
 import { tokenRequestFromForm } from './token-form.js';
@@ -43,6 +44,14 @@ export class ConsolePagesController {
       this.notifications.list({ limit: '1', isRead: 'false' }, s.principal),
     ]);
     sendPage(res, 200, overviewPage(chromeOf(req), { user: s.user, usage, unread: unread.total, tokens: tokens.total }));
+  }
+
+  /** Requests per hour per token over the last 24 h (default) or 7 days, against the plan's limit. */
+  @Get('usage')
+  async usageCharts(@Req() req: ConsoleRequest, @Query('range') range: unknown, @Query('page') page: unknown, @Res() res: Response): Promise<void> {
+    const r = range === undefined || range === '' ? '24h' : range;
+    if (r !== '24h' && r !== '7d') throw fieldError('range', 'must be 24h or 7d');
+    sendPage(res, 200, usagePage(chromeOf(req), await this.usage.page(signedIn(req), r, pageParam(page))));
   }
 
   @Get('tokens')

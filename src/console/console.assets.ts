@@ -75,6 +75,43 @@ ul.notifications li.read { opacity:.8; }
 .copy-row { display:flex; gap:.5rem; flex-wrap:wrap; }
 .secret { flex:1; min-width:14rem; font-family:monospace; font-size:.95rem; padding:.55rem .6rem; border:1px solid #8c95a3; border-radius:4px; }
 meter { width:100%; height:1.25rem; display:block; margin:.25rem 0; }
+.pager { display:flex; flex-wrap:wrap; gap:.5rem; align-items:center; margin:1rem 0; }
+.chart-wrap { width:100%; overflow:hidden; }
+svg.chart { width:100%; height:auto; display:block; }
+svg.chart .bar-ok { fill:var(--blue); }
+svg.chart .bar-limited { fill:var(--red); }
+svg.chart .axis { stroke:var(--text); stroke-width:1; }
+svg.chart .grid { stroke:var(--line); stroke-width:1; }
+svg.chart .limit { stroke:var(--red); stroke-width:2; stroke-dasharray:6 4; }
+svg.chart text { font-size:12px; fill:var(--text); font-family:sans-serif; }
+svg.chart .limit-label { fill:var(--red); }
+.legend { display:flex; flex-wrap:wrap; align-items:center; gap:.35rem .75rem; }
+.swatch { display:inline-block; width:1rem; height:.75rem; vertical-align:middle; }
+.swatch-ok { background:var(--blue); }
+.swatch-limited { background:var(--red); }
+.swatch-limit { border-top:2px dashed var(--red); height:0; }
+.field-error { color:var(--red); font-weight:bold; margin:.25rem 0 0; }
+.form select, .form textarea { width:100%; padding:.55rem .6rem; font-size:1rem; border:1px solid #8c95a3; border-radius:4px; color:var(--text); background:#fff; }
+.form input[type=url] { width:100%; padding:.55rem .6rem; font-size:1rem; border:1px solid #8c95a3; border-radius:4px; color:var(--text); background:#fff; }
+pre.json, pre.response { background:#f4f5f7; border:1px solid var(--line); border-radius:4px; padding:.5rem; overflow:auto; max-height:24rem; white-space:pre-wrap; word-break:break-all; font-size:.85rem; }
+.badge-succeeded, .badge-on { background:var(--green-soft); color:var(--green); }
+.badge-failed, .badge-dead, .badge-off { background:var(--red-soft); color:var(--red); }
+.form select { max-width:100%; }
+dl.counts { display:flex; flex-wrap:wrap; gap:.5rem 1.5rem; margin:.5rem 0; }
+dl.counts div { min-width:6rem; }
+dl.counts dt { font-size:.85rem; color:var(--muted); }
+dl.counts dd { margin:0; font-weight:bold; font-size:1.25rem; }
+progress { width:100%; height:1.25rem; display:block; margin:.25rem 0; }
+.badge-pending { background:var(--amber-soft); color:#7a4a00; }
+.filters { display:flex; flex-wrap:wrap; gap:.5rem 1rem; align-items:flex-end; }
+.filters label { margin:0; }
+.filters > div { min-width:12rem; flex:1; }
+
+table.attempts { margin:.5rem 0; font-size:.9rem; }
+form.inline { display:inline-flex; flex-wrap:wrap; gap:.5rem; align-items:center; margin:0; }
+ol.plain-list { list-style:none; padding:0; }
+.delivery-head { display:flex; flex-wrap:wrap; gap:.5rem; align-items:center; }
+.breakable { word-break:break-all; }
 @media (max-width: 40rem) {
   h1 { font-size:1.4rem; }
   table, thead, tbody, tr, th, td { display:block; }
@@ -103,6 +140,63 @@ document.addEventListener('DOMContentLoaded', function () {
       }
     });
   });
+  // Follow mode of the events page: polls the rows after the newest shown and puts them on top.
+  // Without this script the page keeps its Refresh link.
+  var follow = document.getElementById('follow');
+  var toggle = document.getElementById('follow-toggle');
+  var rows = document.getElementById('event-rows');
+  if (follow && toggle && rows) {
+    var timer = null;
+    var status = document.getElementById('follow-status');
+    var after = follow.getAttribute('data-after') || '0';
+    var base = follow.getAttribute('data-rows');
+    var poll = function () {
+      var url = base + (base.indexOf('?') < 0 ? '?' : '&') + 'after=' + encodeURIComponent(after);
+      fetch(url, { credentials: 'same-origin', headers: { Accept: 'text/html' } }).then(function (r) {
+        if (!r.ok) throw new Error('status ' + r.status);
+        return r.text();
+      }).then(function (html) {
+        if (timer === null) return;
+        if (html.trim()) {
+          rows.insertAdjacentHTML('afterbegin', html);
+          var first = rows.querySelector('tr[data-sequence]');
+          if (first) after = first.getAttribute('data-sequence');
+          var none = document.getElementById('no-events');
+          if (none) none.hidden = true;
+        }
+        if (status) status.textContent = 'Following: updated ' + new Date().toLocaleTimeString() + '.';
+        timer = setTimeout(poll, 2000);
+      }, function () {
+        if (status) status.textContent = 'Following stopped: the feed could not be read. Use Refresh.';
+        stop();
+      });
+    };
+    var stop = function () {
+      if (timer !== null) clearTimeout(timer);
+      timer = null;
+      toggle.setAttribute('aria-pressed', 'false');
+      toggle.textContent = 'Follow new events';
+    };
+    toggle.hidden = false;
+    toggle.addEventListener('click', function () {
+      if (timer !== null) {
+        stop();
+        if (status) status.textContent = 'Not following.';
+        return;
+      }
+      toggle.setAttribute('aria-pressed', 'true');
+      toggle.textContent = 'Stop following';
+      if (status) status.textContent = 'Following new events.';
+      timer = setTimeout(poll, 0);
+    });
+  }
+  // A running job's page reloads itself until the job ends (without this script: its Refresh link).
+  var refresh = document.querySelector('[data-refresh]');
+  if (refresh) {
+    var link = document.getElementById('refresh');
+    if (link) link.hidden = true;
+    setTimeout(function () { location.reload(); }, Number(refresh.getAttribute('data-refresh')) || 2000);
+  }
   // Invitation links carry their secret in the fragment (never sent to the server): move it into the form.
   var invitation = document.getElementById('invitation-token');
   if (invitation && location.hash.length > 1) {

@@ -3,7 +3,15 @@ import { AuthApiModule } from '../auth/auth-api.module.js';
 import { AuthModule } from '../auth/auth.module.js';
 import { NotificationsModule } from '../notifications/notifications.module.js';
 import { RateLimitModule } from '../rate-limit/rate-limit.module.js';
+import { ApiUsageModule } from '../rate-limit/api-usage.module.js';
 import { ConsolePagesController } from './console-pages.controller.js';
+import { ConsoleWebhooksController } from './console-webhooks.controller.js';
+import { ConsoleEventsController } from './console-events.controller.js';
+import { ConsoleExportsController } from './console-exports.controller.js';
+import { ConsoleImportsController } from './console-imports.controller.js';
+import { ImportsModule } from '../imports/imports.module.js';
+import { EventsModule } from '../events/events.module.js';
+import { WebhooksModule } from '../events/webhooks.module.js';
 import { ConsoleSignInController } from './console-sign-in.controller.js';
 import { ConsoleRepository } from './console.repository.js';
 import { ConsoleService } from './console.service.js';
@@ -17,8 +25,15 @@ import { ConsoleGuard } from './console.guard.js';
  * API token, and its cookie is never sent to /api (Path=/account) nor accepted there.
  */
 @Module({
-  imports: [AuthModule, AuthApiModule, NotificationsModule, RateLimitModule],
-  controllers: [ConsoleSignInController, ConsolePagesController],
+  imports: [AuthModule, AuthApiModule, NotificationsModule, RateLimitModule, ApiUsageModule, WebhooksModule, EventsModule, ImportsModule],
+  controllers: [
+    ConsoleSignInController,
+    ConsolePagesController,
+    ConsoleWebhooksController,
+    ConsoleEventsController,
+    ConsoleExportsController,
+    ConsoleImportsController,
+  ],
   providers: [ConsoleRepository, ConsoleService, ConsoleUsageService, ConsoleGuard],
   exports: [ConsoleService],
 })

@@ -10,9 +10,9 @@ const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;
 // eslint-disable-next-line @typescript-eslint/no-base-to-string -- page values are strings, numbers and Dates, whose String() is their text; render() unwraps Html and arrays first
 export const esc = (v: unknown): string => String(v ?? '').replace(/[&<>"']/g, (c) => ENTITIES[c] ?? c);
 
-type Html = { html: string };
-const raw = (html: string): Html => ({ html });
-const h = (strings: TemplateStringsArray, ...values: unknown[]): Html =>
+export type Html = { html: string };
+export const raw = (html: string): Html => ({ html });
+export const h = (strings: TemplateStringsArray, ...values: unknown[]): Html =>
   raw(strings.reduce((out, s, i) => out + s + (i < values.length ? render(values[i]) : ''), ''));
 function render(v: unknown): string {
   if (Array.isArray(v)) return v.map(render).join('');
@@ -26,10 +26,10 @@ export interface Chrome {
   user?: { name: string; email: string };
   csrf?: string;
   /** Which navigation entry is current. */
-  current?: 'overview' | 'tokens' | 'notifications';
+  current?: 'overview' | 'tokens' | 'notifications' | 'usage' | 'webhooks' | 'events' | 'exports' | 'imports';
 }
 
-const when = (iso: string | null) =>
+export const when = (iso: string | null) =>
   iso ? h`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>` : raw('<span class="muted">never</span>');
 
 export function layout(title: string, body: Html, chrome: Chrome = {}): string {
@@ -51,7 +51,7 @@ export function layout(title: string, body: Html, chrome: Chrome = {}): string {
     <a class="brand" href="/account">SalesFlow <span>account</span></a>
     ${
       chrome.user
-        ? h`<nav aria-label="Account">${nav('overview', '/account', 'Overview')}${nav('tokens', '/account/tokens', 'API tokens')}${nav('notifications', '/account/notifications', 'Notifications')}<a href="/api/docs/">API reference</a></nav>
+        ? h`<nav aria-label="Account">${nav('overview', '/account', 'Overview')}${nav('tokens', '/account/tokens', 'API tokens')}${nav('webhooks', '/account/webhooks', 'Webhooks')}${nav('events', '/account/events', 'Events')}${nav('imports', '/account/imports', 'Imports')}${nav('exports', '/account/exports/new', 'Exports')}${nav('usage', '/account/usage', 'Usage')}${nav('notifications', '/account/notifications', 'Notifications')}<a href="/api/docs/">API reference</a></nav>
     <form method="post" action="/account/logout" class="signout"><input type="hidden" name="_csrf" value="${chrome.csrf}"><button type="submit" class="btn btn-ghost">Sign out <span class="sr-only">${chrome.user.email}</span></button></form>`
         : h`<nav aria-label="Links"><a href="/api/docs/">API reference</a></nav>`
     }
@@ -65,7 +65,7 @@ ${body}
 </html>`.html;
 }
 
-const errorBox = (message: string | null) => (message ? h`<div class="alert alert-error" role="alert">${message}</div>` : raw(''));
+export const errorBox = (message: string | null) => (message ? h`<div class="alert alert-error" role="alert">${message}</div>` : raw(''));
 
 export function loginPage(opts: { csrf: string; email?: string; error?: string | null; notice?: string | null }): string {
   return layout(
@@ -280,4 +280,20 @@ export function errorPage(status: number, message: string, chrome: Chrome = {}):
             ? 'Something went wrong'
             : 'That did not work';
   return layout(title, h`<div class="alert alert-error" role="alert">${message}</div><p><a href="/account">Back to your account</a></p>`, chrome);
+}
+
+/** A page number from the query string (1 when missing or not a number). */
+export function pageParam(v: unknown): number {
+  return typeof v === 'string' && /^\d{1,5}$/.test(v) && Number(v) > 0 ? Number(v) : 1;
+}
+
+/** Previous / next links of a paged table; `href(n)` builds the link of page n. */
+export function pager(label: string, page: number, limit: number, total: number, href: (n: number) => string): Html {
+  const pages = Math.max(1, Math.ceil(total / limit));
+  if (pages <= 1 && page <= 1) return raw('');
+  return h`<nav class="pager" aria-label="${label} pages">
+  ${page > 1 ? h`<a class="btn btn-ghost" rel="prev" href="${href(page - 1)}">Previous<span class="sr-only"> page</span></a>` : ''}
+  <span>Page ${page} of ${pages}</span>
+  ${page < pages ? h`<a class="btn btn-ghost" rel="next" href="${href(page + 1)}">Next<span class="sr-only"> page</span></a>` : ''}
+</nav>`;
 }

@@ -174,6 +174,30 @@ export class EventsRepository {
     return Number(r.c);
   }
 
+  /**
+   * Numbered events for the console's feed table: newest first below `before`, or (with `after`)
+   * the ones above it, newest first; of `types` only when given, and of the record whose `data.id`
+   * is `recordId` when given. It looks through the newest 10,000 transactions of that range (of each
+   * at most 5,000 events), so a rare filter may find fewer than `limit`: the page's "older" link
+   * continues below what it showed.
+   */
+  async recent(opts: { types?: readonly string[]; recordId?: string; before?: number; after?: number; limit: number }): Promise<EventRecord[]> {
+    const rows: EventRow[] = await this.transactions.db.query(
+      `SELECT r.id, r.type, r.occurred_at, r.data, r.previous, r.sequence
+         FROM (SELECT tx, last_sequence FROM event_transactions
+                WHERE ($2::bigint IS NULL OR first_sequence < $2) AND ($3::bigint IS NULL OR last_sequence > $3)
+                ORDER BY last_sequence DESC LIMIT 10000) t
+        CROSS JOIN LATERAL (
+          SELECT e.id, e.type, e.occurred_at, e.data, e.previous, t.last_sequence + 1 - row_number() OVER (ORDER BY e.insert_order DESC) AS sequence
+            FROM events e WHERE e.tx = t.tx ORDER BY e.insert_order DESC LIMIT 5000) r
+        WHERE ($2::bigint IS NULL OR r.sequence < $2) AND ($3::bigint IS NULL OR r.sequence > $3)
+          AND ($4::text[] IS NULL OR r.type = ANY($4)) AND ($5::text IS NULL OR r.data->>'id' = $5)
+        ORDER BY r.sequence DESC LIMIT $1`,
+      [opts.limit, opts.before ?? null, opts.after ?? null, opts.types ?? null, opts.recordId ?? null],
+    );
+    return rows.map(toEventRecord);
+  }
+
   /** The highest sequence given so far, read in `tx` (every event numbered up to it is visible in its snapshot). */
   async lastSequenceIn(tx: Tx): Promise<number> {
     const [r]: { last_sequence: string }[] = await tx.query(`SELECT last_sequence FROM event_feed_state`);

@@ -219,6 +219,44 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     return this.events.cursorAt(since);
   }
 
+  /** The event types a reader with `permissions` may see (those whose records it may read). */
+  readableTypes(permissions: ReadonlySet<string>): string[] {
+    return readableEventTypes(permissions);
+  }
+
+  /**
+   * The feed newest first, for the console's table: below the cursor `before` (older pages) or above
+   * `after` (new events while following), of one type and of one record (`data.id`) when given.
+   * The same read rules as page(): a type whose resource the reader may not read is a 403, and
+   * without a type the reader sees only the types it may read.
+   */
+  async recent(
+    filter: { type?: string; recordId?: string; before?: number; after?: number; limit: number },
+    permissions: ReadonlySet<string>,
+  ): Promise<EventRecord[]> {
+    let types: string[] | undefined;
+    if (filter.type !== undefined) {
+      if (!isEventType(filter.type)) {
+        throw validationError(`Unknown event type ${filter.type.slice(0, 80)}`, [{ field: 'type', message: 'is not an event type', allowed: EVENT_TYPES }]);
+      }
+      const missing = missingReadPermissions(permissions, [filter.type]);
+      if (missing.length)
+        throw new AppError('forbidden', `Reading ${filter.type} events needs the permission "${missing[0]}"`, [
+          { field: 'type', message: `needs ${missing[0]}` },
+        ]);
+      types = [filter.type];
+    } else {
+      const readable = readableEventTypes(permissions);
+      if (readable.length < EVENT_TYPES.length) types = readable;
+    }
+    if (filter.recordId !== undefined && !/^[A-Za-z0-9_.:-]{1,100}$/.test(filter.recordId)) {
+      throw validationError('record must be a record id', [{ field: 'record', message: 'must be a record id (letters, digits, - _ . :)' }]);
+    }
+    if (types?.length === 0) return [];
+    await this.sequenceNow(true);
+    return this.events.recent({ ...filter, types });
+  }
+
   /** The highest sequence removed by retention (0 when none): cursors below it are gone. */
   async prunedThrough(): Promise<number> {
     return (await this.events.state()).prunedThrough;

@@ -268,6 +268,32 @@ export class WebhookDeliveriesRepository {
     );
   }
 
+  /**
+   * Per webhook: its attempts since `since` and how many of them got a 2xx, and the last attempt of
+   * its newest delivery that has one (the console's webhook list).
+   */
+  async attemptSummaries(
+    webhookIds: readonly number[],
+    since: Date,
+  ): Promise<{ webhookId: number; attempts: number; succeeded: number; lastStatus: DeliveryStatus | null; lastAttempt: DeliveryAttempt | null }[]> {
+    if (!webhookIds.length) return [];
+    return this.db().query(
+      `SELECT w.id AS "webhookId", coalesce(s.attempts, 0)::int AS attempts, coalesce(s.succeeded, 0)::int AS succeeded,
+              l.status AS "lastStatus", l.last AS "lastAttempt"
+         FROM unnest($1::int[]) AS w(id)
+         LEFT JOIN LATERAL (
+           SELECT count(*) AS attempts, count(*) FILTER (WHERE (a->>'code')::int BETWEEN 200 AND 299) AS succeeded
+             FROM webhook_deliveries d CROSS JOIN LATERAL jsonb_array_elements(d.attempts) a
+            WHERE d.webhook_id = w.id AND (a->>'at')::timestamptz >= $2
+         ) s ON true
+         LEFT JOIN LATERAL (
+           SELECT d.status, d.attempts->-1 AS last FROM webhook_deliveries d
+            WHERE d.webhook_id = w.id AND d.attempt_count > 0 ORDER BY d.id DESC LIMIT 1
+         ) l ON true`,
+      [webhookIds, since],
+    );
+  }
+
   /** Makes a delivery due again now, with a fresh 72 h window (a claim on it is released); false when absent. */
   async requeue(webhookId: number, id: number, tx?: Tx): Promise<boolean> {
     const rows: { id: number }[] = await returning(

@@ -7,7 +7,8 @@ import { parseListQuery } from '../lists/list-query.js';
 import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
 import { Transactions } from '../database/transactions.js';
-import { EVENT_TYPES, isEventType, missingReadPermissions } from './event-types.js';
+import { EVENT_TYPES, isEventType, missingReadPermissions, readableEventTypes } from './event-types.js';
+import { Clock } from '../common/clock.js';
 import { newWebhookSecret } from './signature.js';
 import { WEBHOOK_DELIVERY_LIST_SPEC, WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
 import { toDeliveryRecord, WebhookDeliveriesService } from './webhook-deliveries.service.js';
@@ -80,7 +81,32 @@ export class WebhooksService {
     private readonly deliveries: WebhookDeliveriesRepository,
     private readonly delivery: WebhookDeliveriesService,
     private readonly transactions: Transactions,
+    private readonly clock: Clock,
   ) {}
+
+  /** The event types a principal may subscribe a webhook to (those whose records it may read). */
+  subscribableTypes(who: Principal): string[] {
+    return readableEventTypes(who.permissions);
+  }
+
+  /**
+   * Per webhook: the success rate of its attempts over the last 24 h (null without attempts) and the
+   * result of the last attempt of its newest attempted delivery (the console's webhook list).
+   */
+  async summaries(ids: readonly number[]) {
+    const since = new Date(this.clock.nowMs() - 24 * 3600_000);
+    const rows = await this.deliveries.attemptSummaries(ids, since);
+    return new Map(
+      rows.map((r) => [
+        r.webhookId,
+        {
+          attempts24h: r.attempts,
+          successRate24h: r.attempts ? r.succeeded / r.attempts : null,
+          lastDelivery: r.lastAttempt ? { status: r.lastStatus, code: r.lastAttempt.code, at: r.lastAttempt.at, error: r.lastAttempt.error } : null,
+        },
+      ]),
+    );
+  }
 
   async list(query: Record<string, unknown>) {
     const q = parseListQuery(query, WEBHOOK_LIST_SPEC);

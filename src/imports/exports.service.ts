@@ -21,7 +21,17 @@ import { ContactFieldValuesService } from '../fields/contact-field-values.servic
 import { JOB_IDS } from '../jobs/job-names.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import type { CreateExportDto } from './import.dto.js';
-import { csvCell, csvLine, exportColumns, FIELD_OBJECT, type ImportObject, MAX_JOB_RUNS, RUNS_EXHAUSTED } from './import.rules.js';
+import {
+  csvCell,
+  csvLine,
+  EXPORT_FORMATS,
+  exportColumns,
+  FIELD_OBJECT,
+  IMPORT_OBJECTS,
+  type ImportObject,
+  MAX_JOB_RUNS,
+  RUNS_EXHAUSTED,
+} from './import.rules.js';
 import { type ExportRow, ImportsRepository } from './imports.repository.js';
 import { JobFiles } from './job-files.js';
 
@@ -79,6 +89,11 @@ export class ExportsService implements OnModuleInit {
 
   onModuleInit(): void {
     this.links.register(EXPORT_DOWNLOAD_ROUTE, (link) => this.verifyLink(link));
+  }
+
+  /** What an export may be made of and in (the console's form offers these). */
+  choices(): { objects: readonly string[]; formats: readonly string[] } {
+    return { objects: IMPORT_OBJECTS, formats: EXPORT_FORMATS };
   }
 
   async create(dto: CreateExportDto, who: Principal): Promise<ExportRecord> {

@@ -50,5 +50,6 @@ export class JobFilesModule {}
   ],
   controllers: [ImportsController, ExportsController],
   providers: [ImportsRepository, ImportsService, ImportRunner, ExportsService, ImportsProcessor],
+  exports: [ImportsService, ExportsService],
 })
 export class ImportsModule {}

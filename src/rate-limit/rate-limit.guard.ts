@@ -7,6 +7,7 @@ import type { NowOrLater, RequestCheck } from '../common/request-check.js';
 import type { AppRequest } from '../common/request.js';
 import { overridesThrottler, skipsThrottler } from '../patches/throttler.js';
 import { rateLimitBucketOf } from './rate-limit.bucket.js';
+import { UsageCounter } from './usage-counter.js';
 
 const addressOf = (r: AppRequest) => `ip:${r.ip ?? r.socket.remoteAddress ?? 'unknown'}`;
 
@@ -46,6 +47,7 @@ export class RateLimitGuard implements RequestCheck {
   constructor(
     @InjectThrottlerOptions() options: ThrottlerModuleOptions,
     @InjectThrottlerStorage() private readonly storage: ThrottlerStorage,
+    private readonly usage: UsageCounter,
   ) {
     this.throttler = onlyThrottler(options);
     this.name = this.throttler.name ?? 'default';
@@ -70,6 +72,9 @@ export class RateLimitGuard implements RequestCheck {
     const key = this.keyOf(context, req);
     const res = context.switchToHttp().getResponse<Response>();
     return this.storage.increment(key, ttl, limit, ttl, this.name).then((r) => {
+      // Usage per API token for the console (in memory; written in batches by ApiUsageService).
+      const p = req.principal;
+      if (p && p.apiTokenId > 0) this.usage.count(p.apiTokenId, p.userId, r.isBlocked);
       if (r.isBlocked) {
         res.setHeader('Retry-After', String(r.timeToBlockExpire));
         throw new AppError(

@@ -7,6 +7,7 @@ import { RateLimitStorage } from './rate-limit.storage.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
 import { RateLimitService } from './rate-limit.service.js';
 import { rateLimitBucketOf } from './rate-limit.bucket.js';
+import { UsageCounter } from './usage-counter.js';
 
 const requestOf = (ctx: import('@nestjs/common').ExecutionContext) => ctx.switchToHttp().getRequest<AppRequest>();
 
@@ -33,7 +34,7 @@ const requestOf = (ctx: import('@nestjs/common').ExecutionContext) => ctx.switch
       }),
     }),
   ],
-  providers: [RateLimitGuard, RateLimitService],
-  exports: [RateLimitGuard, RateLimitService, ThrottlerModule],
+  providers: [RateLimitGuard, RateLimitService, UsageCounter],
+  exports: [RateLimitGuard, RateLimitService, UsageCounter, ThrottlerModule],
 })
 export class RateLimitModule {}

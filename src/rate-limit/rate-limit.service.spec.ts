@@ -21,6 +21,8 @@ import { RateLimitBucket } from './rate-limit.bucket.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
 import { RateLimitModule } from './rate-limit.module.js';
 import { RateLimitService } from './rate-limit.service.js';
+import { UsageCounter } from './usage-counter.js';
+import { CommonModule } from '../common/common.module.js';
 
 class Routes {
   plain(): void {}
@@ -75,7 +77,7 @@ describe('rate limiting (RateLimitGuard.check on RateLimitModule, Redis storage)
       RATE_LIMIT_ANONYMOUS_WINDOW_SECONDS: '60',
       OAUTH_RATE_LIMIT_PER_MINUTE: '2',
     });
-    const moduleRef = await Test.createTestingModule({ imports: [ConfigModule.forRoot(config), RedisModule, RateLimitModule] })
+    const moduleRef = await Test.createTestingModule({ imports: [ConfigModule.forRoot(config), CommonModule, RedisModule, RateLimitModule] })
       .setLogger({ log() {}, error() {}, warn() {}, debug() {}, verbose() {}, fatal() {} })
       .compile();
     app = await moduleRef.init();
@@ -161,6 +163,29 @@ describe('rate limiting (RateLimitGuard.check on RateLimitModule, Redis storage)
     }
     expect(await redis.client!.get(redis.key('rl', `default:ip:${ip}`))).toBeNull();
     expect((await run('plain', { credential: undefined })).headers['X-RateLimit-Remaining']).toBe('2');
+  });
+
+  it("counts each API token's requests and refusals in memory for the usage page, nothing for anonymous requests", async () => {
+    const counter = app.get(UsageCounter);
+    counter.drain();
+    const p = { ...principal('basic'), apiTokenId: 41 };
+    const q = { ...principal('basic'), apiTokenId: 42 };
+    const answers = [
+      await run('plain', { principal: p }),
+      await run('plain', { principal: p }),
+      await run('plain', { principal: p }),
+      await run('plain', { principal: q }),
+    ];
+    expect(answers.map((a) => a.error?.status ?? 200)).toEqual([200, 200, 429, 200]);
+    await run('plain', {});
+    const { tallies, dropped } = counter.drain();
+    expect(dropped).toBe(0);
+    const hour = Date.now() - (Date.now() % 3_600_000);
+    expect(tallies.sort((a, b) => a.tokenId - b.tokenId)).toEqual([
+      { tokenId: 41, userId: p.userId, hourMs: hour, requests: 3, limited: 1 },
+      { tokenId: 42, userId: q.userId, hourMs: hour, requests: 1, limited: 0 },
+    ]);
+    expect(counter.drain().tallies).toEqual([]);
   });
 
   it("refuses a route's own @Throttle() settings loudly rather than ignoring them", async () => {

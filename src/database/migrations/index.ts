@@ -32,6 +32,7 @@ import { IdempotencyCredential1763700002620 } from './1763700002620-idempotency-
 import { JobRuns1763700002630 } from './1763700002630-job-runs.js';
 import { EventTransactions1763700002640 } from './1763700002640-event-transactions.js';
 import { Pipelines1763700003000 } from './1763700003000-pipelines.js';
+import { ApiUsage1763700003100 } from './1763700003100-api-usage.js';
 
 export const MIGRATIONS = [
   Platform1763700000000,
@@ -64,4 +65,5 @@ export const MIGRATIONS = [
   JobRuns1763700002630,
   EventTransactions1763700002640,
   Pipelines1763700003000,
+  ApiUsage1763700003100,
 ];
