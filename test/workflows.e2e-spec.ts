@@ -139,7 +139,7 @@ describe('workflows', () => {
   it('answers a 400 naming the step key and field, and says which parts are not available yet', async () => {
     const bad = await post('/api/workflows', { name: 'bad', trigger: { type: 'manual' }, steps: [{ key: 'a', type: 'wait', duration: '1d', next: 'ghost' }] });
     expectError(bad, 400, 'validation_failed');
-    expect(bad.body.error.details[0]).toMatchObject({ field: 'steps[0].next', stepKey: 'a' });
+    expect(bad.body.error.details[0]).toMatchObject({ field: 'steps.0.next', stepKey: 'a' });
     const points = await post('/api/workflows', { name: 'p', trigger: { type: 'manual' }, steps: [{ key: 'p', type: 'add_points', points: 5 }] });
     expect(points.body.error.details[0].message).toContain('not available yet');
     const tz = await post('/api/workflows', {

@@ -37,7 +37,7 @@ describe('workflow definitions: structure and graph', () => {
       ],
     });
     expect(e.status).toBe(400);
-    expect(e.details).toEqual(expect.arrayContaining([expect.objectContaining({ field: 'steps[1].next', stepKey: 'b' })]));
+    expect(e.details).toEqual(expect.arrayContaining([expect.objectContaining({ field: 'steps.1.next', stepKey: 'b' })]));
   });
 
   it('refuses an unreachable step, naming it', () => {
@@ -47,7 +47,7 @@ describe('workflow definitions: structure and graph', () => {
         { key: 'lost', type: 'exit' },
       ],
     });
-    expect(e.details?.[0]).toMatchObject({ field: 'steps[1].key', stepKey: 'lost' });
+    expect(e.details?.[0]).toMatchObject({ field: 'steps.1.key', stepKey: 'lost' });
     expect(e.details?.[0].message).toContain('not reachable');
   });
 
@@ -77,8 +77,8 @@ describe('workflow definitions: structure and graph', () => {
   });
 
   it('refuses an unknown step type, a step property of another type, and says which are not available yet', () => {
-    expect(failure({ steps: [{ key: 'a', type: 'teleport' }] }).details?.[0]).toMatchObject({ field: 'steps[0].type', stepKey: 'a' });
-    expect(failure({ steps: [{ key: 'a', type: 'exit', duration: '1d' }] }).details?.[0]).toMatchObject({ field: 'steps[0].duration' });
+    expect(failure({ steps: [{ key: 'a', type: 'teleport' }] }).details?.[0]).toMatchObject({ field: 'steps.0.type', stepKey: 'a' });
+    expect(failure({ steps: [{ key: 'a', type: 'exit', duration: '1d' }] }).details?.[0]).toMatchObject({ field: 'steps.0.duration' });
     expect(failure({ steps: [{ key: 'a', type: 'add_points', points: 5 }] }).details?.[0].message).toContain('not available yet');
     expect(failure({ steps: [{ key: 'a', type: 'wait', untilEvent: { type: 'x' } }] }).message).toContain('not available yet');
     expect(failure({ trigger: { type: 'tracked_event', name: 'x' }, steps: [{ key: 'a', type: 'exit' }] }).details?.[0]).toMatchObject({
@@ -87,9 +87,9 @@ describe('workflow definitions: structure and graph', () => {
   });
 
   it('checks waits, splits, settings and time zones', () => {
-    expect(failure({ steps: [{ key: 'w', type: 'wait', duration: '0d' }] }).details?.[0].field).toBe('steps[0].duration');
-    expect(failure({ steps: [{ key: 'w', type: 'wait', until: '2026-01-01T10:00:00' }] }).details?.[0].field).toBe('steps[0].until');
-    expect(failure({ steps: [{ key: 'w', type: 'wait', untilTimeOfDay: '25:00' }] }).details?.[0].field).toBe('steps[0].untilTimeOfDay');
+    expect(failure({ steps: [{ key: 'w', type: 'wait', duration: '0d' }] }).details?.[0].field).toBe('steps.0.duration');
+    expect(failure({ steps: [{ key: 'w', type: 'wait', until: '2026-01-01T10:00:00' }] }).details?.[0].field).toBe('steps.0.until');
+    expect(failure({ steps: [{ key: 'w', type: 'wait', untilTimeOfDay: '25:00' }] }).details?.[0].field).toBe('steps.0.untilTimeOfDay');
     const split = failure({
       steps: [
         {
@@ -122,6 +122,6 @@ describe('workflow definitions: structure and graph', () => {
         { key: 'g', type: 'goal', filter: 'x' },
       ],
     });
-    expect(e.details?.[0]).toMatchObject({ field: 'steps[0].next', stepKey: 'a' });
+    expect(e.details?.[0]).toMatchObject({ field: 'steps.0.next', stepKey: 'a' });
   });
 });

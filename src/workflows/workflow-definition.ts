@@ -3,7 +3,7 @@
  * definition, pure: the shape of each step, the graph (every `next` names a step, every step is
  * reachable from the first, no cycle without a wait, at most 200 steps). Whatever refers to other
  * records or compiles a filter is checked by WorkflowValidator (workflow-validation.ts).
- * A broken rule is a 400 whose detail names the field (`steps[2].next`) and the step's key.
+ * A broken rule is a 400 whose detail names the field (`steps.2.next`) and the step's key.
  */
 import { AppError, type ErrorDetail } from '../common/errors.js';
 import { isTimeZone, parseDuration, parseRelative, parseTimeOfDay, type SendWindow } from './workflow-time.js';
@@ -214,7 +214,7 @@ function checkTrigger(raw: unknown, p: Problems): Trigger {
 }
 
 function checkStepShape(raw: Record<string, unknown>, i: number, key: string, p: Problems): void {
-  const f = (name: string) => `steps[${i}].${name}`;
+  const f = (name: string) => `steps.${i}.${name}`;
   const type = raw.type as StepType;
   for (const k of Object.keys(raw)) {
     if (k === 'key' || k === 'type' || k === 'name') continue;
@@ -250,7 +250,7 @@ function checkStepShape(raw: Record<string, unknown>, i: number, key: string, p:
         if (!Array.isArray(list) || !list.length || list.length > 20) p.add(f('branches'), 'must be a list of 1 to 20 { filter, next }', key);
         else
           list.forEach((b, j) => {
-            if (!isObject(b) || b.filter === undefined || typeof b.next !== 'string') p.add(f(`branches[${j}]`), 'must be { filter, next }', key);
+            if (!isObject(b) || b.filter === undefined || typeof b.next !== 'string') p.add(f(`branches.${j}`), 'must be { filter, next }', key);
           });
         if (raw.defaultNext !== undefined && typeof raw.defaultNext !== 'string') p.add(f('defaultNext'), 'must be a step key', key);
       }
@@ -260,7 +260,7 @@ function checkStepShape(raw: Record<string, unknown>, i: number, key: string, p:
         else {
           list.forEach((b, j) => {
             if (!isObject(b) || !Number.isInteger(b.percentage) || (b.percentage as number) < 0 || typeof b.next !== 'string')
-              p.add(f(`split[${j}]`), 'must be { percentage: a whole number, next }', key);
+              p.add(f(`split.${j}`), 'must be { percentage: a whole number, next }', key);
           });
           const sum = list.reduce((s: number, b) => s + (isObject(b) && typeof b.percentage === 'number' ? b.percentage : 0), 0);
           if (sum !== 100) p.add(f('split'), `percentages must add up to 100 (they add up to ${sum})`, key);
@@ -311,8 +311,8 @@ function checkStepShape(raw: Record<string, unknown>, i: number, key: string, p:
 export function exitsOf(s: Step): { field: string; key: string }[] {
   const out: { field: string; key: string }[] = [];
   if (s.next !== undefined) out.push({ field: 'next', key: s.next });
-  s.branches?.forEach((b, j) => out.push({ field: `branches[${j}].next`, key: b.next }));
-  s.split?.forEach((b, j) => out.push({ field: `split[${j}].next`, key: b.next }));
+  s.branches?.forEach((b, j) => out.push({ field: `branches.${j}.next`, key: b.next }));
+  s.split?.forEach((b, j) => out.push({ field: `split.${j}.next`, key: b.next }));
   if (s.defaultNext !== undefined) out.push({ field: 'defaultNext', key: s.defaultNext });
   return out;
 }
@@ -324,13 +324,13 @@ function checkGraph(steps: Step[], p: Problems): void {
     p.add('steps', 'must hold at least one step that is not a goal');
     return;
   }
-  if (steps[0].type === 'goal') p.add('steps[0].type', 'the first step is the entry step: it cannot be a goal', steps[0].key);
+  if (steps[0].type === 'goal') p.add('steps.0.type', 'the first step is the entry step: it cannot be a goal', steps[0].key);
   steps.forEach((s, i) => {
     for (const e of exitsOf(s)) {
       const target = index.get(e.key);
-      if (target === undefined) p.add(`steps[${i}].${e.field}`, `leads to "${e.key}", which is not a step`, s.key);
+      if (target === undefined) p.add(`steps.${i}.${e.field}`, `leads to "${e.key}", which is not a step`, s.key);
       else if (steps[target].type === 'goal')
-        p.add(`steps[${i}].${e.field}`, `leads to the goal "${e.key}" (goals are checked whenever the contact changes, not reached)`, s.key);
+        p.add(`steps.${i}.${e.field}`, `leads to the goal "${e.key}" (goals are checked whenever the contact changes, not reached)`, s.key);
     }
   });
   if (p.details.length) return;
@@ -347,7 +347,7 @@ function checkGraph(steps: Step[], p: Problems): void {
     }
   }
   steps.forEach((s, i) => {
-    if (s.type !== 'goal' && !seen.has(s.key)) p.add(`steps[${i}].key`, 'is not reachable from the first step', s.key);
+    if (s.type !== 'goal' && !seen.has(s.key)) p.add(`steps.${i}.key`, 'is not reachable from the first step', s.key);
   });
   // A cycle through steps that never wait would run forever at once: every cycle needs a wait.
   const state = new Map<string, 1 | 2>();
@@ -358,7 +358,7 @@ function checkGraph(steps: Step[], p: Problems): void {
       if (t.type === 'wait') continue;
       if (state.get(t.key) === 1) {
         const loop = [...path.slice(path.indexOf(t.key)), t.key];
-        p.add(`steps[${index.get(s.key)}].${e.field}`, `closes a cycle without a wait (${loop.join(' → ')})`, s.key);
+        p.add(`steps.${index.get(s.key)}.${e.field}`, `closes a cycle without a wait (${loop.join(' → ')})`, s.key);
         return true;
       }
       if (!state.has(t.key) && visit(t, [...path, t.key])) return true;
@@ -390,23 +390,23 @@ export function checkDefinition(input: { trigger: unknown; steps: unknown; setti
   const keys = new Set<string>();
   list.forEach((s, i) => {
     if (!isObject(s)) {
-      p.add(`steps[${i}]`, 'must be an object { key, type, ... }');
+      p.add(`steps.${i}`, 'must be an object { key, type, ... }');
       return;
     }
     const key = typeof s.key === 'string' ? s.key : `#${i}`;
-    if (typeof s.key !== 'string' || !KEY.test(s.key)) p.add(`steps[${i}].key`, 'must be 1 to 64 letters, digits, _ or -', key);
-    else if (keys.has(s.key)) p.add(`steps[${i}].key`, `is used by another step`, key);
+    if (typeof s.key !== 'string' || !KEY.test(s.key)) p.add(`steps.${i}.key`, 'must be 1 to 64 letters, digits, _ or -', key);
+    else if (keys.has(s.key)) p.add(`steps.${i}.key`, `is used by another step`, key);
     else keys.add(s.key);
     if ((STEPS_NOT_YET as readonly string[]).includes(s.type as string)) {
-      p.add(`steps[${i}].type`, `${String(s.type)} steps are not available yet`, key);
+      p.add(`steps.${i}.type`, `${String(s.type)} steps are not available yet`, key);
       return;
     }
     if (!STEP_TYPES.includes(s.type as StepType)) {
-      p.add(`steps[${i}].type`, `unknown step type; one of ${STEP_TYPES.join(', ')}`, key);
+      p.add(`steps.${i}.type`, `unknown step type; one of ${STEP_TYPES.join(', ')}`, key);
       return;
     }
     checkStepShape(s, i, key, p);
-    for (const k of ['next', 'defaultNext']) if (s[k] !== undefined && typeof s[k] !== 'string') p.add(`steps[${i}].${k}`, 'must be a step key', key);
+    for (const k of ['next', 'defaultNext']) if (s[k] !== undefined && typeof s[k] !== 'string') p.add(`steps.${i}.${k}`, 'must be a step key', key);
   });
   p.throwIfAny();
   const steps = list as Step[];
@@ -418,7 +418,7 @@ export function checkDefinition(input: { trigger: unknown; steps: unknown; setti
 /** Adds one rule's failure as a 400 naming the step's field and key (for the checks made against the database). */
 export function stepError(steps: Step[], key: string, field: string, message: string): AppError {
   const i = steps.findIndex((s) => s.key === key);
-  const name = `steps[${i}].${field}`;
+  const name = `steps.${i}.${field}`;
   return new AppError('validation_failed', `Invalid workflow: ${name}: step "${key}": ${message}`, [
     { field: name, message: `step "${key}": ${message}`, stepKey: key },
   ]);

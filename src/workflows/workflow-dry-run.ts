@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { parseIsoWithOffset } from '../common/dates.js';
-import { fieldError, notFound } from '../common/errors.js';
+import { AppError, fieldError, notFound } from '../common/errors.js';
 import { ContactsService } from '../contacts/contacts.service.js';
 import type { Definition, Step } from './workflow-definition.js';
 import { StepEffects, waitDue } from './workflow-steps.js';
@@ -65,7 +65,14 @@ export class WorkflowDryRun {
     let def: Definition = { trigger: w.trigger, steps: w.steps, settings: w.settings };
     if (dto.definition) {
       const d = dto.definition;
-      def = await this.validator.check({ trigger: d.trigger ?? w.trigger, steps: d.steps, settings: d.settings ?? w.settings });
+      try {
+        def = await this.validator.check({ trigger: d.trigger ?? w.trigger, steps: d.steps, settings: d.settings ?? w.settings });
+      } catch (e) {
+        // The draft's problems are named inside the body's definition.
+        if (!(e instanceof AppError) || e.status !== 400) throw e;
+        const details = (e.details ?? []).map((x) => ({ ...x, field: `definition.${x.field}` }));
+        throw new AppError('validation_failed', `definition: ${e.message}`, details);
+      }
     }
     if (!(await this.contacts.exists(dto.contactId))) throw fieldError('contactId', `contact ${dto.contactId} does not exist`);
     const at = dto.at ? parseIsoWithOffset(dto.at) : this.clock.now();

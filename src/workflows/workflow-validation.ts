@@ -86,7 +86,7 @@ export class WorkflowValidator {
     const fail = (field: string) => (message: string) => stepError(steps, s.key, field, message);
     switch (s.type) {
       case 'branch':
-        if (s.branches) for (const [j, b] of s.branches.entries()) b.filter = await this.filter(b.filter, fail(`branches[${j}].filter`));
+        if (s.branches) for (const [j, b] of s.branches.entries()) b.filter = await this.filter(b.filter, fail(`branches.${j}.filter`));
         break;
       case 'goal':
         s.filter = await this.filter(s.filter, fail('filter'));

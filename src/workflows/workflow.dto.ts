@@ -10,12 +10,12 @@ import {
   IsNotEmpty,
   IsObject,
   IsOptional,
-  IsPositive,
+  Min,
   IsString,
   MaxLength,
 } from 'class-validator';
 import { AuditRecordDto } from '../common/audit.dto.js';
-import { NotBlank, Rule } from '../common/documented-rules.js';
+import { NotBlank, References, Rule } from '../common/documented-rules.js';
 import { IsIsoDateTime, NoNul } from '../common/validation.js';
 import { ENROLLMENT_STATUSES, REENROLLMENT, STEP_TYPES, TRIGGER_TYPES, WORKFLOW_STATUSES } from './workflow-definition.js';
 
@@ -141,7 +141,7 @@ export class EnrolContactsDto {
   @ArrayNotEmpty()
   @ArrayMaxSize(1_000_000)
   @IsInt({ each: true })
-  @IsPositive({ each: true })
+  @Min(1, { each: true })
   @Rule('at most 10,000 ids (413 beyond)')
   contactIds: number[];
 }
@@ -231,7 +231,8 @@ export class WorkflowStatsDto {
 /** `POST /api/workflows/{id}/dry-run`. */
 export class DryRunDto {
   @IsInt()
-  @IsPositive()
+  @Min(1)
+  @References('contact')
   contactId: number;
 
   /** The instant to run at (default now). */
@@ -244,6 +245,7 @@ export class DryRunDto {
   @IsOptional()
   @IsObject()
   @Allow()
+  @Rule('checked as a saved definition is (a 400 names the step key and field)')
   definition?: Record<string, unknown>;
 }
 
@@ -271,13 +273,15 @@ export class DryRunResultDto {
 /** `POST /api/workflows/{id}/migrate`. */
 export class MigrateDto {
   @IsInt()
-  @IsPositive()
+  @Min(1)
+  @Rule('an earlier version of the workflow (not the current one)')
   fromVersion: number;
 
   /** Old step key → new step key; keys not named stay as they are (and must exist in the current version). */
   @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string' } })
   @IsOptional()
   @IsObject()
+  @Rule('each value a step key of the current version; every step key running enrollments are at must map to one')
   map?: Record<string, string>;
 }
 

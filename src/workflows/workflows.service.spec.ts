@@ -72,7 +72,7 @@ describe('WorkflowsService and the engine (service layer, real PostgreSQL)', () 
   it('refuses a definition naming a segment or campaign that does not exist, or a filter that does not compile, naming step and field', async () => {
     const missingCampaign = await ctx.failure(create({ steps: [{ key: 'add', type: 'add_to_campaign', campaignId: 999999 }] }));
     expect(missingCampaign.status).toBe(400);
-    expect(missingCampaign.details?.[0]).toMatchObject({ field: 'steps[0].campaignId', stepKey: 'add' });
+    expect(missingCampaign.details?.[0]).toMatchObject({ field: 'steps.0.campaignId', stepKey: 'add' });
     const badFilter = await ctx.failure(
       create({
         steps: [
@@ -81,7 +81,7 @@ describe('WorkflowsService and the engine (service layer, real PostgreSQL)', () 
         ],
       }),
     );
-    expect(badFilter.details?.[0]).toMatchObject({ field: 'steps[0].branches[0].filter', stepKey: 'b' });
+    expect(badFilter.details?.[0]).toMatchObject({ field: 'steps.0.branches.0.filter', stepKey: 'b' });
     const badSegment = await ctx.failure(create({ trigger: { type: 'segment_entered', segmentId: 999999 }, steps: [{ key: 'x', type: 'exit' }] }));
     expect(badSegment.details?.[0]).toMatchObject({ field: 'trigger.segmentId' });
     const badCron = await ctx.failure(create({ trigger: { type: 'schedule', cron: 'every day', segmentId: 1 }, steps: [{ key: 'x', type: 'exit' }] }));
