@@ -6,7 +6,9 @@ import type { Principal } from '../common/request.js';
 import { ContactsService } from '../contacts/contacts.service.js';
 import { EventsService } from '../events/events.service.js';
 import { FieldsService } from '../fields/fields.service.js';
+import { EnrollmentsRepository } from './enrollments.repository.js';
 import { EnrollmentsService } from './enrollments.service.js';
+import { WorkflowEngine } from './workflow-engine.js';
 import { WorkflowRunner } from './workflow-runner.js';
 import { WorkflowTriggers } from './workflow-triggers.js';
 import type { CreateWorkflowDto } from './workflow.dto.js';
@@ -196,7 +198,11 @@ describe('WorkflowsService and the engine (service layer, real PostgreSQL)', () 
     await enrollments.enrolByHand(w.id, [c]);
     await settle();
     await contacts.patch(c, { title: 'Customer' }, who);
-    await triggers.follow();
+    // The background loop may hold the follower's cursor at this moment: follow until the change was read.
+    for (let i = 0; i < 100 && (await enrollmentOf(w.id, c)).status !== 'converted'; i++) {
+      await triggers.follow();
+      await new Promise((r) => setTimeout(r, 20));
+    }
     const e = await enrollmentOf(w.id, c);
     expect(e.status).toBe('converted');
     expect((await workflows.stats(w.id)).converted).toBe(1);
@@ -262,6 +268,36 @@ describe('WorkflowsService and the engine (service layer, real PostgreSQL)', () 
     expect(Number(added[0].n)).toBe(80);
     const done = await ctx.query<{ n: string }>(`SELECT count(*) AS n FROM workflow_enrollments WHERE workflow_id = $1 AND status = 'completed'`, [w.id]);
     expect(Number(done[0].n)).toBe(40);
+  });
+
+  it('takes over the claim of a runner that died once its lease passed; the dead runner cannot run the step after that', async () => {
+    const w = await create({
+      steps: [
+        { key: 'wait', type: 'wait', duration: '1h', next: 'mark' },
+        { key: 'mark', type: 'update_contact', set: { title: 'once' } },
+      ],
+    });
+    const c = await contact();
+    const repo = ctx.get(EnrollmentsRepository);
+    const engine = ctx.get(WorkflowEngine);
+    const enrolled = await enrollments.enrolByHand(w.id, [c]);
+    const id = enrolled.enrollments[0].id;
+    await settle();
+    expect((await enrollmentOf(w.id, c)).status).toBe('waiting');
+    // The wait is over; a runner claims the enrollment without running it (it "dies"): nobody else may take it during the lease.
+    clock.travel(3_600_000 + 1000);
+    const dead = 'd0000000-0000-4000-8000-000000000000';
+    const claimed = await repo.claimDue(clock.now(), 500, dead, 60_000);
+    expect(claimed).toContain(id);
+    await runner.runDue();
+    expect((await enrollmentOf(w.id, c)).status).toBe('waiting');
+    // The lease passes (the database's clock decides leases).
+    await ctx.query(`UPDATE workflow_enrollments SET claimed_until = now() - interval '1 second' WHERE id = $1`, [id]);
+    await settle();
+    expect((await enrollmentOf(w.id, c)).status).toBe('completed');
+    expect(await engine.process(id, dead)).toBe('lost');
+    const runs = await ctx.query(`SELECT step_key FROM workflow_step_runs WHERE enrollment_id = $1 ORDER BY seq`, [id]);
+    expect(runs).toEqual([{ step_key: 'wait' }, { step_key: 'wait' }, { step_key: 'mark' }]);
   });
 
   it('refuses to delete a workflow with running enrollments unless forced, which exits them', async () => {
