@@ -295,3 +295,49 @@ describe('workflows', () => {
     expect(refused[0].body.error.details[0]).toMatchObject({ contactId: c, enrollmentId: list[0].id });
   });
 });
+
+describe('workflows in the embedded mode (PGlite, no Redis)', () => {
+  let app: TestApp;
+  let auth: string;
+
+  beforeAll(async () => {
+    app = await startApp({ embedded: true, env: { WORKFLOW_POLL_INTERVAL_MS: '200' } });
+    auth = await adminToken(app);
+  }, 180000);
+  afterAll(async () => app?.stop());
+
+  it('enrols, runs the steps and completes, as with PostgreSQL', async () => {
+    const contact = await createContact(app, auth, { name: 'Embedded', email: uniqueEmail() });
+    const created = await app.http
+      .post('/api/workflows')
+      .set('Authorization', auth)
+      .send({
+        name: 'Embedded',
+        status: 'active',
+        trigger: { type: 'manual' },
+        steps: [
+          { key: 'check', type: 'branch', branches: [{ filter: 'name[eq]:Embedded', next: 'mark' }] },
+          { key: 'mark', type: 'update_contact', set: { title: 'embedded' } },
+        ],
+      });
+    expect(created.status).toBe(201);
+    const id = created.body.workflow.id as number;
+    expect(
+      (
+        await app.http
+          .post(`/api/workflows/${id}/enrollments`)
+          .set('Authorization', auth)
+          .send({ contactIds: [contact] })
+      ).body.enrolled,
+    ).toBe(1);
+    await waitUntil(
+      'completed',
+      async () => {
+        const list = (await app.http.get(`/api/workflows/${id}/enrollments`).set('Authorization', auth)).body.enrollments as { status: string }[];
+        return list[0]?.status === 'completed';
+      },
+      20000,
+    );
+    expect((await app.http.get(`/api/contacts/${contact}`).set('Authorization', auth)).body.contact.title).toBe('embedded');
+  });
+});
