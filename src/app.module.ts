@@ -42,6 +42,7 @@ import { WebhooksModule } from './events/webhooks.module.js';
 import { ConsoleModule } from './console/console.module.js';
 import { SegmentsModule } from './segments/segments.module.js';
 import { ImportsModule } from './imports/imports.module.js';
+import { WorkflowsModule } from './workflows/workflows.module.js';
 
 /** Feature modules: one per resource. */
 export const FEATURE_MODULES: Type[] = [
@@ -62,6 +63,7 @@ export const FEATURE_MODULES: Type[] = [
   TextMessagesModule,
   SegmentsModule,
   ImportsModule,
+  WorkflowsModule,
   EventsModule,
   WebhooksModule,
   ConsoleModule,

@@ -59,6 +59,7 @@ describe('request bodies in the OpenAPI document', () => {
     fixtures.fields = await create('/api/fields/contact/new', { label: 'Fixture field', type: 'text' });
     fixtures.reports = await create('/api/reports/new', { name: 'Fixture report', type: 'sales' });
     fixtures['text-messages'] = await create('/api/text-messages/new', { content: 'Hi', recipient: '+14155550100' });
+    fixtures.workflows = await create('/api/workflows/new', { name: 'Fixture workflow', trigger: { type: 'manual' }, steps: [{ key: 'end', type: 'exit' }] });
   }, 180_000);
   afterAll(async () => app?.stop());
 

@@ -61,6 +61,7 @@ describe('the OpenAPI document against the running server', () => {
     fixtures.fields = await create('/api/fields/contact/new', { label: 'Fixture field', type: 'text' });
     fixtures.reports = await create('/api/reports/new', { name: 'Fixture report', type: 'sales', schedule: 'daily' });
     fixtures['text-messages'] = await create('/api/text-messages/new', { content: 'Hi', recipient: '+14155550100' });
+    fixtures.workflows = await create('/api/workflows/new', { name: 'Fixture workflow', trigger: { type: 'manual' }, steps: [{ key: 'end', type: 'exit' }] });
     // The sweep may revoke this one (DELETE /api/account/tokens/{id}), never the tokens the suite uses.
     fixtures.account = await create('/api/account/tokens/new', { name: 'Fixture token', permissions: ['contacts:read'] });
     // A public address literal (no name to resolve), inactive: nothing is ever sent to it.

@@ -221,6 +221,24 @@ export class CampaignsService {
     return done.added;
   }
 
+  /**
+   * Removes contacts from a campaign inside the caller's transaction (a workflow step): one
+   * set-based statement with a campaign.contact_removed event per membership removed. 404 when the
+   * campaign is gone, 409 when it mirrors a segment.
+   */
+  async removeContacts(campaignId: number, contactIds: number[], tx: Tx): Promise<number> {
+    if (!contactIds.length) return 0;
+    await this.members.assertNotMirrored(campaignId, tx);
+    const done = await this.members.batch(campaignId, [], contactIds, tx);
+    if (!done.campaign) throw notFound('Campaign', campaignId);
+    return done.removed;
+  }
+
+  /** Whether the campaign exists (a workflow step names one). */
+  exists(id: number, tx?: Tx): Promise<boolean> {
+    return this.campaigns.exists(id, tx);
+  }
+
   /** The campaign's member contacts, with exactly the contacts list's parameters and envelope. */
   async listContacts(campaignId: number, query: Record<string, unknown>) {
     if (!(await this.campaigns.exists(campaignId))) throw notFound('Campaign', campaignId);

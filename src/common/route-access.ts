@@ -26,6 +26,7 @@ export const RESOURCES = [
   'activities',
   'tokens',
   'webhooks',
+  'workflows',
 ] as const;
 export type Resource = (typeof RESOURCES)[number];
 export const ACTIONS = ['read', 'write', 'delete'] as const;

@@ -87,6 +87,9 @@ export interface AppConfig {
   campaignCompletionIntervalMs: number; // period of the job that completes campaigns past their endDate
   /** How often the segments refresher rebuilds pending dynamic segments and re-evaluates changed contacts (SEGMENT_REFRESH_INTERVAL_MS). */
   segmentRefreshIntervalMs: number;
+  /** Workflows: the runner's fallback poll for due enrollments and trigger ticks (WORKFLOW_POLL_INTERVAL_MS), and a claim's lease (WORKFLOW_LEASE_MS). */
+  workflowPollIntervalMs: number;
+  workflowLeaseMs: number;
   /** Webhooks: allow http:// targets (WEBHOOK_ALLOW_HTTP) and loopback/link-local/private addresses (WEBHOOK_ALLOW_PRIVATE). */
   webhookAllowHttp: boolean;
   webhookAllowPrivate: boolean;
@@ -315,6 +318,8 @@ function operations(env: Env, sms: ReturnType<typeof smsGateway>) {
     commit: str(env, 'GIT_COMMIT', 'unknown'),
     campaignCompletionIntervalMs: int(env, 'CAMPAIGN_COMPLETION_INTERVAL_MS', 60_000, 100, 86_400_000),
     segmentRefreshIntervalMs: int(env, 'SEGMENT_REFRESH_INTERVAL_MS', 1_000, 50, 60_000),
+    workflowPollIntervalMs: int(env, 'WORKFLOW_POLL_INTERVAL_MS', 1_000, 50, 60_000),
+    workflowLeaseMs: int(env, 'WORKFLOW_LEASE_MS', 60_000, 1_000, 3_600_000),
     webhookAllowHttp: bool(env, 'WEBHOOK_ALLOW_HTTP', false),
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),

@@ -67,6 +67,20 @@ export const EVENT_CATALOGUE = {
   'point_group.created': 'A point group was created. data: the point group.',
   'point_group.updated': "A point group changed. data: the point group; previous: the changed properties' old values.",
   'point_group.deleted': 'A point group was deleted. data: the point group as it was.',
+  'workflow.created': 'A workflow was created. data: the workflow.',
+  'workflow.updated':
+    "A workflow changed (properties, status, or its definition: a new version when it was not a draft). data: the workflow; previous: the changed properties' old values.",
+  'workflow.deleted':
+    'A workflow was deleted (its enrollments went with it, each running one exited first with workflow.exited). data: the workflow as it was.',
+  'workflow.enrolled':
+    'A contact entered a workflow. data: the enrollment { id, workflowId, version, contactId, status, stepKey, nextAt, enteredAt, endedAt, error }.',
+  'workflow.step_completed':
+    'A step of an enrollment ran (an action done, a branch decided, a wait started or ended). data: { enrollment, step: { key, type, outcome, detail } }.',
+  'workflow.completed': 'An enrollment reached the end of its workflow. data: the enrollment.',
+  'workflow.exited':
+    'An enrollment left its workflow early (an exit step, DELETE of the enrollment, re-enrollment, the workflow deleted with force). data: the enrollment.',
+  'workflow.converted': "An enrollment's contact matched one of the workflow's goals. data: the enrollment.",
+  'workflow.failed': 'A step of an enrollment failed; the enrollment ended failed with the error. data: the enrollment (error says why).',
 } as const;
 
 export type EventType = keyof typeof EVENT_CATALOGUE;
@@ -93,6 +107,7 @@ const READ_PERMISSION_BY_SUBJECT: Record<string, Permission> = {
   field: 'fields:read',
   category: 'categories:read',
   point_group: 'pointGroups:read',
+  workflow: 'workflows:read',
 };
 
 export function readPermissionOf(type: EventType): Permission {

@@ -54,7 +54,8 @@ export interface NewDelivery {
   webhookId: number;
   eventId: string;
   eventType: string;
-  sequence: number;
+  /** The feed's sequence of the event; null for a delivery that is not a feed event (a workflow's webhook step). */
+  sequence: number | null;
   body: string;
 }
 

@@ -6,7 +6,7 @@ import { AppError, fieldError, notFound } from '../common/errors.js';
 import { parseListQuery } from '../lists/list-query.js';
 import { listEnvelope } from '../lists/list-sql.js';
 import type { Principal } from '../common/request.js';
-import { Transactions } from '../database/transactions.js';
+import { Transactions, type Tx } from '../database/transactions.js';
 import { EVENT_TYPES, isEventType, missingReadPermissions, readableEventTypes } from './event-types.js';
 import { Clock } from '../common/clock.js';
 import { newWebhookSecret } from './signature.js';
@@ -106,6 +106,28 @@ export class WebhooksService {
         },
       ]),
     );
+  }
+
+  /** Whether the webhook exists (a workflow's webhook step names one). */
+  async exists(id: number, tx?: Tx): Promise<boolean> {
+    return (await this.webhooks.findRecord(id, tx)) !== null;
+  }
+
+  /**
+   * Writes one delivery of `body` to the webhook in `tx` (a workflow step's transaction), with a
+   * stable `eventId` (its Webhook-Id): written again with the same id, nothing is added. The drain
+   * sends it signed and retries it as it does the feed's deliveries; call {@link queueDrains} after
+   * the commit (the dispatcher's sweep queues it otherwise). Answers false when the webhook is gone.
+   */
+  async queueDirectDelivery(webhookId: number, eventId: string, eventType: string, body: string, tx: Tx): Promise<boolean> {
+    if (!(await this.webhooks.findRecord(webhookId, tx))) return false;
+    await this.deliveries.insertMany([{ webhookId, eventId, eventType, sequence: null, body }], tx);
+    return true;
+  }
+
+  /** Queues the drains of webhooks that just got deliveries, without failing the caller. */
+  queueDrains(webhookIds: readonly number[]): Promise<void> {
+    return this.delivery.queueDrainsQuietly(webhookIds);
   }
 
   async list(query: Record<string, unknown>) {

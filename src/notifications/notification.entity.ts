@@ -1,7 +1,7 @@
 import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
 import { registerConstraints } from '../database/constraints.js';
 
-export const NOTIFICATION_TYPES = ['lead_assigned', 'report_ready', 'sms_failed', 'webhook_disabled', 'import_completed'] as const;
+export const NOTIFICATION_TYPES = ['lead_assigned', 'report_ready', 'sms_failed', 'webhook_disabled', 'import_completed', 'workflow'] as const;
 export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
 
 @Entity('notifications')

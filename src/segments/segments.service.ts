@@ -26,6 +26,13 @@ export const EXCLUDED_FILTER_FIELDS = ['segment.id', 'deals.status', 'deals.stag
 /** Change events one refresh pass reads per transaction. */
 export const REFRESH_BATCH = 10_000;
 
+/**
+ * Called inside the transaction of every membership change (workflows start on segment entry and
+ * exit): the contacts that joined and left, or null for both after a full rebuild (which counts,
+ * but does not list, what changed).
+ */
+export type MembershipListener = (segmentId: number, joined: number[] | null, left: number[] | null, tx: Tx) => Promise<void>;
+
 /** A segment as the API returns it (the one mapper from row to record). */
 export function toSegmentRecord(s: Segment, count: number) {
   return {
@@ -80,8 +87,20 @@ export class SegmentsService {
     private readonly campaigns: CampaignsService,
   ) {}
 
+  private readonly membershipListeners: MembershipListener[] = [];
+
   onWorkNeeded(wake: () => void): void {
     this.wake = wake;
+  }
+
+  /** Registers a listener of membership changes (see MembershipListener). */
+  onMembershipChanged(listener: MembershipListener): void {
+    this.membershipListeners.push(listener);
+  }
+
+  private async membershipChanged(segmentId: number, joined: number[] | null, left: number[] | null, tx: Tx): Promise<void> {
+    if (joined?.length === 0 && left?.length === 0) return;
+    for (const listener of this.membershipListeners) await listener(segmentId, joined, left, tx);
   }
 
   async list(query: Record<string, unknown>) {
@@ -315,6 +334,18 @@ export class SegmentsService {
     return (await this.changeStaticMembers(id, contactIds, [], tx)).added.length;
   }
 
+  /** Removes contacts from a static segment inside `tx` (a workflow step); 404 without the segment, 409 for a dynamic one. Answers how many left. */
+  async removeContacts(id: number, contactIds: number[], tx: Tx): Promise<number> {
+    if (!contactIds.length) return 0;
+    return (await this.changeStaticMembers(id, [], contactIds, tx)).removed.length;
+  }
+
+  /** Whether the segment is static (null when it does not exist). */
+  async isStatic(id: number, tx?: Tx): Promise<boolean | null> {
+    const s = await this.segments.findRecord(id, tx);
+    return s ? s.type === 'static' : null;
+  }
+
   /** Adds and removes members of a static segment under its membership lock; the campaigns that mirror it follow in `tx`. */
   private async changeStaticMembers(id: number, add: number[], remove: number[], tx: Tx) {
     await this.segments.lockMembership(id, tx);
@@ -328,6 +359,7 @@ export class SegmentsService {
     const done = await this.segments.batch(id, add, remove, tx);
     const changed = [...done.added, ...done.removed];
     if (changed.length) await this.campaigns.mirrorSegment(id, changed, tx);
+    await this.membershipChanged(id, done.added, done.removed, tx);
     return done;
   }
 
@@ -384,6 +416,7 @@ export class SegmentsService {
       const r = await this.segments.rebuild(id, compiled, tx);
       if ((await this.campaigns.mirroredSegments([id], tx)).size) await this.campaigns.mirrorSegment(id, null, tx);
       await this.segments.finishBuild(id, start.version, null, tx);
+      if (r.added || r.removed) await this.membershipChanged(id, null, null, tx);
       this.logger.log({ msg: 'segment rebuilt', segmentId: id, version: start.version, added: r.added, removed: r.removed, ms: Date.now() - t0 });
       return true;
     });
@@ -461,6 +494,7 @@ export class SegmentsService {
           const r = await this.segments.reevaluate(seg.id, compiled, changes.ids, tx);
           const changed = [...r.added, ...r.removed];
           if (changed.length && mirrored.has(seg.id)) await this.campaigns.mirrorSegment(seg.id, changed, tx);
+          await this.membershipChanged(seg.id, r.added, r.removed, tx);
         }
       }
       await this.segments.advanceCursor(changes.upTo, tx);

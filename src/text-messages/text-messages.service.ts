@@ -19,6 +19,7 @@ import { CreateTextMessageDto, UpdateTextMessageDto } from './text-message.dto.j
 import { type TextMessageRecord, toTextMessageRecord } from './text-message.columns.js';
 import { TextMessage } from './text-message.entity.js';
 import { TextMessageRepository } from './text-message.repository.js';
+import { MergeFieldError, type MergeContact, parseTemplate, renderTemplate } from './merge-fields.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
 import { ContactsService } from '../contacts/contacts.service.js';
 
@@ -173,6 +174,55 @@ export class TextMessagesService {
       stampModified(t, who);
       return this.saveAndQueue(t, tx, before, true);
     });
+  }
+
+  /**
+   * Checks an SMS template (merge fields such as {{contact.name}} or {{fields.plan}}): a 400 naming
+   * `field` when a merge field is unknown.
+   */
+  checkTemplate(content: string, field: string): void {
+    try {
+      parseTemplate(content);
+    } catch (e) {
+      if (e instanceof MergeFieldError) throw fieldError(field, e.message);
+      throw e;
+    }
+  }
+
+  /** The content of a text message (a workflow's send_sms step may take its body from one); 404 when it does not exist. */
+  async contentOf(id: number, tx?: Tx): Promise<string> {
+    const t = await this.messages.findById(id, tx);
+    if (!t) throw notFound('Text message', id);
+    return t.content;
+  }
+
+  /**
+   * Queues one message to a contact inside the caller's transaction (a workflow's send_sms step):
+   * the template rendered for the contact, sent to its phone through the usual pipeline (the
+   * opt-out check, the job `sms:<id>:1` added before the commit, the provider's Idempotency-Key)
+   * at `scheduledFor` (null: now). Answers the message, or `opted_out` when the recipient opted out
+   * (nothing is queued); a phone that is not valid is a 400.
+   */
+  async queueForContact(
+    contact: MergeContact & { id: number; phone: string | null },
+    template: string,
+    scheduledFor: Date | null,
+    who: Principal,
+    tx: Tx,
+  ): Promise<TextMessageRecord | 'opted_out'> {
+    const recipient = contact.phone ? toE164(contact.phone) : null;
+    if (!recipient) throw fieldError('phone', `contact ${contact.id} has no valid phone number`);
+    if ((await this.contacts.optedOutPhones([recipient], tx)).size) return 'opted_out';
+    const t = new TextMessage();
+    t.status = 'draft';
+    t.sendCount = 0;
+    t.content = renderTemplate(parseTemplate(template), contact);
+    t.recipient = recipient;
+    t.contactId = contact.id;
+    t.campaignId = null;
+    t.scheduledFor = scheduledFor;
+    stampCreated(t, who);
+    return this.saveAndQueue(t, tx, null, true);
   }
 
   private assertEditable(t: TextMessage) {

@@ -1,0 +1,367 @@
+import { Injectable } from '@nestjs/common';
+import { outboxInsertSql } from '../database/outbox.js';
+import { returning, Transactions, type Tx } from '../database/transactions.js';
+import type { CompiledFilter } from '../lists/filter-sql.js';
+import { defineList, type ListQuery, type ListSpec } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
+import { ENROLLMENT_STATUSES, type EnrollmentStatus, type Reenrollment } from './workflow-definition.js';
+import { WorkflowEnrollment } from './workflow.entity.js';
+
+const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
+
+/** An enrollment as the API record, built in SQL (the events a statement writes itself); the same as toEnrollmentRecord. */
+export const ENROLLMENT_JSON = (a: string) =>
+  `jsonb_build_object('id', ${a}.id, 'workflowId', ${a}.workflow_id, 'version', ${a}.version, 'contactId', ${a}.contact_id, 'status', ${a}.status,
+     'stepKey', ${a}.step_key, 'nextAt', ${isoSql(`${a}.next_at`)}, 'enteredAt', ${isoSql(`${a}.entered_at`)}, 'endedAt', ${isoSql(`${a}.ended_at`)},
+     'error', ${a}.error)`;
+
+export const ENROLLMENT_LIST_SPEC = defineList({
+  name: 'workflow enrollments',
+  sortable: ['id', 'contactId', 'status', 'stepKey', 'nextAt', 'enteredAt', 'endedAt'],
+  filters: {
+    status: { type: 'string', column: 'e.status', values: ENROLLMENT_STATUSES },
+    contactId: { type: 'int', column: 'e.contact_id' },
+    stepKey: { type: 'string', column: 'e.step_key', maxLength: 64 },
+  },
+  fields: {
+    id: { type: 'id', sql: 'e.id' },
+    contactId: { type: 'id', sql: 'e.contact_id' },
+    version: { type: 'int', sql: 'e.version' },
+    status: { type: 'enum', sql: 'e.status', values: ENROLLMENT_STATUSES },
+    stepKey: { type: 'string', sql: 'e.step_key' },
+    nextAt: { type: 'datetime', sql: 'e.next_at' },
+    enteredAt: { type: 'datetime', sql: 'e.entered_at' },
+    endedAt: { type: 'datetime', sql: 'e.ended_at' },
+  },
+  properties: ['id', 'workflowId', 'version', 'contactId', 'status', 'stepKey', 'nextAt', 'enteredAt', 'endedAt', 'error'],
+});
+
+/** A row of the step history. */
+export interface StepRunRow {
+  seq: number;
+  step_key: string;
+  step_type: string;
+  outcome: string;
+  detail: Record<string, unknown> | null;
+  ran_at: Date;
+}
+
+/** Where the contacts to enrol come from: ids (manual), or a segment's members now (activation, schedule). */
+export type EnrolSource = { ids: number[] } | { segmentId: number };
+
+/** What an enrolment asks for: the workflow, its version and entry step, the reenrollment rule and when. */
+export interface EnrolSpec {
+  workflowId: number;
+  version: number;
+  stepKey: string;
+  reenrollment: Reenrollment;
+  at: Date;
+  /** Only contacts that never had an enrollment in the workflow (a segment rebuilt: who joined is not listed). */
+  onlyNew?: boolean;
+}
+
+/** The changes of one step's transaction to an enrollment. */
+export interface Advance {
+  status: EnrollmentStatus;
+  stepKey: string | null;
+  nextAt: Date | null;
+  endedAt: Date | null;
+  error: string | null;
+  stepSeq: number;
+}
+
+/**
+ * Every query of workflow_enrollments and workflow_step_runs. Enrolments are set-based (one
+ * statement for 10,000 ids or a whole segment, their workflow.enrolled events written by the same
+ * statement); the runner claims due enrollments through the partial (next_at) index.
+ */
+@Injectable()
+export class EnrollmentsRepository {
+  constructor(private readonly transactions: Transactions) {}
+
+  private repo(tx?: Tx) {
+    return this.transactions.manager(tx).getRepository(WorkflowEnrollment);
+  }
+
+  /**
+   * Enrols contacts in one statement: the existing contacts of `source`, minus those the
+   * reenrollment rule refuses (never: any earlier enrollment; otherwise a running one, by the partial
+   * unique index, whatever races), each with a workflow.enrolled event. Answers the new enrollments.
+   */
+  async enrol(spec: EnrolSpec, source: EnrolSource, tx: Tx): Promise<{ id: number; contactId: number }[]> {
+    const from =
+      'ids' in source
+        ? `SELECT c.id FROM contacts c WHERE c.id IN (SELECT DISTINCT unnest($6::int[]))`
+        : `SELECT m.contact_id AS id FROM segment_members m WHERE m.segment_id = $6`;
+    const never = spec.reenrollment === 'never' || spec.onlyNew;
+    const rows: { id: string; contact_id: number }[] = await tx.query(
+      `WITH src AS (${from}),
+            ins AS (INSERT INTO workflow_enrollments (workflow_id, version, contact_id, status, step_key, next_at, entered_at)
+                    SELECT $1, $2, src.id, 'active', $3, $4, $4 FROM src
+                     WHERE $5::boolean OR NOT EXISTS (SELECT 1 FROM workflow_enrollments x WHERE x.workflow_id = $1 AND x.contact_id = src.id)
+                     ORDER BY src.id
+                    ON CONFLICT (workflow_id, contact_id) WHERE status IN ('active', 'waiting') DO NOTHING
+                    RETURNING *),
+            ev AS (${outboxInsertSql(`'workflow.enrolled'`, ENROLLMENT_JSON('i'), 'NULL::jsonb', 'FROM (SELECT * FROM ins ORDER BY id) i')})
+       SELECT id, contact_id FROM ins ORDER BY id`,
+      [spec.workflowId, spec.version, spec.stepKey, spec.at, !never, 'ids' in source ? source.ids : source.segmentId],
+    );
+    return rows.map((r) => ({ id: Number(r.id), contactId: r.contact_id }));
+  }
+
+  /** The ids among `ids` that name a contact. */
+  async existingContacts(ids: number[], tx: Tx): Promise<Set<number>> {
+    const rows: { id: number }[] = await tx.query(`SELECT id FROM contacts WHERE id = ANY($1::int[])`, [ids]);
+    return new Set(rows.map((r) => r.id));
+  }
+
+  /** The running enrollment of each contact in the workflow, or the latest one, by contact (for a refused enrolment's 409). */
+  async latestOf(workflowId: number, contactIds: number[], tx?: Tx): Promise<Map<number, { id: number; status: EnrollmentStatus }>> {
+    if (!contactIds.length) return new Map();
+    const rows: { id: string; contact_id: number; status: EnrollmentStatus }[] = await this.transactions.handle(tx).query(
+      `SELECT DISTINCT ON (contact_id) id, contact_id, status FROM workflow_enrollments
+        WHERE workflow_id = $1 AND contact_id = ANY($2::int[]) ORDER BY contact_id, (status IN ('active', 'waiting')) DESC, id DESC`,
+      [workflowId, contactIds],
+    );
+    return new Map(rows.map((r) => [r.contact_id, { id: Number(r.id), status: r.status }]));
+  }
+
+  /**
+   * Ends running enrollments with `status` (exited or converted), each with its event, in one
+   * statement: those of the workflow (all, or of the given contacts). Answers how many ended.
+   */
+  async endRunning(workflowId: number, contactIds: number[] | null, status: 'exited' | 'converted', reason: string | null, at: Date, tx: Tx): Promise<number> {
+    const rows: { n: string }[] = await tx.query(
+      `WITH up AS (UPDATE workflow_enrollments SET status = $3, ended_at = $4, next_at = NULL, error = $5, claim_token = NULL, claimed_until = NULL,
+                           step_seq = step_seq + 1
+                    WHERE workflow_id = $1 AND status IN ('active', 'waiting') AND ($2::int[] IS NULL OR contact_id = ANY($2::int[]))
+                    RETURNING *),
+            h AS (INSERT INTO workflow_step_runs (enrollment_id, seq, step_key, step_type, outcome, detail, ran_at)
+                  SELECT id, step_seq, coalesce(step_key, ''), CASE WHEN $3 = 'converted' THEN 'goal' ELSE 'exit' END, $3,
+                         CASE WHEN $5::text IS NULL THEN NULL ELSE jsonb_build_object('reason', $5::text) END, $4 FROM up),
+            ev AS (${outboxInsertSql(`'workflow.' || $3`, ENROLLMENT_JSON('u'), 'NULL::jsonb', 'FROM (SELECT * FROM up ORDER BY id) u')})
+       SELECT count(*) AS n FROM up`,
+      [workflowId, contactIds, status, at, reason],
+    );
+    return Number(rows[0].n);
+  }
+
+  /**
+   * Claims up to `limit` due enrollments of active workflows for `leaseMs` (the database's clock),
+   * skipping rows another runner holds (FOR UPDATE SKIP LOCKED) and claims not yet expired: a claim
+   * left by a runner that died is taken over once its lease has passed.
+   */
+  async claimDue(now: Date, limit: number, token: string, leaseMs: number): Promise<number[]> {
+    const rows = await returning<{ id: string }>(
+      this.transactions.db,
+      `UPDATE workflow_enrollments e SET claim_token = $3, claimed_until = clock_timestamp() + $4 * interval '1 millisecond'
+        WHERE e.id IN (SELECT x.id FROM workflow_enrollments x JOIN workflows w ON w.id = x.workflow_id
+                        WHERE x.status IN ('active', 'waiting') AND x.next_at <= $1 AND w.status = 'active'
+                          AND (x.claimed_until IS NULL OR x.claimed_until < clock_timestamp())
+                        ORDER BY x.next_at LIMIT $2 FOR UPDATE OF x SKIP LOCKED)
+        RETURNING e.id`,
+      [now, limit, token, leaseMs],
+    );
+    return rows.map((r) => Number(r.id));
+  }
+
+  /** The enrollment, locked until `tx` ends, if `token` still holds its claim and it is running. */
+  async lockClaimed(id: number, token: string, tx: Tx): Promise<WorkflowEnrollment | null> {
+    return this.repo(tx)
+      .createQueryBuilder('e')
+      .where('e.id = :id AND e.claim_token = :token', { id, token })
+      .andWhere(`e.status IN ('active', 'waiting')`)
+      .setLock('pessimistic_write')
+      .getOne();
+  }
+
+  /** The enrollment by id, locked until `tx` ends. */
+  lockById(id: number, tx: Tx): Promise<WorkflowEnrollment | null> {
+    return this.repo(tx).createQueryBuilder('e').where('e.id = :id', { id }).setLock('pessimistic_write').getOne();
+  }
+
+  /** The enrollment locked until `tx` ends (DELETE of one, migration). */
+  lockOne(workflowId: number, id: number, tx: Tx): Promise<WorkflowEnrollment | null> {
+    return this.repo(tx).createQueryBuilder('e').where('e.id = :id AND e.workflow_id = :workflowId', { id, workflowId }).setLock('pessimistic_write').getOne();
+  }
+
+  /** Writes one step's outcome to the enrollment; answers the record as jsonb-ready row for its event. */
+  async advance(id: number, a: Advance, tx: Tx): Promise<void> {
+    await tx.query(
+      `UPDATE workflow_enrollments SET status = $2, step_key = $3, next_at = $4, ended_at = $5, error = $6, step_seq = $7, attempts = 0
+        WHERE id = $1`,
+      [id, a.status, a.stepKey, a.nextAt, a.endedAt, a.error, a.stepSeq],
+    );
+  }
+
+  /** Lets the claim go (the runner is done with it for now). */
+  async release(id: number, token: string): Promise<void> {
+    await this.transactions.db.query(`UPDATE workflow_enrollments SET claim_token = NULL, claimed_until = NULL WHERE id = $1 AND claim_token = $2`, [
+      id,
+      token,
+    ]);
+  }
+
+  /**
+   * A step that failed for a passing reason (the database, the queue): the claim is let go and the
+   * enrollment skipped for 2^attempts seconds (at most a minute). Answers the attempts so far.
+   */
+  async retryLater(id: number, token: string): Promise<number> {
+    const rows = await returning<{ attempts: number }>(
+      this.transactions.db,
+      `UPDATE workflow_enrollments SET attempts = attempts + 1, claim_token = NULL,
+              claimed_until = clock_timestamp() + least(60000, 1000 * power(2, attempts + 1)) * interval '1 millisecond'
+        WHERE id = $1 AND claim_token = $2 RETURNING attempts`,
+      [id, token],
+    );
+    return rows[0]?.attempts ?? 0;
+  }
+
+  async recordRun(
+    enrollmentId: number,
+    seq: number,
+    stepKey: string,
+    stepType: string,
+    outcome: string,
+    detail: object | null,
+    at: Date,
+    tx: Tx,
+  ): Promise<void> {
+    await tx.query(
+      `INSERT INTO workflow_step_runs (enrollment_id, seq, step_key, step_type, outcome, detail, ran_at) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)`,
+      [enrollmentId, seq, stepKey, stepType, outcome, detail === null ? null : JSON.stringify(detail), at],
+    );
+  }
+
+  /** Whether the contact matches a compiled contacts filter now. */
+  async contactMatches(contactId: number, filter: CompiledFilter, tx?: Tx): Promise<boolean> {
+    const qb = this.transactions
+      .manager(tx)
+      .createQueryBuilder()
+      .select('1', 'one')
+      .from('contacts', 'c')
+      .where('c.id = :contactId', { contactId })
+      .andWhere(`(${filter.sql})`, filter.params);
+    return (await qb.getRawMany()).length > 0;
+  }
+
+  /** The contacts among `ids` running in the workflow (goals are checked for them). */
+  async runningContacts(workflowId: number, contactIds: number[], tx: Tx): Promise<number[]> {
+    const rows: { contact_id: number }[] = await tx.query(
+      `SELECT contact_id FROM workflow_enrollments WHERE workflow_id = $1 AND contact_id = ANY($2::int[]) AND status IN ('active', 'waiting')`,
+      [workflowId, contactIds],
+    );
+    return rows.map((r) => r.contact_id);
+  }
+
+  /** Of `contactIds`, those matching a compiled contacts filter now (one statement). */
+  async matchingContacts(contactIds: number[], filter: CompiledFilter, tx: Tx): Promise<number[]> {
+    if (!contactIds.length) return [];
+    const qb = this.transactions
+      .manager(tx)
+      .createQueryBuilder()
+      .select('c.id', 'id')
+      .from('contacts', 'c')
+      .where('c.id IN (:...contactIds)', { contactIds })
+      .andWhere(`(${filter.sql})`, filter.params);
+    return (await qb.getRawMany<{ id: number }>()).map((r) => r.id);
+  }
+
+  page(workflowId: number, q: ListQuery, spec: ListSpec): Promise<ListPage<WorkflowEnrollment>> {
+    return paginate(this.repo().createQueryBuilder('e').where('e.workflow_id = :workflowId', { workflowId }), q, spec);
+  }
+
+  find(workflowId: number, id: number, tx?: Tx): Promise<WorkflowEnrollment | null> {
+    return this.repo(tx).findOne({ where: { id: String(id), workflowId } });
+  }
+
+  history(enrollmentId: number, tx?: Tx): Promise<StepRunRow[]> {
+    return this.transactions
+      .handle(tx)
+      .query(`SELECT seq, step_key, step_type, outcome, detail, ran_at FROM workflow_step_runs WHERE enrollment_id = $1 ORDER BY seq`, [enrollmentId]);
+  }
+
+  ofContact(contactId: number): Promise<WorkflowEnrollment[]> {
+    return this.repo().find({ where: { contactId }, order: { id: 'ASC' } });
+  }
+
+  async countRunning(workflowId: number, tx?: Tx): Promise<number> {
+    const rows: { n: string }[] = await this.transactions
+      .handle(tx)
+      .query(`SELECT count(*) AS n FROM workflow_enrollments WHERE workflow_id = $1 AND status IN ('active', 'waiting')`, [workflowId]);
+    return Number(rows[0].n);
+  }
+
+  /** Enrollments by status of each workflow among `ids` (the `stats` of their records). */
+  async countsByWorkflow(ids: number[], tx?: Tx): Promise<Map<number, Record<string, number>>> {
+    const out = new Map<number, Record<string, number>>(ids.map((id) => [id, {}]));
+    if (!ids.length) return out;
+    const rows: { workflow_id: number; status: string; n: string }[] = await this.transactions
+      .handle(tx)
+      .query(`SELECT workflow_id, status, count(*) AS n FROM workflow_enrollments WHERE workflow_id = ANY($1::int[]) GROUP BY workflow_id, status`, [ids]);
+    for (const r of rows) (out.get(r.workflow_id) as Record<string, number>)[r.status] = Number(r.n);
+    return out;
+  }
+
+  /** Enrollments by status, and the median time from entry to conversion (seconds). */
+  async statusCounts(workflowId: number): Promise<{ counts: Record<string, number>; medianConvertSeconds: number | null }> {
+    const rows: { status: string; n: string; median: number | null }[] = await this.transactions.db.query(
+      `SELECT status, count(*) AS n,
+              CASE WHEN status = 'converted' THEN percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM ended_at - entered_at)) END AS median
+         FROM workflow_enrollments WHERE workflow_id = $1 GROUP BY status`,
+      [workflowId],
+    );
+    const counts: Record<string, number> = {};
+    let median: number | null = null;
+    for (const r of rows) {
+      counts[r.status] = Number(r.n);
+      if (r.status === 'converted' && r.median !== null) median = r.median;
+    }
+    return { counts, medianConvertSeconds: median };
+  }
+
+  /** Per step key: enrollments waiting or due there now, step runs completed and failed there. */
+  async stepCounts(workflowId: number): Promise<{ step_key: string; at: string; completed: string; failed: string }[]> {
+    return this.transactions.db.query(
+      `WITH here AS (SELECT step_key, count(*) AS n FROM workflow_enrollments WHERE workflow_id = $1 AND status IN ('active', 'waiting') GROUP BY step_key),
+            runs AS (SELECT r.step_key, count(*) FILTER (WHERE r.outcome <> 'failed') AS completed, count(*) FILTER (WHERE r.outcome = 'failed') AS failed
+                       FROM workflow_step_runs r JOIN workflow_enrollments e ON e.id = r.enrollment_id WHERE e.workflow_id = $1 GROUP BY r.step_key)
+       SELECT coalesce(here.step_key, runs.step_key) AS step_key, coalesce(here.n, 0) AS at, coalesce(runs.completed, 0) AS completed, coalesce(runs.failed, 0) AS failed
+         FROM here FULL JOIN runs ON runs.step_key = here.step_key`,
+      [workflowId],
+    );
+  }
+
+  /**
+   * Moves the running enrollments of `fromVersion` to `toVersion`, their step keys mapped (keys not
+   * in `map` stay as they are); due times are kept. One event each (workflow.step_completed is not
+   * right for it: none is written, the enrollment's version says it). Answers how many moved.
+   */
+  async migrate(workflowId: number, fromVersion: number, toVersion: number, map: Record<string, string>, tx: Tx): Promise<number> {
+    const rows = await returning<{ id: string }>(
+      tx,
+      `UPDATE workflow_enrollments e SET version = $3, step_key = coalesce(($4::jsonb)->>e.step_key, e.step_key)
+        WHERE e.workflow_id = $1 AND e.version = $2 AND e.status IN ('active', 'waiting') RETURNING e.id`,
+      [workflowId, fromVersion, toVersion, JSON.stringify(map)],
+    );
+    return rows.length;
+  }
+
+  /** The step keys running enrollments of a version are at (a migration must map each to a step of the target). */
+  async runningStepKeys(workflowId: number, version: number, tx: Tx): Promise<string[]> {
+    const rows: { step_key: string }[] = await tx.query(
+      `SELECT DISTINCT step_key FROM workflow_enrollments WHERE workflow_id = $1 AND version = $2 AND status IN ('active', 'waiting') AND step_key IS NOT NULL`,
+      [workflowId, version],
+    );
+    return rows.map((r) => r.step_key);
+  }
+
+  /** The earliest due time of running enrollments of active workflows (the runner sleeps until then). */
+  async nextDue(): Promise<Date | null> {
+    const rows: { at: Date | null }[] = await this.transactions.db.query(
+      `SELECT min(e.next_at) AS at FROM workflow_enrollments e WHERE e.status IN ('active', 'waiting')
+          AND EXISTS (SELECT 1 FROM workflows w WHERE w.id = e.workflow_id AND w.status = 'active')`,
+    );
+    return rows[0]?.at ?? null;
+  }
+}

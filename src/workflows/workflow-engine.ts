@@ -1,0 +1,222 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { QueryFailedError } from 'typeorm';
+import { Clock } from '../common/clock.js';
+import { AppError } from '../common/errors.js';
+import type { Principal } from '../common/request.js';
+import { Transactions, type Tx } from '../database/transactions.js';
+import { EventsService } from '../events/events.service.js';
+import { WebhooksService } from '../events/webhooks.service.js';
+import { type Advance, EnrollmentsRepository } from './enrollments.repository.js';
+import type { EnrollmentStatus, Settings, Step } from './workflow-definition.js';
+import { toEnrollmentRecord } from './workflow-records.js';
+import { type StepContext, StepEffects, type StepResult } from './workflow-steps.js';
+import type { Workflow, WorkflowEnrollment } from './workflow.entity.js';
+import { WorkflowsRepository } from './workflows.repository.js';
+
+/** Steps one claim runs in a row for one enrollment before letting it go (a loop of waits that are already over). */
+const MAX_STEPS_PER_CLAIM = 100;
+/** A step that failed for a passing reason is tried again this many times, then the enrollment fails. */
+export const MAX_ATTEMPTS = 5;
+
+/** A version's definition as the engine reads it (immutable once a newer version exists). */
+export interface VersionDefinition {
+  steps: Step[];
+  settings: Settings;
+}
+
+/** What became of one claimed enrollment. */
+export type ProcessOutcome = 'ended' | 'waiting' | 'released' | 'lost' | 'retry';
+
+/**
+ * A step's error that is the step's own failure (a 4xx of a feature: the contact or campaign is
+ * gone, an invalid number, a custom field value refused; a constraint or data error of the
+ * database), as opposed to a passing one (the connection, a deadlock, the queue unreachable), which
+ * is retried.
+ */
+export function isStepFailure(e: unknown): boolean {
+  if (e instanceof AppError) return e.status < 500;
+  if (e instanceof QueryFailedError) {
+    const code = (e.driverError as { code?: string } | undefined)?.code ?? '';
+    return code.startsWith('23') || code.startsWith('22');
+  }
+  return false;
+}
+
+/**
+ * Runs the steps of one claimed enrollment. Each step is one transaction: the enrollment row is
+ * locked and checked to be still ours (the claim token: a claim whose lease passed may have been
+ * taken over), the workflow's goals are checked, the step's effect is written, then its history row,
+ * its event and the enrollment's new position, so a step's effect commits exactly when the
+ * enrollment moves past it. A step's own failure rolls its effect back (a savepoint) and ends the
+ * enrollment `failed` with the error; a passing failure rolls everything back and the claim is
+ * retried later.
+ */
+@Injectable()
+export class WorkflowEngine {
+  private readonly logger = new Logger('Workflows');
+  private readonly versions = new Map<string, VersionDefinition>();
+
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly enrollments: EnrollmentsRepository,
+    private readonly workflows: WorkflowsRepository,
+    private readonly effects: StepEffects,
+    private readonly events: EventsService,
+    private readonly webhooks: WebhooksService,
+    private readonly clock: Clock,
+  ) {}
+
+  /** A version's definition (cached: a version is only ever replaced while its workflow is a draft without enrollments). */
+  async version(workflowId: number, version: number, tx?: Tx): Promise<VersionDefinition | null> {
+    const key = `${workflowId}:${version}`;
+    const hit = this.versions.get(key);
+    if (hit) return hit;
+    const v = await this.workflows.findVersion(workflowId, version, tx);
+    if (!v) return null;
+    const def = { steps: v.steps, settings: v.settings };
+    this.versions.set(key, def);
+    return def;
+  }
+
+  /** Forgets a cached version (a draft's definition replaced in place). */
+  forget(workflowId: number, version: number): void {
+    this.versions.delete(`${workflowId}:${version}`);
+  }
+
+  /** Runs the claimed enrollment's due steps until it waits, ends, is not due, or MAX_STEPS_PER_CLAIM ran. */
+  async process(id: number, token: string): Promise<ProcessOutcome> {
+    for (let i = 0; i < MAX_STEPS_PER_CLAIM; i++) {
+      const webhooks = new Set<number>();
+      let outcome: ProcessOutcome | 'continue';
+      try {
+        outcome = await this.transactions.run((tx) => this.step(id, token, webhooks, tx));
+      } catch (e) {
+        return this.passingFailure(id, token, e);
+      }
+      if (webhooks.size) await this.webhooks.queueDrains([...webhooks]);
+      if (outcome !== 'continue') {
+        if (outcome !== 'lost' && outcome !== 'ended') await this.enrollments.release(id, token);
+        return outcome;
+      }
+    }
+    await this.enrollments.release(id, token);
+    return 'released';
+  }
+
+  private async passingFailure(id: number, token: string, e: unknown): Promise<ProcessOutcome> {
+    const message = e instanceof Error ? e.message : String(e);
+    const attempts = await this.enrollments.retryLater(id, token);
+    this.logger.warn({ msg: 'workflow step failed for a passing reason; retried later', enrollmentId: id, attempts, err: message });
+    if (attempts >= MAX_ATTEMPTS) await this.failAfterAttempts(id, `gave up after ${attempts} attempts: ${message}`);
+    return 'retry';
+  }
+
+  /** One step in `tx`; 'continue' when the enrollment is due again at once. */
+  private async step(id: number, token: string, webhooks: Set<number>, tx: Tx): Promise<ProcessOutcome | 'continue'> {
+    const e = await this.enrollments.lockClaimed(id, token, tx);
+    if (!e) return 'lost';
+    const now = this.clock.now();
+    if (e.nextAt && e.nextAt.getTime() > now.getTime()) return 'released';
+    const w = await this.workflows.findRecord(e.workflowId, tx);
+    if (!w || w.status !== 'active') return 'released';
+    const def = await this.version(e.workflowId, e.version, tx);
+    const step = def?.steps.find((s) => s.key === e.stepKey);
+    if (!def || !step) {
+      await this.end(e, 'failed', `step "${e.stepKey}" is not in version ${e.version}`, null, now, tx);
+      return 'ended';
+    }
+    for (const goal of def.steps.filter((s) => s.type === 'goal')) {
+      if (await this.effects.matches(e.contactId, goal.filter, now, tx)) {
+        await this.end(e, 'converted', null, { key: goal.key, type: 'goal' }, now, tx);
+        return 'ended';
+      }
+    }
+    const ctx: StepContext = {
+      enrollmentId: Number(e.id),
+      workflowId: w.id,
+      workflowName: w.name,
+      contactId: e.contactId,
+      waiting: e.status === 'waiting',
+      seq: e.stepSeq + 1,
+      settings: def.settings,
+      now,
+      who: systemPrincipal(w),
+      webhooks,
+    };
+    let result: StepResult;
+    try {
+      // A savepoint: a failing step's partial effects roll back, the enrollment's failure is still recorded.
+      result = await this.transactions.run((inner) => this.effects.run(step, ctx, inner), tx);
+    } catch (err) {
+      if (!isStepFailure(err)) throw err;
+      const message = err instanceof Error ? err.message : String(err);
+      webhooks.clear();
+      await this.end(e, 'failed', message.slice(0, 2000), { key: step.key, type: step.type }, now, tx);
+      return 'ended';
+    }
+    return this.apply(e, step, result, ctx, tx);
+  }
+
+  /** Writes a step's result: history, event, and the enrollment's next position. */
+  private async apply(e: WorkflowEnrollment, step: Step, r: StepResult, ctx: StepContext, tx: Tx): Promise<ProcessOutcome | 'continue'> {
+    const now = ctx.now;
+    if (r.kind === 'exit') {
+      await this.end(e, 'exited', null, { key: step.key, type: step.type }, now, tx);
+      return 'ended';
+    }
+    const outcome = r.kind === 'wait' ? 'waiting' : r.outcome;
+    await this.enrollments.recordRun(ctx.enrollmentId, ctx.seq, step.key, step.type, outcome, r.detail, now, tx);
+    let a: Advance;
+    if (r.kind === 'wait') a = { status: 'waiting', stepKey: step.key, nextAt: r.until, endedAt: null, error: null, stepSeq: ctx.seq };
+    else if (r.next === undefined) a = { status: 'completed', stepKey: step.key, nextAt: null, endedAt: now, error: null, stepSeq: ctx.seq };
+    else a = { status: 'active', stepKey: r.next, nextAt: now, endedAt: null, error: null, stepSeq: ctx.seq };
+    await this.enrollments.advance(ctx.enrollmentId, a, tx);
+    const record = toEnrollmentRecord(Object.assign(e, a));
+    await this.events.record(tx, 'workflow.step_completed', { enrollment: record, step: { key: step.key, type: step.type, outcome, detail: r.detail } });
+    if (a.status === 'completed') {
+      await this.events.record(tx, 'workflow.completed', record);
+      return 'ended';
+    }
+    return a.status === 'waiting' ? 'waiting' : 'continue';
+  }
+
+  /** Ends the enrollment (failed, exited or converted) with its history row and event. */
+  private async end(
+    e: WorkflowEnrollment,
+    status: Extract<EnrollmentStatus, 'failed' | 'exited' | 'converted'>,
+    error: string | null,
+    step: { key: string; type: string } | null,
+    now: Date,
+    tx: Tx,
+  ): Promise<void> {
+    const seq = e.stepSeq + 1;
+    await this.enrollments.recordRun(Number(e.id), seq, step?.key ?? e.stepKey ?? '', step?.type ?? 'unknown', status, error ? { error } : null, now, tx);
+    const a: Advance = { status, stepKey: e.stepKey, nextAt: null, endedAt: now, error, stepSeq: seq };
+    await this.enrollments.advance(Number(e.id), a, tx);
+    await this.events.record(tx, `workflow.${status}`, toEnrollmentRecord(Object.assign(e, a)));
+  }
+
+  /** Ends an enrollment failed after MAX_ATTEMPTS passing failures (its claim is no longer held). */
+  async failAfterAttempts(id: number, message: string): Promise<void> {
+    await this.transactions.run(async (tx) => {
+      const e = await this.enrollments.lockById(id, tx);
+      if (!e || (e.status !== 'active' && e.status !== 'waiting')) return;
+      const w = await this.workflows.findRecord(e.workflowId, tx);
+      const step = w ? (await this.version(e.workflowId, e.version, tx))?.steps.find((s) => s.key === e.stepKey) : undefined;
+      await this.end(e, 'failed', message.slice(0, 2000), step ? { key: step.key, type: step.type } : null, this.clock.now(), tx);
+    });
+  }
+}
+
+/** Who a workflow's changes are made by: the workflow's author, named after the workflow. */
+export function systemPrincipal(w: Workflow): Principal {
+  return {
+    userId: w.createdBy ?? 0,
+    userName: `workflow ${w.id}`,
+    plan: 'enterprise',
+    team: null,
+    apiTokenId: 0,
+    permissions: new Set(['*']),
+    kind: 'api_token',
+  } as unknown as Principal;
+}

@@ -1,0 +1,194 @@
+import { Injectable } from '@nestjs/common';
+import { ActivitiesService } from '../activities/activities.service.js';
+import { CampaignsService } from '../campaigns/campaigns.service.js';
+import { fieldError } from '../common/errors.js';
+import type { Principal } from '../common/request.js';
+import { ContactsService } from '../contacts/contacts.service.js';
+import type { Tx } from '../database/transactions.js';
+import { WebhooksService } from '../events/webhooks.service.js';
+import { NotificationsService } from '../notifications/notifications.service.js';
+import { SegmentsService } from '../segments/segments.service.js';
+import { TextMessagesService } from '../text-messages/text-messages.service.js';
+import { EnrollmentsRepository } from './enrollments.repository.js';
+import type { Settings, Step } from './workflow-definition.js';
+import { splitBucket, stepRunId } from './workflow-records.js';
+import { nextInWindow, nextTimeOfDay, parseDuration, parseRelative, parseTimeOfDay } from './workflow-time.js';
+import { contactEditOf, EXCLUDED_FILTER_FIELDS } from './workflow-validation.js';
+
+/** What one step run needs: the enrollment, its workflow, the version's settings, the instant, and who acts. */
+export interface StepContext {
+  enrollmentId: number;
+  workflowId: number;
+  workflowName: string;
+  contactId: number;
+  /** Whether the enrollment is waiting at this step (a wait whose time has come). */
+  waiting: boolean;
+  /** The step run's sequence number in the enrollment (its external effects' stable id derives from it). */
+  seq: number;
+  settings: Settings;
+  now: Date;
+  who: Principal;
+  /** Webhooks that got a delivery in this transaction (their drains are queued after the commit). */
+  webhooks: Set<number>;
+}
+
+/** What a step decided: go on to `next` (undefined: the end), wait until a time, or exit. */
+export type StepResult =
+  | { kind: 'next'; next: string | undefined; outcome: 'completed' | 'skipped'; detail: Record<string, unknown> }
+  | { kind: 'wait'; until: Date; detail: Record<string, unknown> }
+  | { kind: 'exit'; detail: Record<string, unknown> };
+
+/** When a wait step started now is due (null: a wait that takes no time, e.g. an `until` in the past). */
+export function waitDue(step: Step, now: Date, timezone: string): Date {
+  if (step.duration !== undefined) return new Date(now.getTime() + (parseDuration(step.duration) ?? 0));
+  if (step.until !== undefined) return new Date(step.until);
+  return nextTimeOfDay(now, parseTimeOfDay(step.untilTimeOfDay) ?? 0, timezone);
+}
+
+/**
+ * Runs one step's effect inside the step's transaction. Effects in the database (contact updates,
+ * memberships, activities, notifications) are written through their features' services in that
+ * transaction, with their own events; effects outside it are recorded there and sent by their
+ * pipelines: an SMS is a queued text message (the job is added before the commit, the provider
+ * called once with the message's Idempotency-Key), a webhook call is a delivery row with a Webhook-Id
+ * derived from the enrollment and step run, drained, signed and retried like the feed's deliveries.
+ */
+@Injectable()
+export class StepEffects {
+  constructor(
+    private readonly contacts: ContactsService,
+    private readonly campaigns: CampaignsService,
+    private readonly segments: SegmentsService,
+    private readonly activities: ActivitiesService,
+    private readonly notifications: NotificationsService,
+    private readonly textMessages: TextMessagesService,
+    private readonly webhooks: WebhooksService,
+    private readonly enrollments: EnrollmentsRepository,
+  ) {}
+
+  /** Whether the contact matches a filter over contacts now (branches, goals). */
+  async matches(contactId: number, filter: unknown, now: Date, tx?: Tx): Promise<boolean> {
+    const { compiled } = await this.contacts.compileFilter(filter, EXCLUDED_FILTER_FIELDS, now);
+    return this.enrollments.contactMatches(contactId, compiled, tx);
+  }
+
+  async run(step: Step, ctx: StepContext, tx: Tx): Promise<StepResult> {
+    const done = (detail: Record<string, unknown> = {}): StepResult => ({ kind: 'next', next: step.next, outcome: 'completed', detail });
+    switch (step.type) {
+      case 'wait': {
+        if (ctx.waiting) return done({ waited: true });
+        const until = waitDue(step, ctx.now, ctx.settings.timezone);
+        if (until.getTime() <= ctx.now.getTime()) return done({ waited: false, dueAt: until.toISOString() });
+        return { kind: 'wait', until, detail: { dueAt: until.toISOString() } };
+      }
+      case 'branch':
+        return this.branch(step, ctx, tx);
+      case 'exit':
+        return { kind: 'exit', detail: {} };
+      case 'update_contact': {
+        const contact = await this.contacts.patch(ctx.contactId, contactEditOf(step.set ?? {}), ctx.who, tx);
+        return done({ set: Object.keys(step.set ?? {}), contactModifiedAt: contact.modifiedAt });
+      }
+      case 'add_to_campaign':
+        return done({ campaignId: step.campaignId, added: await this.campaigns.addContacts(step.campaignId as number, [ctx.contactId], tx) });
+      case 'remove_from_campaign':
+        return done({ campaignId: step.campaignId, removed: await this.campaigns.removeContacts(step.campaignId as number, [ctx.contactId], tx) });
+      case 'add_to_segment':
+        return done({ segmentId: step.segmentId, added: await this.segments.addContacts(step.segmentId as number, [ctx.contactId], tx) });
+      case 'remove_from_segment':
+        return done({ segmentId: step.segmentId, removed: await this.segments.removeContacts(step.segmentId as number, [ctx.contactId], tx) });
+      case 'create_activity': {
+        const due = step.due === undefined ? null : new Date(ctx.now.getTime() + (parseRelative(step.due) ?? 0));
+        const a = await this.activities.create(
+          {
+            type: step.activityType as 'call',
+            subject: step.subject as string,
+            contact_id: ctx.contactId,
+            due_date: due ? due.toISOString() : null,
+            notes: step.notes ?? null,
+          },
+          ctx.who,
+          tx,
+        );
+        return done({ activityId: a.id });
+      }
+      case 'notify_user': {
+        const n = await this.notifications.notify(
+          step.userId as number,
+          'workflow',
+          step.message as string,
+          { workflowId: ctx.workflowId, enrollmentId: ctx.enrollmentId, contactId: ctx.contactId },
+          tx,
+        );
+        return done({ notificationId: n.id });
+      }
+      case 'send_sms':
+        return this.sendSms(step, ctx, tx);
+      case 'webhook':
+        return this.webhook(step, ctx, tx);
+      case 'goal':
+        // Goals are never reached (validation refuses a next to one); they are checked before each step.
+        return done();
+    }
+  }
+
+  private async branch(step: Step, ctx: StepContext, tx: Tx): Promise<StepResult> {
+    if (step.split) {
+      const bucket = splitBucket(ctx.enrollmentId, step.key);
+      let upTo = 0;
+      for (const [i, s] of step.split.entries()) {
+        upTo += s.percentage;
+        if (bucket < upTo) return { kind: 'next', next: s.next, outcome: 'completed', detail: { split: i, bucket } };
+      }
+      const last = step.split[step.split.length - 1];
+      return { kind: 'next', next: last.next, outcome: 'completed', detail: { split: step.split.length - 1, bucket } };
+    }
+    for (const [i, b] of (step.branches ?? []).entries()) {
+      if (await this.matches(ctx.contactId, b.filter, ctx.now, tx))
+        return { kind: 'next', next: b.next, outcome: 'completed', detail: { branch: i, matched: true } };
+    }
+    return { kind: 'next', next: step.defaultNext, outcome: 'completed', detail: { branch: null, matched: false } };
+  }
+
+  /** The contact's SMS through the text messages pipeline, at the send window's next opening when outside it; skipped when opted out. */
+  private async sendSms(step: Step, ctx: StepContext, tx: Tx): Promise<StepResult> {
+    const contact = await this.contacts.get(ctx.contactId);
+    const template = step.body ?? (await this.textMessages.contentOf(step.textMessageId as number, tx));
+    const w = ctx.settings.sendWindow;
+    const at = w ? nextInWindow(ctx.now, w, ctx.settings.timezone) : ctx.now;
+    const scheduledFor = at.getTime() > ctx.now.getTime() ? at : null;
+    if (!contact.phone) throw fieldError('phone', `contact ${ctx.contactId} has no phone number`);
+    const sent = await this.textMessages.queueForContact(
+      { ...(contact as unknown as Record<string, unknown>), fields: contact.fields, id: contact.id, phone: contact.phone },
+      template,
+      scheduledFor,
+      ctx.who,
+      tx,
+    );
+    if (sent === 'opted_out') return { kind: 'next', next: step.next, outcome: 'skipped', detail: { reason: 'opted_out' } };
+    return { kind: 'next', next: step.next, outcome: 'completed', detail: { textMessageId: sent.id, scheduledFor: scheduledFor?.toISOString() ?? null } };
+  }
+
+  /** A signed delivery to the webhook, with a Webhook-Id stable for this enrollment and step run. */
+  private async webhook(step: Step, ctx: StepContext, tx: Tx): Promise<StepResult> {
+    const id = stepRunId(ctx.enrollmentId, ctx.seq);
+    const contact = await this.contacts.get(ctx.contactId);
+    const body = JSON.stringify({
+      id,
+      type: 'workflow.webhook',
+      occurredAt: ctx.now.toISOString(),
+      data: {
+        workflowId: ctx.workflowId,
+        workflowName: ctx.workflowName,
+        enrollmentId: ctx.enrollmentId,
+        stepKey: step.key,
+        contact,
+        payload: step.payload ?? null,
+      },
+    });
+    if (!(await this.webhooks.queueDirectDelivery(step.webhookId as number, id, 'workflow.webhook', body, tx)))
+      throw fieldError('webhookId', `webhook ${step.webhookId} does not exist`);
+    ctx.webhooks.add(step.webhookId as number);
+    return { kind: 'next', next: step.next, outcome: 'completed', detail: { webhookId: step.webhookId, webhookEventId: id } };
+  }
+}
