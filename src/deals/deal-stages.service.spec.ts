@@ -115,6 +115,7 @@ describe('deals in pipeline stages, and the stage ledger (service layer, real Po
     expect(history[0].left_at).toBe(history[1].entered_at);
     expect(history[1].left_at).toBeNull();
     await expect(deals.stageHistory(987654)).rejects.toMatchObject({ status: 404 });
+    await expect(deals.stageHistory(d.id, { orderBy: 'id; DROP TABLE deals' })).rejects.toMatchObject({ status: 400 });
   });
 
   it('parallel stage changes of one deal: one ledger row each, chained in order, none lost', async () => {

@@ -4,7 +4,7 @@ import { CurrentPrincipal } from '../auth/current-principal.decorator.js';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { CreateOrReplace, putOutcome } from '../server/put-status.js';
-import { ApiEnvelope } from '../common/openapi.js';
+import { ApiEnvelope, ApiErrors } from '../common/openapi.js';
 import { ApiBatchAnswers } from '../batch/batch.openapi.js';
 import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
 import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
@@ -96,8 +96,9 @@ export class DealsController {
     description: 'The current stage counts its seconds up to now. A removed stage keeps its last name.',
   })
   @ApiEnvelope('stages', DealStageStayDto, { list: true })
-  async stages(@Param('id', IdPipe) id: number) {
-    const stages = await this.deals.stageHistory(id);
+  @ApiErrors({ status: 400, description: 'A query parameter was given: the history takes none' })
+  async stages(@Param('id', IdPipe) id: number, @Query() query: Record<string, unknown>) {
+    const stages = await this.deals.stageHistory(id, query);
     return { total: stages.length, stages };
   }
 

@@ -93,7 +93,9 @@ export class DealsService implements OnModuleInit {
   }
 
   /** A deal's stage history: each stay with its times (the current one up to the injected clock's now). */
-  async stageHistory(id: number) {
+  async stageHistory(id: number, query: Record<string, unknown> = {}) {
+    const unknown = Object.keys(query)[0];
+    if (unknown !== undefined) throw fieldError(unknown, 'is not a parameter of the stage history (it takes none)');
     await this.get(id);
     return this.stages.history(id);
   }
