@@ -41,6 +41,7 @@ import { WebhooksModule } from './events/webhooks.module.js';
 import { ConsoleModule } from './console/console.module.js';
 import { SegmentsModule } from './segments/segments.module.js';
 import { ImportsModule } from './imports/imports.module.js';
+import { ScoringModule } from './scoring/scoring.module.js';
 
 /** Feature modules: one per resource. */
 export const FEATURE_MODULES: Type[] = [
@@ -60,6 +61,7 @@ export const FEATURE_MODULES: Type[] = [
   TextMessagesModule,
   SegmentsModule,
   ImportsModule,
+  ScoringModule,
   EventsModule,
   WebhooksModule,
   ConsoleModule,

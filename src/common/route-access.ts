@@ -25,6 +25,7 @@ export const RESOURCES = [
   'activities',
   'tokens',
   'webhooks',
+  'scoring',
 ] as const;
 export type Resource = (typeof RESOURCES)[number];
 export const ACTIONS = ['read', 'write', 'delete'] as const;

@@ -85,6 +85,10 @@ export interface AppConfig {
   campaignCompletionIntervalMs: number; // period of the job that completes campaigns past their endDate
   /** How often the segments refresher rebuilds pending dynamic segments and re-evaluates changed contacts (SEGMENT_REFRESH_INTERVAL_MS). */
   segmentRefreshIntervalMs: number;
+  /** How often the scoring rule applier reads the change feed when nothing wakes it (SCORING_APPLY_INTERVAL_MS). */
+  scoringApplyIntervalMs: number;
+  /** How often the scoring decay job checks whether a decay period has ended (SCORING_DECAY_CHECK_MS). */
+  scoringDecayCheckMs: number;
   /** Webhooks: allow http:// targets (WEBHOOK_ALLOW_HTTP) and loopback/link-local/private addresses (WEBHOOK_ALLOW_PRIVATE). */
   webhookAllowHttp: boolean;
   webhookAllowPrivate: boolean;
@@ -312,6 +316,8 @@ function operations(env: Env, sms: ReturnType<typeof smsGateway>) {
     commit: str(env, 'GIT_COMMIT', 'unknown'),
     campaignCompletionIntervalMs: int(env, 'CAMPAIGN_COMPLETION_INTERVAL_MS', 60_000, 100, 86_400_000),
     segmentRefreshIntervalMs: int(env, 'SEGMENT_REFRESH_INTERVAL_MS', 1_000, 50, 60_000),
+    scoringApplyIntervalMs: int(env, 'SCORING_APPLY_INTERVAL_MS', 1_000, 50, 60_000),
+    scoringDecayCheckMs: int(env, 'SCORING_DECAY_CHECK_MS', 60_000, 100, 86_400_000),
     webhookAllowHttp: bool(env, 'WEBHOOK_ALLOW_HTTP', false),
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),

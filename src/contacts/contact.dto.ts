@@ -1,9 +1,25 @@
-import { PartialType } from '@nestjs/swagger';
-import { IsEmail, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, isEmail, Max, MaxLength, maxLength, Min } from 'class-validator';
+import { ApiHideProperty, PartialType } from '@nestjs/swagger';
+import { IsEmail, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, isEmail, Max, MaxLength, maxLength, Min, registerDecorator } from 'class-validator';
 import { NoNul } from '../common/validation.js';
 import { AuditRecordDto } from '../common/audit.dto.js';
 import { DNC_REASONS, type DncReason } from './contact.entity.js';
 import { NotBlank, References, Rule } from '../common/documented-rules.js';
+
+/**
+ * A record property a body must not carry because another route changes it: any value is a 400
+ * whose detail names that route (no schema property: the document's `additionalProperties: false`
+ * already refuses it).
+ */
+function ChangedElsewhere(route: string) {
+  return (object: object, propertyName: string) =>
+    registerDecorator({
+      name: 'changedElsewhere',
+      target: object.constructor,
+      propertyName,
+      options: { message: `is not writable: change it with ${route}` },
+      validator: { validate: (v: unknown) => v === undefined },
+    });
+}
 
 export class CreateContactDto {
   /** Full name. */
@@ -73,6 +89,11 @@ export class CreateContactDto {
   @IsObject({ message: 'fields must be an object of custom field values by alias' })
   @Rule('keys are aliases of published custom fields of the object, each value valid for its field type and options; required fields must be given')
   fields?: Record<string, unknown> | null;
+
+  /** Not writable: points are the sum of the point ledger, changed by POST /api/contacts/{id}/points (a 400 names that route). */
+  @ApiHideProperty()
+  @ChangedElsewhere('POST /api/contacts/{id}/points')
+  points?: never;
 }
 
 /** PATCH body: any subset of the create properties. */
@@ -147,6 +168,14 @@ export class CompanyRefDto {
   name: string;
 }
 
+/** A point group a contact is in. */
+export class ContactPointGroupDto {
+  id: number;
+  name: string;
+  /** `#rrggbb`, or null. */
+  color: string | null;
+}
+
 /** A do-not-contact entry of one channel. */
 export class DoNotContactEntryDto {
   /** unsubscribed (the contact replied STOP, or was unsubscribed), bounced or manual. */
@@ -195,6 +224,10 @@ export class ContactRecordDto extends AuditRecordDto {
   owner: OwnerRefDto | null;
   /** Custom field values by field alias. */
   fields: Record<string, unknown>;
+  /** The lead score: the sum of the contact's point ledger (GET /api/contacts/{id}/points/history); changed by POST /api/contacts/{id}/points and scoring rules. */
+  points: number;
+  /** The published point groups whose range holds the contact's points (its tiers), in id order. */
+  pointGroups: ContactPointGroupDto[];
   /** Do-not-contact entries by channel (null: the contact may be contacted on that channel). */
   doNotContact: DoNotContactDto;
 }

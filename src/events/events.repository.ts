@@ -85,6 +85,16 @@ export class EventsRepository {
     return rows.map(toEventRecord);
   }
 
+  /** Sequenced events of `types` after `sequence` that occurred at or after `since`, in order. */
+  async occurredSince(since: Date, sequence: number, limit: number, types: readonly string[]): Promise<EventRecord[]> {
+    const rows: EventRow[] = await this.transactions.db.query(
+      `SELECT id, type, occurred_at, sequence, data, previous FROM events
+        WHERE sequence > $1 AND type = ANY($3::text[]) AND occurred_at >= $4 ORDER BY sequence LIMIT $2`,
+      [sequence, limit, types, since],
+    );
+    return rows.map(toEventRecord);
+  }
+
   /** The highest sequence given so far, read in `tx` (every event numbered up to it is visible in its snapshot). */
   async lastSequenceIn(tx: Tx): Promise<number> {
     const [r]: { last_sequence: string }[] = await tx.query(`SELECT last_sequence FROM event_feed_state`);

@@ -6,6 +6,9 @@ import type { Tx } from '../database/transactions.js';
 import { changedProperties, EVENT_TYPES, type EventRecord, type EventType, isEventType, missingReadPermissions, readableEventTypes } from './event-types.js';
 import { EventsRepository } from './events.repository.js';
 
+/** The catalogue's names and the feed's event shape, for features that follow the feed (scoring rules). */
+export { EVENT_TYPES, isEventType, type EventRecord } from './event-types.js';
+
 /** How often each api/worker process numbers newly committed events. */
 export const SEQUENCER_INTERVAL_MS = 100;
 /** Events numbered per sequencer statement. */
@@ -73,8 +76,16 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
    * (call sequenceNow() before opening `tx`): a transaction that waited here for the sequencer's own
    * connection would deadlock on the embedded database, which runs one transaction at a time.
    */
-  afterIn(tx: Tx, sequence: number, limit: number): Promise<EventRecord[]> {
-    return this.events.after(sequence, limit, undefined, tx);
+  afterIn(tx: Tx, sequence: number, limit: number, types?: readonly string[]): Promise<EventRecord[]> {
+    return this.events.after(sequence, limit, types, tx);
+  }
+
+  /**
+   * Numbered events of `types` that occurred at or after `since`, after `sequence`, in sequence order
+   * (a replay of the kept feed from a time, e.g. a scoring what-if).
+   */
+  occurredSince(since: Date, sequence: number, limit: number, types: readonly string[]): Promise<EventRecord[]> {
+    return this.events.occurredSince(since, sequence, limit, types);
   }
 
   /** The highest sequence numbered so far, read in `tx` (as afterIn, without numbering first). */

@@ -18,8 +18,12 @@ import { SEGMENT_LIST_SPEC, SegmentsRepository } from './segments.repository.js'
 
 /** How many matching contacts a preview shows. */
 export const PREVIEW_SAMPLE_SIZE = 10;
-/** Filter fields a segment's filter cannot use: segment.id (a segment defined by segments could depend on itself). */
-export const EXCLUDED_FILTER_FIELDS = ['segment.id'] as const;
+/**
+ * Filter fields a segment's filter cannot use: segment.id (a segment defined by segments could
+ * depend on itself); points and pointGroup.id (points change without a contact.updated event, which
+ * is what the refresh follows, so a dynamic segment could not stay true to them).
+ */
+export const EXCLUDED_FILTER_FIELDS = ['segment.id', 'points', 'pointGroup.id'] as const;
 /** Change events one refresh pass reads per transaction. */
 export const REFRESH_BATCH = 10_000;
 
