@@ -1,25 +1,9 @@
-import { ApiHideProperty, PartialType } from '@nestjs/swagger';
-import { IsEmail, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, isEmail, Max, MaxLength, maxLength, Min, registerDecorator } from 'class-validator';
-import { NoNul } from '../common/validation.js';
+import { PartialType } from '@nestjs/swagger';
+import { IsEmail, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, isEmail, Max, MaxLength, maxLength, Min } from 'class-validator';
+import { changedElsewhere, NoNul } from '../common/validation.js';
 import { AuditRecordDto } from '../common/audit.dto.js';
 import { DNC_REASONS, type DncReason } from './contact.entity.js';
 import { NotBlank, References, Rule } from '../common/documented-rules.js';
-
-/**
- * A record property a body must not carry because another route changes it: any value is a 400
- * whose detail names that route (no schema property: the document's `additionalProperties: false`
- * already refuses it).
- */
-function ChangedElsewhere(route: string) {
-  return (object: object, propertyName: string) =>
-    registerDecorator({
-      name: 'changedElsewhere',
-      target: object.constructor,
-      propertyName,
-      options: { message: `is not writable: change it with ${route}` },
-      validator: { validate: (v: unknown) => v === undefined },
-    });
-}
 
 export class CreateContactDto {
   /** Full name. */
@@ -89,15 +73,13 @@ export class CreateContactDto {
   @IsObject({ message: 'fields must be an object of custom field values by alias' })
   @Rule('keys are aliases of published custom fields of the object, each value valid for its field type and options; required fields must be given')
   fields?: Record<string, unknown> | null;
-
-  /** Not writable: points are the sum of the point ledger, changed by POST /api/contacts/{id}/points (a 400 names that route). */
-  @ApiHideProperty()
-  @ChangedElsewhere('POST /api/contacts/{id}/points')
-  points?: never;
 }
 
 /** PATCH body: any subset of the create properties. */
 export class UpdateContactDto extends PartialType(CreateContactDto) {}
+
+// Points are the sum of the point ledger, changed only by POST /api/contacts/{id}/points (and scoring): a body carrying them is a 400 naming that route.
+changedElsewhere([CreateContactDto, UpdateContactDto], 'points', 'POST /api/contacts/{id}/points');
 
 /** The properties of CreateContactDto (and so of UpdateContactDto): a body with any other key is left to the pipe. */
 const CONTACT_BODY_KEYS = new Set(['name', 'email', 'phone', 'company', 'companyId', 'title', 'ownerId', 'fields']);

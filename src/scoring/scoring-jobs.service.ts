@@ -131,7 +131,7 @@ export class ScoringJobsService {
     return this.start('recompute', null, who);
   }
 
-  /** POST /api/scoring/what-if: checks the drafts (400 naming `rules[i].<field>`) and queues a run (202). */
+  /** POST /api/scoring/what-if: checks the drafts (400 naming `rules.<i>.<field>`) and queues a run (202). */
   async startWhatIf(dto: WhatIfDto, who: Principal): Promise<ScoringJobRecord> {
     const since = parseIsoWithOffset(dto.since);
     if (!since) throw fieldError('since', 'must be an ISO 8601 date-time with an offset');

@@ -145,7 +145,7 @@ export class ScoringRulesService {
     return (await this.rules.published(kind, name, tx)).map((r) => definitionOf(r, r.createdAt));
   }
 
-  /** A what-if draft checked exactly as a rule's body (400 naming `rules[i].<field>`), as the engine applies it. */
+  /** A what-if draft checked exactly as a rule's body (400 naming `rules.<i>.<field>`, as the validation pipe names it), as the engine applies it. */
   async draft(dto: CreateScoringRuleDto, index: number): Promise<RuleDefinition> {
     const r = new ScoringRule();
     try {
@@ -153,8 +153,8 @@ export class ScoringRulesService {
     } catch (e) {
       if (e instanceof AppError && e.details) {
         throw validationError(
-          `Validation failed: ${e.details.map((d) => `rules[${index}].${d.field}: ${d.message}`).join('; ')}`,
-          e.details.map((d) => ({ ...d, field: `rules[${index}].${d.field}` })),
+          `Validation failed: ${e.details.map((d) => `rules.${index}.${d.field}: ${d.message}`).join('; ')}`,
+          e.details.map((d) => ({ ...d, field: `rules.${index}.${d.field}` })),
         );
       }
       throw e;

@@ -22,7 +22,7 @@ import {
 import { AuditRecordDto } from '../common/audit.dto.js';
 import { NotBlank, Rule } from '../common/documented-rules.js';
 import { IsIsoDateTime, NoNul } from '../common/validation.js';
-import { DURATION_PATTERN, MAX_DELTA } from './scoring.rules.js';
+import { DURATION_PATTERN } from './scoring.rules.js';
 
 const FILTER_PROPERTY = {
   description:
@@ -81,12 +81,15 @@ export class CreateScoringRuleDto {
   @IsObject()
   @ValidateNested()
   @Type(() => ScoringRuleOnDto)
+  @Rule(
+    'exactly one of recordEvent (an event type of the catalogue) and trackedEvent; the filter must compile (over the contact for recordEvent, over properties.<name> for trackedEvent)',
+  )
   on: ScoringRuleOnDto;
 
   /** Points each application adds (negative: removes); not 0, at most 1,000,000 either way. */
   @IsInt()
-  @Min(-MAX_DELTA)
-  @Max(MAX_DELTA)
+  @Min(-1000000)
+  @Max(1000000)
   @Rule('not 0')
   delta: number;
 
@@ -134,8 +137,8 @@ export class ScoringRuleRecordDto extends AuditRecordDto {
 export class AddPointsDto {
   /** Points to add (negative: remove); not 0, at most 1,000,000 either way; the result must stay within ±2^31. */
   @IsInt()
-  @Min(-MAX_DELTA)
-  @Max(MAX_DELTA)
+  @Min(-1000000)
+  @Max(1000000)
   @Rule('not 0; the contact’s points must stay within -2147483648..2147483647')
   delta: number;
 
