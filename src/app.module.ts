@@ -43,6 +43,7 @@ import { ConsoleModule } from './console/console.module.js';
 import { SegmentsModule } from './segments/segments.module.js';
 import { ImportsModule } from './imports/imports.module.js';
 import { WorkflowsModule } from './workflows/workflows.module.js';
+import { ScoringModule } from './scoring/scoring.module.js';
 
 /** Feature modules: one per resource. */
 export const FEATURE_MODULES: Type[] = [
@@ -64,6 +65,7 @@ export const FEATURE_MODULES: Type[] = [
   SegmentsModule,
   ImportsModule,
   WorkflowsModule,
+  ScoringModule,
   EventsModule,
   WebhooksModule,
   ConsoleModule,

@@ -27,6 +27,7 @@ export const RESOURCES = [
   'tokens',
   'webhooks',
   'workflows',
+  'scoring',
 ] as const;
 export type Resource = (typeof RESOURCES)[number];
 export const ACTIONS = ['read', 'write', 'delete'] as const;

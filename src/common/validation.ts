@@ -4,6 +4,27 @@ import { toE164 } from './phone.js';
 
 export { toE164 };
 
+/** Body class → property → the route that changes it (see {@link changedElsewhere}). */
+const CHANGED_ELSEWHERE = new Map<abstract new () => unknown, Map<string, string>>();
+
+/**
+ * Declares a record property that a body of `classes` must not carry because another route changes
+ * it (a contact's `points`): the validation pipe's 400 for it names that route instead of "should
+ * not exist". The property stays out of the body's schema (unknown properties are refused anyway).
+ */
+export function changedElsewhere(classes: (abstract new () => unknown)[], property: string, route: string): void {
+  for (const c of classes) {
+    const props = CHANGED_ELSEWHERE.get(c) ?? new Map<string, string>();
+    props.set(property, route);
+    CHANGED_ELSEWHERE.set(c, props);
+  }
+}
+
+/** The route that changes `property` of bodies of class `body`, when one was declared. */
+export function changedElsewhereRoute(body: unknown, property: string): string | undefined {
+  return typeof body === 'function' ? CHANGED_ELSEWHERE.get(body as abstract new () => unknown)?.get(property) : undefined;
+}
+
 /** ISO 8601 date-time with an explicit offset, the API's one date-time format. */
 export function IsIsoDateTime(options?: ValidationOptions) {
   return (object: object, propertyName: string) =>

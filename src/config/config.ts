@@ -90,6 +90,10 @@ export interface AppConfig {
   /** Workflows: the runner's fallback poll for due enrollments and trigger ticks (WORKFLOW_POLL_INTERVAL_MS), and a claim's lease (WORKFLOW_LEASE_MS). */
   workflowPollIntervalMs: number;
   workflowLeaseMs: number;
+  /** How often the scoring rule applier reads the change feed when nothing wakes it (SCORING_APPLY_INTERVAL_MS). */
+  scoringApplyIntervalMs: number;
+  /** How often the scoring decay job checks whether a decay period has ended (SCORING_DECAY_CHECK_MS). */
+  scoringDecayCheckMs: number;
   /** Webhooks: allow http:// targets (WEBHOOK_ALLOW_HTTP) and loopback/link-local/private addresses (WEBHOOK_ALLOW_PRIVATE). */
   webhookAllowHttp: boolean;
   webhookAllowPrivate: boolean;
@@ -320,6 +324,8 @@ function operations(env: Env, sms: ReturnType<typeof smsGateway>) {
     segmentRefreshIntervalMs: int(env, 'SEGMENT_REFRESH_INTERVAL_MS', 1_000, 50, 60_000),
     workflowPollIntervalMs: int(env, 'WORKFLOW_POLL_INTERVAL_MS', 1_000, 50, 60_000),
     workflowLeaseMs: int(env, 'WORKFLOW_LEASE_MS', 60_000, 1_000, 3_600_000),
+    scoringApplyIntervalMs: int(env, 'SCORING_APPLY_INTERVAL_MS', 1_000, 50, 60_000),
+    scoringDecayCheckMs: int(env, 'SCORING_DECAY_CHECK_MS', 60_000, 100, 86_400_000),
     webhookAllowHttp: bool(env, 'WEBHOOK_ALLOW_HTTP', false),
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),

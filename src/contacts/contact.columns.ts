@@ -7,9 +7,24 @@ import { Contact } from './contact.entity.js';
 interface ContactExtras {
   ownerName: string | null;
   companyName: string | null;
+  pointGroups: ContactPointGroup[];
+}
+
+/** A point group a contact's points fall in (its tier). */
+export interface ContactPointGroup {
+  id: number;
+  name: string;
+  color: string | null;
 }
 
 const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
+
+/**
+ * The published point groups whose range holds `points` (an SQL expression), as a jsonb array of
+ * { id, name, color } in id order: the contact's tiers. A scan of point_groups, a small table.
+ */
+export const pointGroupsSql = (points: string) =>
+  `(SELECT coalesce(jsonb_agg(jsonb_build_object('id', g.id, 'name', g.name, 'color', g.color) ORDER BY g.id), '[]'::jsonb) FROM point_groups g WHERE g.is_published AND ${points} BETWEEN g.minimum_points AND g.maximum_points)`;
 
 /** The record's `doNotContact` object as SQL from the sms columns (the same object as the map's TypeScript value). */
 export const dncJson = (reason: string, since: string, comment: string) =>
@@ -25,6 +40,7 @@ export const dncJson = (reason: string, since: string, comment: string) =>
 export const CONTACT_COLUMNS = columnMap<Contact, ContactExtras>(Contact, {
   ownerName: (c) => `CASE WHEN ${c}.owner_id IS NOT NULL THEN (SELECT u.name FROM users u WHERE u.id = ${c}.owner_id) END`,
   companyName: (c) => `CASE WHEN ${c}.company_id IS NOT NULL THEN (SELECT co.name FROM companies co WHERE co.id = ${c}.company_id) END`,
+  pointGroups: (c) => pointGroupsSql(`${c}.points`),
 })({
   id: {},
   name: { writable: true },
@@ -43,6 +59,11 @@ export const CONTACT_COLUMNS = columnMap<Contact, ContactExtras>(Contact, {
     value: (r) => (r.ownerId !== null ? { id: r.ownerId, name: r.ownerName } : null),
   },
   fields: { writable: true, orEmpty: true },
+  points: {},
+  pointGroups: {
+    sql: (r) => r('pointGroups'),
+    value: (r) => r.pointGroups,
+  },
   createdAt: {},
   modifiedAt: {},
   createdBy: {},
@@ -88,6 +109,7 @@ export const CONTACT_LIST_SPEC: ListSpec = {
     phone: 'c.phone',
     company: 'c.company',
     title: 'c.title',
+    points: 'c.points',
     createdAt: 'c.created_at',
     modifiedAt: 'c.modified_at',
   },
@@ -137,6 +159,19 @@ export const CONTACT_LIST_SPEC: ListSpec = {
       description: 'has a deal in this pipeline stage',
     },
     dncSms: { type: 'boolean', sql: '(c.dnc_sms_reason IS NOT NULL)', description: 'opted out of text messages' },
+    points: { type: 'int', sql: 'c.points', description: 'the lead score (sum of the point ledger)' },
+    'pointGroup.id': {
+      type: 'membership',
+      sql: '',
+      membership: {
+        table: 'point_groups',
+        recordColumn: 'is_published',
+        recordId: 'true',
+        setColumn: 'id',
+        match: 'm.is_published AND c.points BETWEEN m.minimum_points AND m.maximum_points',
+      },
+      description: "in the published point group: the contact's points are within its range",
+    },
     createdAt: { type: 'datetime', sql: 'c.created_at' },
     modifiedAt: { type: 'datetime', sql: 'c.modified_at' },
   },
@@ -152,6 +187,8 @@ export const CONTACT_LIST_SPEC: ListSpec = {
     'ownerId',
     'owner',
     'fields',
+    'points',
+    'pointGroups',
     'doNotContact',
     'createdAt',
     'modifiedAt',

@@ -1,6 +1,6 @@
 import { PartialType } from '@nestjs/swagger';
 import { IsEmail, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, isEmail, Max, MaxLength, maxLength, Min } from 'class-validator';
-import { NoNul } from '../common/validation.js';
+import { changedElsewhere, NoNul } from '../common/validation.js';
 import { AuditRecordDto } from '../common/audit.dto.js';
 import { DNC_REASONS, type DncReason } from './contact.entity.js';
 import { NotBlank, References, Rule } from '../common/documented-rules.js';
@@ -78,6 +78,9 @@ export class CreateContactDto {
 /** PATCH body: any subset of the create properties. */
 export class UpdateContactDto extends PartialType(CreateContactDto) {}
 
+// Points are the sum of the point ledger, changed only by POST /api/contacts/{id}/points (and scoring): a body carrying them is a 400 naming that route.
+changedElsewhere([CreateContactDto, UpdateContactDto], 'points', 'POST /api/contacts/{id}/points');
+
 /** The properties of CreateContactDto (and so of UpdateContactDto): a body with any other key is left to the pipe. */
 const CONTACT_BODY_KEYS = new Set(['name', 'email', 'phone', 'company', 'companyId', 'title', 'ownerId', 'fields']);
 
@@ -147,6 +150,14 @@ export class CompanyRefDto {
   name: string;
 }
 
+/** A point group a contact is in. */
+export class ContactPointGroupDto {
+  id: number;
+  name: string;
+  /** `#rrggbb`, or null. */
+  color: string | null;
+}
+
 /** A do-not-contact entry of one channel. */
 export class DoNotContactEntryDto {
   /** unsubscribed (the contact replied STOP, or was unsubscribed), bounced or manual. */
@@ -195,6 +206,10 @@ export class ContactRecordDto extends AuditRecordDto {
   owner: OwnerRefDto | null;
   /** Custom field values by field alias. */
   fields: Record<string, unknown>;
+  /** The lead score: the sum of the contact's point ledger (GET /api/contacts/{id}/points/history); changed by POST /api/contacts/{id}/points and scoring rules. */
+  points: number;
+  /** The published point groups whose range holds the contact's points (its tiers), in id order. */
+  pointGroups: ContactPointGroupDto[];
   /** Do-not-contact entries by channel (null: the contact may be contacted on that channel). */
   doNotContact: DoNotContactDto;
 }

@@ -33,6 +33,10 @@ export class Contact extends AuditedEntity {
   @Column({ type: 'jsonb', default: () => `'{}'::jsonb` })
   fields: Record<string, unknown>;
 
+  /** Lead score: the sum of the contact's point ledger, changed only by the scoring feature (never by a contact write). */
+  @Column({ type: 'int', default: 0 })
+  points: number;
+
   /** Do-not-contact on the sms channel: why (null when the contact may be texted). */
   @Column({ name: 'dnc_sms_reason', type: 'text', nullable: true })
   dncSmsReason: DncReason | null;

@@ -6,7 +6,7 @@ import type { ListQuery, ListSpec } from '../lists/list-spec.js';
 import { type ListPage, type PageLoader, paginate } from '../lists/list-sql.js';
 import { CONTACT_LIST_SPEC } from './contact.columns.js';
 import type { Principal } from '../common/request.js';
-import { type Db, prepared, Transactions, type Tx } from '../database/transactions.js';
+import { type Db, prepared, returning, Transactions, type Tx } from '../database/transactions.js';
 import { outboxInsertSql } from '../database/outbox.js';
 import { CONTACT_COLUMNS, type ContactRow, type ContactValues, dncJson } from './contact.columns.js';
 import { Contact, type DncReason } from './contact.entity.js';
@@ -350,5 +350,74 @@ export class ContactsRepository {
       [who.userId, who.userName],
     );
     return rows[0].n;
+  }
+
+  /**
+   * Points (the scoring feature's ledger total, see src/scoring): adds `delta` to a contact's points
+   * in one statement, which holds the row lock until `tx` ends, so concurrent changes apply one after
+   * the other and none is lost. Answers the points before and after; `null` when the contact does not
+   * exist, `'out_of_bounds'` when the result would leave [min, max] (nothing written).
+   */
+  async changePoints(
+    id: number,
+    delta: number,
+    bounds: { min: number; max: number },
+    tx: Tx,
+  ): Promise<{ before: number; after: number } | null | 'out_of_bounds'> {
+    const rows: { after: number }[] = await returning(
+      tx,
+      `UPDATE contacts SET points = points + $2::int WHERE id = $1 AND points::bigint + $2::int BETWEEN $3::bigint AND $4::bigint RETURNING points AS after`,
+      [id, delta, bounds.min, bounds.max],
+    );
+    if (rows[0]) return { before: rows[0].after - delta, after: rows[0].after };
+    return (await this.lockPoints(id, tx)) === null ? null : 'out_of_bounds';
+  }
+
+  /** A contact's points, its row locked (FOR UPDATE) until `tx` ends; null when it does not exist. */
+  async lockPoints(id: number, tx: Tx): Promise<number | null> {
+    const rows: { points: number }[] = await tx.query(`SELECT points FROM contacts WHERE id = $1 FOR UPDATE`, [id]);
+    return rows[0]?.points ?? null;
+  }
+
+  /**
+   * Adds each change's delta to its contact's points in one statement (rows locked in id order;
+   * the caller checked the bounds on rows it locked with pointsPage). Answers the points before and
+   * after per contact that exists.
+   */
+  async applyPointDeltas(changes: { id: number; delta: number }[], tx: Tx): Promise<{ id: number; before: number; after: number }[]> {
+    if (!changes.length) return [];
+    return returning(
+      tx,
+      `UPDATE contacts c SET points = c.points + v.delta
+         FROM unnest($1::int[], $2::int[]) AS v(id, delta) WHERE c.id = v.id
+       RETURNING c.id, c.points - v.delta AS before, c.points AS after`,
+      [changes.map((c) => c.id), changes.map((c) => c.delta)],
+    );
+  }
+
+  /**
+   * A page of contacts' points in id order after `afterId`, locked (FOR UPDATE) until `tx` ends:
+   * every contact, or with `nonZero` only those with points (decay's walk).
+   */
+  async pointsPage(afterId: number, limit: number, nonZero: boolean, tx: Tx): Promise<{ id: number; points: number }[]> {
+    return tx.query(`SELECT id, points FROM contacts WHERE id > $1 ${nonZero ? 'AND points <> 0' : ''} ORDER BY id LIMIT $2 FOR UPDATE`, [afterId, limit]);
+  }
+
+  /** The points of these contacts (those that exist). */
+  async pointsOf(ids: number[], tx?: Tx): Promise<Map<number, number>> {
+    if (!ids.length) return new Map();
+    const rows: { id: number; points: number }[] = await this.db(tx).query(`SELECT id, points FROM contacts WHERE id = ANY($1::int[])`, [ids]);
+    return new Map(rows.map((r) => [r.id, r.points]));
+  }
+
+  /** How many contacts have points within each [min, max] range (in the given order). */
+  async countInPointRanges(ranges: { min: number; max: number }[], tx?: Tx): Promise<number[]> {
+    if (!ranges.length) return [];
+    const rows: { n: string }[] = await this.db(tx).query(
+      `SELECT (SELECT count(*) FROM contacts c WHERE c.points BETWEEN r.lo AND r.hi) AS n
+         FROM unnest($1::int[], $2::int[]) WITH ORDINALITY AS r(lo, hi, i) ORDER BY r.i`,
+      [ranges.map((r) => r.min), ranges.map((r) => r.max)],
+    );
+    return rows.map((r) => Number(r.n));
   }
 }

@@ -11,6 +11,10 @@ export const EVENT_CATALOGUE = {
     "A contact changed (properties, custom field values, its company: companyId set or cleared, also by company membership, a company's deletion or the companies backfill; or its do-not-contact entries, e.g. after an SMS reply STOP). data: the contact; previous: the changed properties' old values.",
   'contact.deleted': 'A contact was deleted. data: the contact as it was.',
   'contact.owner_changed': "A contact's owner changed (written beside contact.updated). data: the contact; previous: { owner }.",
+  'contact.point_group_entered':
+    "A change of a contact's points moved it into a published point group's range (every time it happens; written in the change's transaction; a change of points writes no contact.updated). data: { id (the contact's), contactId, pointGroup: { id, name, minimumPoints, maximumPoints, color }, points, previousPoints }.",
+  'contact.point_group_left':
+    "A change of a contact's points moved it out of a published point group's range (every time it happens). data: { id (the contact's), contactId, pointGroup: { id, name, minimumPoints, maximumPoints, color }, points, previousPoints }.",
   'company.created': 'A company was created (through the API or by the companies backfill). data: the company.',
   'company.updated': "A company changed (properties or custom field values). data: the company; previous: the changed properties' old values.",
   'company.deleted': 'A company was deleted (its contacts and deals were detached, each with its own update event). data: the company as it was.',
@@ -81,6 +85,9 @@ export const EVENT_CATALOGUE = {
     'An enrollment left its workflow early (an exit step, DELETE of the enrollment, re-enrollment, the workflow deleted with force). data: the enrollment.',
   'workflow.converted': "An enrollment's contact matched one of the workflow's goals. data: the enrollment.",
   'workflow.failed': 'A step of an enrollment failed; the enrollment ended failed with the error. data: the enrollment (error says why).',
+  'scoring_rule.created': 'A scoring rule was created. data: the rule.',
+  'scoring_rule.updated': "A scoring rule changed. data: the rule; previous: the changed properties' old values.",
+  'scoring_rule.deleted': 'A scoring rule was deleted (its ledger rows stay, with their ruleId). data: the rule as it was.',
 } as const;
 
 export type EventType = keyof typeof EVENT_CATALOGUE;
@@ -108,6 +115,7 @@ const READ_PERMISSION_BY_SUBJECT: Record<string, Permission> = {
   category: 'categories:read',
   point_group: 'pointGroups:read',
   workflow: 'workflows:read',
+  scoring_rule: 'scoring:read',
 };
 
 export function readPermissionOf(type: EventType): Permission {

@@ -6,6 +6,9 @@ import type { Tx } from '../database/transactions.js';
 import { changedProperties, EVENT_TYPES, type EventRecord, type EventType, isEventType, missingReadPermissions, readableEventTypes } from './event-types.js';
 import { EventsRepository } from './events.repository.js';
 
+/** The catalogue's names and the feed's event shape, for features that follow the feed (scoring rules). */
+export { EVENT_TYPES, isEventType, type EventRecord } from './event-types.js';
+
 /** How often each api/worker process numbers newly committed events. */
 export const SEQUENCER_INTERVAL_MS = 100;
 /** Events a typed read looks through per statement, and at most per call, before it answers. */

@@ -55,6 +55,10 @@ export interface JobPayloads {
   'exports.run': { exportId: number };
   /** Queues again every unfinished import and export whose job is gone (worker start and every RECOVERY_EVERY_MS). */
   'imports.recover': Record<string, never>;
+  /** Applies the scoring decay periods that have ended (each contact once per period; scheduled every SCORING_DECAY_CHECK_MS). */
+  'scoring.decay': Record<string, never>;
+  /** Runs a scoring recompute or what-if job (a scoring_jobs row). */
+  'scoring.run': { jobId: number };
 }
 export type JobName = keyof JobPayloads;
 
@@ -73,6 +77,8 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   'imports.run': QUEUES.imports,
   'exports.run': QUEUES.imports,
   'imports.recover': QUEUES.maintenance,
+  'scoring.decay': QUEUES.maintenance,
+  'scoring.run': QUEUES.reports,
 };
 
 export interface JobPolicy {
@@ -103,6 +109,10 @@ export const JOB_POLICY: Record<JobName, JobPolicy> = {
   'imports.run': { attempts: 5, backoffMs: 2_000 },
   'exports.run': { attempts: 3, backoffMs: 2_000 },
   'imports.recover': { attempts: 2, backoffMs: 2_000 },
+  // Each period's rows are unique per contact, so a retried run only finishes what is left.
+  'scoring.decay': { attempts: 3, backoffMs: 10_000 },
+  // A retried run starts over (a recompute repairs only what differs; a what-if writes nothing).
+  'scoring.run': { attempts: 3, backoffMs: 5_000 },
 };
 
 /**
@@ -143,4 +153,7 @@ export const JOB_IDS = {
   importRun: (importId: number) => `import:${importId}`,
   exportRun: (exportId: number) => `export:${exportId}`,
   importsRecoverSchedule: 'imports-recover',
+  scoringDecaySchedule: 'scoring-decay',
+  /** One job per scoring recompute or what-if run. */
+  scoringRun: (jobId: number) => `scoring:${jobId}`,
 };

@@ -39,8 +39,12 @@ export interface FilterField {
   values?: readonly string[] | null;
   /** json-*: the key inside the jsonb column, and the value type inside it. */
   json?: { key: string; valueType: 'string' | 'number' | 'boolean' | 'date' | 'datetime' | 'select' };
-  /** membership: EXISTS (SELECT 1 FROM <table> m WHERE m.<recordColumn> = <recordId> AND m.<setColumn> ...). */
-  membership?: { table: string; recordColumn: string; recordId: string; setColumn: string };
+  /**
+   * membership: EXISTS (SELECT 1 FROM <table> m WHERE m.<recordColumn> = <recordId> AND m.<setColumn> ...).
+   * `match`, when given, is the condition tying a row `m` of the set table to the record instead of
+   * `m.<recordColumn> = <recordId>` (a set defined by a range rather than a link row: point groups).
+   */
+  membership?: { table: string; recordColumn: string; recordId: string; setColumn: string; match?: string };
   /**
    * string: a trigram-indexed expression that holds this column's lower-cased text among other text
    * (contacts' search_text). contains, startsWith and endsWith also test it with a substring match,
@@ -251,7 +255,7 @@ class Compiler {
   private empty(f: FilterField, isEmpty: boolean): string {
     if (f.type === 'membership' && f.membership) {
       const m = f.membership;
-      return `(${isEmpty ? 'NOT ' : ''}EXISTS (SELECT 1 FROM ${m.table} m WHERE m.${m.recordColumn} = ${m.recordId}))`;
+      return `(${isEmpty ? 'NOT ' : ''}EXISTS (SELECT 1 FROM ${m.table} m WHERE ${m.match ?? `m.${m.recordColumn} = ${m.recordId}`}))`;
     }
     if (f.type.startsWith('json-') && f.json) {
       const v = `(${f.sql} -> '${jsonKey(f)}')`;
@@ -268,7 +272,8 @@ class Compiler {
   private compare(f: FilterField, op: FilterOperator, values: unknown[]): string {
     if (f.type === 'membership' && f.membership) {
       const m = f.membership;
-      const exists = (cond: string) => `EXISTS (SELECT 1 FROM ${m.table} m WHERE m.${m.recordColumn} = ${m.recordId} AND m.${m.setColumn} ${cond})`;
+      const tie = m.match ?? `m.${m.recordColumn} = ${m.recordId}`;
+      const exists = (cond: string) => `EXISTS (SELECT 1 FROM ${m.table} m WHERE ${tie} AND m.${m.setColumn} ${cond})`;
       if (op === 'eq') return `(${exists(`= ${this.bind(values[0])}`)})`;
       if (op === 'neq') return `(NOT ${exists(`= ${this.bind(values[0])}`)})`;
       if (op === 'in') return `(${exists(`= ANY(${this.bind(values)})`)})`;

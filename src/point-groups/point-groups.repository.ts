@@ -56,4 +56,11 @@ export class PointGroupsRepository {
   async delete(id: number, tx?: Tx): Promise<boolean> {
     return ((await this.repo(tx).delete({ id })).affected ?? 0) > 0;
   }
+
+  /** The published groups' ranges in id order (the tiers a contact's points are compared with). */
+  publishedRanges(tx?: Tx): Promise<{ id: number; name: string; minimumPoints: number; maximumPoints: number; color: string | null }[]> {
+    return this.transactions
+      .handle(tx)
+      .query(`SELECT id, name, minimum_points AS "minimumPoints", maximum_points AS "maximumPoints", color FROM point_groups WHERE is_published ORDER BY id`);
+  }
 }

@@ -19,10 +19,11 @@ import { CHANGE_EVENTS, SEGMENT_LIST_SPEC, SegmentsRepository } from './segments
 /** How many matching contacts a preview shows. */
 export const PREVIEW_SAMPLE_SIZE = 10;
 /**
- * Filter fields a segment's filter cannot use: segment.id (a segment defined by segments could depend on itself), and the
- * contact's deals (deal changes are not contact changes, so a dynamic segment would not be re-evaluated when they change).
+ * Filter fields a segment's filter cannot use: segment.id (a segment defined by segments could depend on itself); the
+ * contact's deals (deal changes are not contact changes, so a dynamic segment would not be re-evaluated when they change);
+ * points and pointGroup.id (points change without a contact.updated event, which is what the refresh follows).
  */
-export const EXCLUDED_FILTER_FIELDS = ['segment.id', 'deals.status', 'deals.stage.id'] as const;
+export const EXCLUDED_FILTER_FIELDS = ['segment.id', 'deals.status', 'deals.stage.id', 'points', 'pointGroup.id'] as const;
 /** Change events one refresh pass reads per transaction. */
 export const REFRESH_BATCH = 10_000;
 

@@ -1,5 +1,6 @@
 import { type ArgumentMetadata, Injectable, type ValidationError, ValidationPipe } from '@nestjs/common';
 import { AppError, type ErrorDetail } from '../common/errors.js';
+import { changedElsewhereRoute } from '../common/validation.js';
 import { cacheValidationRuleLookups } from '../patches/class-validator.js';
 
 // Each class's rules are looked up once (src/server/README.md, "class-validator's rule lookups").
@@ -81,6 +82,23 @@ export class AppValidationPipe extends ValidationPipe {
         ]);
       }
     }
-    return super.transform(value, metadata);
+    try {
+      return await super.transform(value, metadata);
+    } catch (e) {
+      throw metadata.type === 'body' && e instanceof AppError ? withRouteHints(e, metadata.metatype) : e;
+    }
   }
+}
+
+/** A refused property that another route changes (common/validation.ts, changedElsewhere): its detail names that route. */
+function withRouteHints(e: AppError, body: unknown): AppError {
+  let hinted = false;
+  const details = e.details?.map((d) => {
+    const route = d.message === 'should not exist' ? changedElsewhereRoute(body, d.field) : undefined;
+    if (!route) return d;
+    hinted = true;
+    return { ...d, message: `is not writable here: change it with ${route}` };
+  });
+  if (!hinted || !details) return e;
+  return new AppError(e.code, `Validation failed: ${details.map((d) => `${d.field}: ${d.message}`).join('; ')}`, details);
 }

@@ -1,0 +1,81 @@
+import { Injectable } from '@nestjs/common';
+import { Transactions, type Tx } from '../database/transactions.js';
+import { auditFields, defineList, type ListQuery } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
+import { type RuleSource, ScoringRule } from './scoring-rule.entity.js';
+
+export const SCORING_RULE_LIST_SPEC = defineList({
+  name: 'scoring rules',
+  sortable: ['id', 'name', 'isPublished', 'delta', 'createdAt', 'modifiedAt'],
+  searchExpression: "lower(r.name || ' ' || coalesce(r.description, '') || ' ' || r.on_name)",
+  filters: { isPublished: { type: 'boolean', column: 'r.is_published' } },
+  fields: {
+    id: { type: 'id', sql: 'r.id' },
+    name: { type: 'string', sql: 'r.name' },
+    description: { type: 'string', sql: 'r.description' },
+    isPublished: { type: 'boolean', sql: 'r.is_published' },
+    'on.recordEvent': { type: 'string', sql: "(CASE WHEN r.on_kind = 'recordEvent' THEN r.on_name END)", description: 'the change-feed event type' },
+    'on.trackedEvent': { type: 'string', sql: "(CASE WHEN r.on_kind = 'trackedEvent' THEN r.on_name END)", description: "the tracked event's name" },
+    delta: { type: 'int', sql: 'r.delta' },
+    repeatable: { type: 'boolean', sql: 'r.repeatable' },
+    maxPerContact: { type: 'int', sql: 'r.max_per_contact' },
+    cooldown: { type: 'string', sql: 'r.cooldown' },
+    ...auditFields('r'),
+  },
+  properties: [
+    'id',
+    'name',
+    'description',
+    'isPublished',
+    'on',
+    'delta',
+    'repeatable',
+    'maxPerContact',
+    'cooldown',
+    'createdAt',
+    'modifiedAt',
+    'createdBy',
+    'createdByUser',
+    'modifiedBy',
+    'modifiedByUser',
+  ],
+});
+
+/** Every query of the scoring_rules table. */
+@Injectable()
+export class ScoringRulesRepository {
+  constructor(private readonly transactions: Transactions) {}
+
+  private repo(tx?: Tx) {
+    return this.transactions.manager(tx).getRepository(ScoringRule);
+  }
+
+  create(): ScoringRule {
+    return this.repo().create();
+  }
+
+  list(q: ListQuery): Promise<ListPage<ScoringRule>> {
+    return paginate(this.repo().createQueryBuilder('r'), q, SCORING_RULE_LIST_SPEC);
+  }
+
+  findRecord(id: number, tx?: Tx): Promise<ScoringRule | null> {
+    return this.repo(tx).findOne({ where: { id } });
+  }
+
+  findForUpdate(id: number, tx: Tx): Promise<ScoringRule | null> {
+    return this.repo(tx).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
+  }
+
+  async save(r: ScoringRule, tx?: Tx): Promise<number> {
+    return (await this.repo(tx).save(r)).id;
+  }
+
+  async delete(id: number, tx?: Tx): Promise<boolean> {
+    return ((await this.repo(tx).delete({ id })).affected ?? 0) > 0;
+  }
+
+  /** The published rules of one kind (of one event type or name, when given), in id order. */
+  published(kind: RuleSource, name?: string, tx?: Tx): Promise<ScoringRule[]> {
+    return this.repo(tx).find({ where: { isPublished: true, onKind: kind, ...(name !== undefined ? { onName: name } : {}) }, order: { id: 'ASC' } });
+  }
+}

@@ -1,0 +1,325 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
+import { iso } from '../common/dates.js';
+import { AppError, notFound, validationError } from '../common/errors.js';
+import type { Principal } from '../common/request.js';
+import { Transactions, type Tx } from '../database/transactions.js';
+import { ContactsRepository } from '../contacts/contacts.repository.js';
+import { type EventRecord, EventsService } from '../events/events.service.js';
+import type { CompiledFilter, FilterRegistry } from '../lists/filter-sql.js';
+import { parseListQuery } from '../lists/list-query.js';
+import { listEnvelope } from '../lists/list-sql.js';
+import { PointGroupsRepository } from '../point-groups/point-groups.repository.js';
+import { type RuleDefinition, ScoringRulesService } from './scoring-rules.service.js';
+import { type NewPointChange, POINT_HISTORY_LIST_SPEC, type PointChangeRow, ScoringRepository } from './scoring.repository.js';
+import { contactIdOf, durationMs, type GroupRange, MAX_DELTA, MAX_POINTS, MIN_POINTS, type PointSource, tierChanges } from './scoring.rules.js';
+
+/** A ledger row as the API returns it. */
+export function toPointChangeRecord(r: PointChangeRow) {
+  return {
+    id: r.id,
+    contactId: r.contactId,
+    delta: r.delta,
+    reason: r.reason,
+    source: r.source,
+    ruleId: r.ruleId,
+    sourceEventId: r.sourceEventId,
+    details: r.details,
+    at: iso(r.at) ?? '',
+    by: r.byUserId !== null || r.byUserName !== null ? { id: r.byUserId, name: r.byUserName } : null,
+  };
+}
+export type PointChangeRecord = ReturnType<typeof toPointChangeRecord>;
+
+/** Where a change of points comes from and why (the ledger row's context). */
+export interface PointChangeContext {
+  source: PointSource;
+  reason: string;
+  /** The rule that gives the points (source `rule`). */
+  ruleId?: number | null;
+  /** The event the points answer: with ruleId, unique (a second application of the pair writes nothing). */
+  sourceEventId?: string | null;
+  /** Extra context shown in the history: a workflow's `{ enrollmentId, stepId }`, a decay period. */
+  details?: Record<string, unknown> | null;
+  /** Who: a user (manual changes), or null. */
+  by?: { userId: number | null; userName: string } | null;
+}
+
+/** A tracked event as the tracking feature hands it to scoring (ScoringService.applyTrackedEvent). */
+export interface TrackedEventInput {
+  source: 'tracked';
+  /** The tracked event's name (a rule's `on.trackedEvent`). */
+  name: string;
+  properties: Record<string, unknown>;
+  contactId: number;
+  /** The tracked event's id: with a rule's id, the unique key of its application. */
+  eventId: string | number;
+  occurredAt: Date | string;
+}
+
+/** A rule application's source, whichever stream it came from. */
+interface RuleInput {
+  kind: 'recordEvent' | 'trackedEvent';
+  name: string;
+  eventId: string;
+  contactId: number;
+}
+
+/** Change-feed events the rule applier reads per transaction. */
+export const APPLY_BATCH = 500;
+
+/**
+ * Points: the ledger (every change a row, with its reason), the contact's `points` kept equal to its
+ * sum in the same transaction, the tier events when a change crosses a published point group's range,
+ * and the rules engine that applies published rules to change-feed events and tracked events, exactly
+ * once per (rule, source event).
+ */
+@Injectable()
+export class ScoringService {
+  private readonly logger = new Logger('Scoring');
+
+  constructor(
+    private readonly ledger: ScoringRepository,
+    private readonly contacts: ContactsRepository,
+    private readonly groups: PointGroupsRepository,
+    private readonly rules: ScoringRulesService,
+    private readonly events: EventsService,
+    private readonly transactions: Transactions,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Adds `delta` points to a contact, inside the caller's transaction when there is one (`tx`, or the
+   * current unit of work): the contact's points and the ledger row change together, with the tier
+   * events of every published point group the change enters or leaves. 400 naming `delta` when it is
+   * 0, beyond ±1,000,000 or would take the points beyond ±2^31; 404 when the contact does not exist.
+   * Answers null when the (ruleId, sourceEventId) pair was applied before (nothing written).
+   * The workflows engine calls this with `{ source: 'workflow', reason, details: { enrollmentId, stepId } }`.
+   */
+  async addPoints(contactId: number, delta: number, context: PointChangeContext, tx?: Tx): Promise<{ change: PointChangeRecord; points: number } | null> {
+    if (!Number.isInteger(delta) || delta === 0 || Math.abs(delta) > MAX_DELTA) {
+      throw validationError(`delta must be a whole number other than 0, at most ${MAX_DELTA} either way`, [
+        { field: 'delta', message: `must be a whole number other than 0, at most ${MAX_DELTA} either way` },
+      ]);
+    }
+    return this.transactions
+      .run(async (t) => {
+        const moved = await this.contacts.changePoints(contactId, delta, { min: MIN_POINTS, max: MAX_POINTS }, t);
+        if (moved === null) throw notFound('Contact', contactId);
+        if (moved === 'out_of_bounds') {
+          throw validationError(`delta would take the contact's points beyond ${MIN_POINTS}..${MAX_POINTS}`, [
+            { field: 'delta', message: `would take the points beyond ${MIN_POINTS}..${MAX_POINTS}` },
+          ]);
+        }
+        const [row] = await this.ledger.append([this.newRow(contactId, delta, context)], t);
+        // The pair's unique key was taken (checked under the contact's lock by the rules engine, so only a
+        // caller that skipped the check gets here): the savepoint rolls the points back.
+        if (!row) throw new DuplicateApplication();
+        await this.recordTiers([{ id: contactId, before: moved.before, after: moved.after }], t);
+        return { change: toPointChangeRecord(row), points: moved.after };
+      }, tx)
+      .catch((e: unknown) => {
+        if (e instanceof DuplicateApplication) return null;
+        throw e;
+      });
+  }
+
+  /** POST /api/contacts/{id}/points: a manual change by the calling user. */
+  async addManualPoints(contactId: number, delta: number, reason: string, who: Principal) {
+    const text = reason.trim();
+    if (!text) throw validationError('reason must not be empty', [{ field: 'reason', message: 'must not be empty' }]);
+    const done = await this.addPoints(contactId, delta, { source: 'manual', reason: text, by: who });
+    // A manual change has no unique key, so it is never a duplicate.
+    if (!done) throw new Error('manual point change was not written');
+    return { pointChange: done.change, points: done.points };
+  }
+
+  /** GET /api/contacts/{id}/points/history: the contact's ledger, newest first. */
+  async history(contactId: number, query: Record<string, unknown>) {
+    const spec = { ...POINT_HISTORY_LIST_SPEC, name: `contact ${contactId} point history` };
+    const q = parseListQuery(query, spec);
+    if (!(await this.contacts.exists(contactId))) throw notFound('Contact', contactId);
+    const page = await this.ledger.history(contactId, q, spec);
+    return listEnvelope(q, 'pointChanges', page, page.items.map(toPointChangeRecord));
+  }
+
+  /**
+   * Applies several changes at once (decay, recompute), rows locked by the caller: the points, the
+   * ledger rows (a row whose unique key is taken is skipped with its change) and the tier events.
+   * Answers how many contacts changed.
+   */
+  async applyMany(changes: { contactId: number; delta: number; context: PointChangeContext }[], tx: Tx): Promise<number> {
+    const rows = await this.ledger.append(
+      changes.map((c) => this.newRow(c.contactId, c.delta, c.context)),
+      tx,
+    );
+    if (!rows.length) return 0;
+    const moved = await this.contacts.applyPointDeltas(
+      rows.map((r) => ({ id: r.contactId, delta: r.delta })),
+      tx,
+    );
+    await this.recordTiers(moved, tx);
+    return moved.length;
+  }
+
+  /** Sets points straight to the ledger's sum (recompute's repair: no ledger row, the ledger is the truth); tier events as for any change. */
+  async repair(changes: { id: number; delta: number }[], tx: Tx): Promise<number> {
+    const moved = await this.contacts.applyPointDeltas(changes, tx);
+    await this.recordTiers(moved, tx);
+    return moved.length;
+  }
+
+  /**
+   * The tracking feature's entry: applies the published rules on this tracked event's name to its
+   * contact, each at most once for this event (rule id and event id are the ledger's unique key, so a
+   * repeated call writes nothing), within the rule's repeatable, maxPerContact and cooldown. Runs in
+   * the caller's transaction when there is one. Answers how many rules gave points.
+   */
+  async applyTrackedEvent(input: TrackedEventInput, tx?: Tx): Promise<number> {
+    const rules = await this.rules.published('trackedEvent', input.name, tx);
+    if (!rules.length) return 0;
+    const now = this.clock.now();
+    let applied = 0;
+    for (const rule of rules) {
+      const filter = this.rules.compile(rule, {}, now);
+      if (filter === undefined) continue;
+      if (filter && !(await this.ledger.propertiesMatch(filter, input.properties ?? {}, tx))) continue;
+      const input2: RuleInput = { kind: 'trackedEvent', name: input.name, eventId: String(input.eventId), contactId: input.contactId };
+      if (await this.applyRule(rule, input2, tx)) applied++;
+    }
+    return applied;
+  }
+
+  /**
+   * One pass of the rule applier over the change feed: the events after its cursor of the types the
+   * published recordEvent rules name, each rule applied to the event's contact when the rule existed
+   * when the event occurred and its filter matches the contact now. The cursor moves in the same
+   * transaction; a second process finds it locked and skips the pass. Answers how many events of the feed
+   * it looked through (-1: locked).
+   */
+  async applyFeed(): Promise<number> {
+    await this.events.sequenceNow(true);
+    return this.transactions.run(async (tx) => {
+      const cursor = await this.ledger.lockCursor(tx);
+      if (!cursor) return -1;
+      const rules = await this.rules.published('recordEvent', undefined, tx);
+      const types = [...new Set(rules.map((r) => r.onName))];
+      // The rules' event types among the next APPLY_BATCH events of the feed; the cursor moves to the
+      // end of what was read (with no rule, to the feed's end without reading).
+      const window = types.length ? await this.events.scanIn(tx, cursor.lastSequence, APPLY_BATCH, types) : null;
+      const events = window?.events ?? [];
+      if (events.length) await this.applyEvents(rules, events, tx);
+      const upTo = window ? window.scannedThrough : cursor.feedSequence;
+      if (upTo > cursor.lastSequence) await this.ledger.advanceCursor(upTo, tx);
+      // Numbers are consecutive: APPLY_BATCH when the window was full and more may follow.
+      return window ? window.scannedThrough - cursor.lastSequence : 0;
+    });
+  }
+
+  /** Applies recordEvent rules to a batch of events in order (filters evaluated per rule for the batch's contacts at once). */
+  private async applyEvents(rules: RuleDefinition[], events: EventRecord[], tx: Tx): Promise<void> {
+    const now = this.clock.now();
+    const registry: FilterRegistry = rules.some((r) => r.filter) ? await this.rules.contactsRegistry(tx) : {};
+    const matching = new Map<number, Set<number> | null>();
+    for (const rule of rules) {
+      const compiled: CompiledFilter | null | undefined = this.rules.compile(rule, registry, now);
+      if (compiled === undefined) {
+        matching.set(rule.id, new Set());
+        continue;
+      }
+      if (!compiled) {
+        matching.set(rule.id, null);
+        continue;
+      }
+      const ids = events.filter((e) => e.type === rule.onName).flatMap((e) => contactIdOf(e.type, e.data) ?? []);
+      matching.set(rule.id, await this.ledger.matchingContacts(compiled, [...new Set(ids)], tx));
+    }
+    for (const e of events) {
+      const contactId = contactIdOf(e.type, e.data);
+      if (contactId === null) continue;
+      for (const rule of rules) {
+        if (rule.onName !== e.type) continue;
+        // A rule answers the events that occurred since it was created, not the backlog before it.
+        if (rule.createdAt && Date.parse(e.occurredAt) < rule.createdAt.getTime()) continue;
+        const m = matching.get(rule.id);
+        if (m && !m.has(contactId)) continue;
+        await this.applyRule(rule, { kind: 'recordEvent', name: e.type, eventId: e.id, contactId }, tx);
+      }
+    }
+  }
+
+  /**
+   * One rule on one source event, in a savepoint: under the contact's row lock (every change of a
+   * contact's points takes it, so the checks below cannot race), skipped when this (rule, event) was
+   * applied, when the rule is not repeatable and was applied to the contact, when maxPerContact is
+   * reached or the cooldown since its last application has not passed. A delta that would leave the
+   * bounds is skipped too. Answers whether points were given.
+   */
+  private async applyRule(rule: RuleDefinition, input: RuleInput, tx?: Tx): Promise<boolean> {
+    try {
+      return await this.transactions.run(async (t) => {
+        if ((await this.contacts.lockPoints(input.contactId, t)) === null) return false;
+        if (await this.ledger.applied(rule.id, input.eventId, t)) return false;
+        const usage = await this.ledger.ruleUsage(rule.id, input.contactId, t);
+        if (!rule.repeatable && usage.count > 0) return false;
+        if (rule.maxPerContact !== null && usage.count >= rule.maxPerContact) return false;
+        const cooldown = durationMs(rule.cooldown);
+        if (cooldown !== null && usage.lastAt && this.clock.nowMs() - usage.lastAt.getTime() < cooldown) return false;
+        const done = await this.addPoints(
+          input.contactId,
+          rule.delta,
+          {
+            source: 'rule',
+            reason: `rule "${rule.name}" on ${input.name}`,
+            ruleId: rule.id,
+            sourceEventId: input.eventId,
+            details: { [input.kind]: input.name },
+          },
+          t,
+        );
+        return done !== null;
+      }, tx);
+    } catch (e) {
+      if (e instanceof AppError && e.status === 400) {
+        this.logger.warn({ msg: 'scoring rule skipped', ruleId: rule.id, contactId: input.contactId, err: e.message });
+        return false;
+      }
+      throw e;
+    }
+  }
+
+  /** The tier events of these changes (left before entered, contacts in the given order), in `tx`. */
+  private async recordTiers(moved: { id: number; before: number; after: number }[], tx: Tx): Promise<void> {
+    const changed = moved.filter((m) => m.before !== m.after);
+    if (!changed.length) return;
+    const groups: GroupRange[] = await this.groups.publishedRanges(tx);
+    if (!groups.length) return;
+    const out: { type: 'contact.point_group_entered' | 'contact.point_group_left'; data: object }[] = [];
+    for (const m of changed) {
+      const { entered, left } = tierChanges(groups, m.before, m.after);
+      const data = (g: GroupRange) => ({ id: m.id, contactId: m.id, pointGroup: g, points: m.after, previousPoints: m.before });
+      for (const g of left) out.push({ type: 'contact.point_group_left', data: data(g) });
+      for (const g of entered) out.push({ type: 'contact.point_group_entered', data: data(g) });
+    }
+    if (out.length) await this.events.recordMany(tx, out);
+  }
+
+  private newRow(contactId: number, delta: number, c: PointChangeContext): NewPointChange {
+    return {
+      contactId,
+      delta,
+      reason: c.reason,
+      source: c.source,
+      ruleId: c.ruleId ?? null,
+      sourceEventId: c.sourceEventId ?? null,
+      decayPeriod: typeof c.details?.decayPeriod === 'string' ? c.details.decayPeriod : null,
+      details: c.details ?? null,
+      at: this.clock.now(),
+      byUserId: c.by?.userId ?? null,
+      byUserName: c.by?.userName ?? null,
+    };
+  }
+}
+
+/** A (rule, source event) pair found applied when its row was appended: rolls back the change's savepoint. */
+class DuplicateApplication extends Error {}
