@@ -224,7 +224,7 @@ export class ScoringJobsService {
     const since = new Date(request.since);
     // From the first transaction that recent; the feed's later events of other types are skipped
     // by the typed read (which may answer a short page and a cursor further on).
-    for (let after = types.length ? await this.events.cursorAt(since) : 0; types.length; ) {
+    for (let after = types.length ? await this.events.cursorAt(since) : 0; types.length;) {
       const read = await this.events.read(after, REPLAY_PAGE, types);
       const page = read.events.filter((e) => Date.parse(e.occurredAt) >= since.getTime());
       const ids = [...new Set(page.flatMap((e) => contactIdOf(e.type, e.data) ?? []))];
