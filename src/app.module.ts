@@ -40,6 +40,7 @@ import { EventsModule } from './events/events.module.js';
 import { WebhooksModule } from './events/webhooks.module.js';
 import { ConsoleModule } from './console/console.module.js';
 import { SegmentsModule } from './segments/segments.module.js';
+import { TrackingModule } from './tracking/tracking.module.js';
 import { ImportsModule } from './imports/imports.module.js';
 
 /** Feature modules: one per resource. */
@@ -59,6 +60,7 @@ export const FEATURE_MODULES: Type[] = [
   ReportsModule,
   TextMessagesModule,
   SegmentsModule,
+  TrackingModule,
   ImportsModule,
   EventsModule,
   WebhooksModule,

@@ -55,6 +55,8 @@ export interface JobPayloads {
   'exports.run': { exportId: number };
   /** Queues again every unfinished import and export whose job is gone (worker start and every RECOVERY_EVERY_MS). */
   'imports.recover': Record<string, never>;
+  /** Creates tracked_events' monthly partitions ahead and drops those past TRACKING_RETENTION_DAYS (hourly). */
+  'tracking.partitions': Record<string, never>;
 }
 export type JobName = keyof JobPayloads;
 
@@ -73,6 +75,7 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   'imports.run': QUEUES.imports,
   'exports.run': QUEUES.imports,
   'imports.recover': QUEUES.maintenance,
+  'tracking.partitions': QUEUES.maintenance,
 };
 
 export interface JobPolicy {
@@ -103,6 +106,7 @@ export const JOB_POLICY: Record<JobName, JobPolicy> = {
   'imports.run': { attempts: 5, backoffMs: 2_000 },
   'exports.run': { attempts: 3, backoffMs: 2_000 },
   'imports.recover': { attempts: 2, backoffMs: 2_000 },
+  'tracking.partitions': { attempts: 3, backoffMs: 60_000 },
 };
 
 /**
@@ -143,4 +147,5 @@ export const JOB_IDS = {
   importRun: (importId: number) => `import:${importId}`,
   exportRun: (exportId: number) => `export:${exportId}`,
   importsRecoverSchedule: 'imports-recover',
+  trackingPartitionsSchedule: 'tracking-partitions',
 };

@@ -30,6 +30,7 @@ import { SmsLogSends1763700002600 } from './1763700002600-sms-log-sends.js';
 import { JobCredentials1763700002610 } from './1763700002610-job-credentials.js';
 import { IdempotencyCredential1763700002620 } from './1763700002620-idempotency-credential.js';
 import { JobRuns1763700002630 } from './1763700002630-job-runs.js';
+import { TrackedEvents1763700002700 } from './1763700002700-tracked-events.js';
 
 export const MIGRATIONS = [
   Platform1763700000000,
@@ -60,4 +61,5 @@ export const MIGRATIONS = [
   JobCredentials1763700002610,
   IdempotencyCredential1763700002620,
   JobRuns1763700002630,
+  TrackedEvents1763700002700,
 ];
