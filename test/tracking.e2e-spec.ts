@@ -8,6 +8,8 @@
  * gains a contact on a new event and loses it as time passes (the server's clock is moved, not slept).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createHmac } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { Analytics } from '@segment/analytics-node';
 import { expectError, startApp, type TestApp } from './support/app.js';
 import { testClock, type TestClock } from './support/clock.js';
@@ -35,7 +37,7 @@ describe('tracked events', () => {
 
   beforeAll(async () => {
     clock = testClock();
-    app = await startApp({ env: { ...clock.env, SEGMENT_REFRESH_INTERVAL_MS: '200' } });
+    app = await startApp({ env: { ...clock.env, SEGMENT_REFRESH_INTERVAL_MS: '200', WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE: 'true' } });
     auth = await adminToken(app);
     secret = auth.slice('Bearer '.length);
   });
@@ -163,7 +165,7 @@ describe('tracked events', () => {
     expect(Math.abs(Date.parse(items[1].at) - Date.parse(earlier))).toBeLessThan(1000);
     // The contact's update by the identify is in the record stream (once the feed's sequencer numbered it).
     const records = await waitUntil('the record event', async () => (await timeline(existing, { types: 'contact.updated' })).items[0], 5_000);
-    expect(records).toMatchObject({ kind: 'record', type: 'contact.updated', summary: expect.stringContaining('title') as string });
+    expect(records).toMatchObject({ kind: 'record', type: 'contact.updated', summary: expect.stringContaining('title') as unknown });
   });
 
   it('an invalid trait is reported on the stored call without losing the valid ones', async () => {
@@ -232,5 +234,67 @@ describe('tracked events', () => {
     // Eight days later by the server's clock, with no other change: the contact leaves.
     clock.travel(8 * DAY);
     await waitUntil('the contact left', async () => !(await members()).includes(userId), 10_000);
+  });
+
+  it('webhooks subscribed to tracked.<name> or tracked.* get signed deliveries of tracked events (not "*")', async () => {
+    const got: { path: string; body: string; headers: IncomingHttpHeaders }[] = [];
+    const server: Server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        got.push({ path: req.url ?? '', body, headers: req.headers });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const hook = async (path: string, events: string[]) => {
+        const r = await app.http
+          .post('/api/webhooks')
+          .set('Authorization', auth)
+          .send({ url: `http://127.0.0.1:${port}${path}`, events });
+        expect(r.status).toBe(201);
+        return (r.body as { webhook: { secret: string } }).webhook.secret;
+      };
+      const named = await hook('/named', ['tracked.Plan Upgraded']);
+      await hook('/all', ['tracked.*', 'contact.created']);
+      await hook('/feed', ['*']);
+      const reader = await tokenFor(app, 'webhooks:read,webhooks:write', { user: 'hooks@example.com', plan: 'enterprise' });
+      expectError(
+        await app.http
+          .post('/api/webhooks')
+          .set('Authorization', reader)
+          .send({ url: `http://127.0.0.1:${port}/x`, events: ['tracked.*'] }),
+        403,
+        'forbidden',
+      );
+      const userId = uid();
+      await send('batch', {
+        batch: [
+          { type: 'track', userId, event: 'Plan Upgraded', properties: { to: 'pro' } },
+          { type: 'track', userId, event: 'Other' },
+        ],
+      });
+      await waitUntil(
+        'the tracked deliveries',
+        async () => got.filter((g) => g.path === '/all' && g.body.includes('tracked.')).length >= 2 && got.some((g) => g.path === '/named'),
+        10_000,
+      );
+      const [delivery] = got.filter((g) => g.path === '/named');
+      const body = JSON.parse(delivery.body) as { type: string; data: { name: string; properties: unknown; userId: string } };
+      expect(body).toMatchObject({ type: 'tracked.Plan Upgraded', data: { name: 'Plan Upgraded', properties: { to: 'pro' }, userId } });
+      // Signed as the change feed's deliveries (Standard Webhooks).
+      const id = String(delivery.headers['webhook-id']);
+      const ts = String(delivery.headers['webhook-timestamp']);
+      const key = Buffer.from(named.replace(/^whsec_/, ''), 'base64');
+      const expected = createHmac('sha256', key).update(`${id}.${ts}.${delivery.body}`).digest('base64');
+      expect(String(delivery.headers['webhook-signature']).split(' ')).toContain(`v1,${expected}`);
+      expect(got.filter((g) => g.path === '/named')).toHaveLength(1);
+      // "*" is the change feed: no tracked event reaches it.
+      expect(got.filter((g) => g.path === '/feed').some((g) => g.body.includes('"tracked.'))).toBe(false);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
   });
 });

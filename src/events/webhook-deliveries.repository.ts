@@ -54,7 +54,8 @@ export interface NewDelivery {
   webhookId: number;
   eventId: string;
   eventType: string;
-  sequence: number;
+  /** The event's position in the feed; null for a tracked event (not part of the feed). */
+  sequence: number | null;
   body: string;
 }
 

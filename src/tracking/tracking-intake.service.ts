@@ -4,6 +4,8 @@ import type { Principal } from '../common/request.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Transactions } from '../database/transactions.js';
 import { ContactsService } from '../contacts/contacts.service.js';
+import { WebhooksService } from '../events/webhooks.service.js';
+import { toTrackedEventRecord } from './tracking-record.js';
 import { TrackingIdentity } from './tracking-identity.js';
 import { type DailyCount, type NewTrackedEvent, TrackingRepository, type TrackedEventRow } from './tracking.repository.js';
 import { type CallType, propertyTypes, readRequest, type TrackedCall } from './tracking.rules.js';
@@ -12,6 +14,8 @@ import { type CallType, propertyTypes, readRequest, type TrackedCall } from './t
 export interface TrackedBatch {
   events: TrackedEventRow[];
   contactIds: number[];
+  /** Webhooks that got deliveries of these events (their drains are queued after the commit). */
+  webhookIds: number[];
 }
 
 const DAY_MS = 86_400_000;
@@ -20,7 +24,8 @@ const DAY_MS = 86_400_000;
  * The Segment-compatible intake (POST /api/ingest/v1/track|identify|batch): checks the whole
  * request (any fault is a 400 and nothing is stored), then in one transaction claims the
  * messageIds (a call seen before is skipped), resolves identities (tracking-identity.ts), inserts
- * the events into their monthly partitions and adds them to the daily counts and the definitions.
+ * the events into their monthly partitions, adds them to the daily counts and the definitions, and
+ * writes the deliveries of the webhooks subscribed to them.
  * It answers once that transaction committed; listeners (the segment refresher, the webhooks) are
  * told afterwards.
  */
@@ -35,6 +40,7 @@ export class TrackingIntakeService {
     private readonly contacts: ContactsService,
     private readonly clock: Clock,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly webhooks: WebhooksService,
   ) {}
 
   /** Called after each committed intake that stored something. */
@@ -55,6 +61,7 @@ export class TrackingIntakeService {
     if (!kept.length) return { success: true };
     await this.repo.ensurePartitions(kept.map((c) => c.occurredAt));
     const batch = await this.transactions.run((tx) => this.store(kept, who, now, tx));
+    if (batch.webhookIds.length) await this.webhooks.queueDrains(batch.webhookIds);
     if (batch.events.length) this.tell(batch);
     return { success: true };
   }
@@ -67,7 +74,7 @@ export class TrackingIntakeService {
     );
     // A messageId seen before (or twice in this request) is stored once.
     const todo = calls.filter((c) => fresh.delete(c.messageId));
-    if (!todo.length) return { events: [], contactIds: [] };
+    if (!todo.length) return { events: [], contactIds: [], webhookIds: [] };
     const identity = new TrackingIdentity(this.contacts, this.repo, this.transactions, who, now, tx);
     const attribution = await identity.resolve(todo);
     const rows: NewTrackedEvent[] = todo.map((c, i) => {
@@ -95,7 +102,9 @@ export class TrackingIntakeService {
     await this.repo.addDefinitions(definitionsOf(rows), tx);
     const contactIds = [...new Set(daily.map((d) => d.contactId))];
     await this.repo.queueForSegments(contactIds, tx);
-    return { events, contactIds };
+    // Webhooks subscribed to tracked.<name> / tracked.*: their deliveries commit with the events.
+    const webhookIds = await this.webhooks.deliverTracked(events.filter((e) => e.type === 'track').map(toTrackedEventRecord), tx);
+    return { events, contactIds, webhookIds };
   }
 
   private tell(batch: TrackedBatch): void {

@@ -21,24 +21,8 @@ export const MESSAGE_ID_KEEP_MS = 48 * 3600_000;
 /** Months of partitions created ahead of the current one. */
 export const PARTITIONS_AHEAD = 2;
 
-/** A tracked event as the API returns it. */
-export function toTrackedEventRecord(r: TrackedEventRow) {
-  return {
-    id: Number(r.id),
-    type: r.type,
-    name: r.name,
-    occurredAt: iso(r.occurredAt) as string,
-    receivedAt: iso(r.receivedAt) as string,
-    contactId: r.contactId,
-    userId: r.userId,
-    anonymousId: r.anonymousId,
-    messageId: r.messageId,
-    properties: r.properties,
-    context: r.context,
-    flags: r.flags,
-  };
-}
-export type TrackedEventRecord = ReturnType<typeof toTrackedEventRecord>;
+export { toTrackedEventRecord, type TrackedEventRecord } from './tracking-record.js';
+import { toTrackedEventRecord } from './tracking-record.js';
 
 /** One item of a contact's timeline. */
 export interface TimelineItem {
