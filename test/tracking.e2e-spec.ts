@@ -137,7 +137,7 @@ describe('tracked events', () => {
     });
     expectError(res, 400, 'validation_failed');
     const fields = (res.body as { error: { details: { field: string }[] } }).error.details.map((d) => d.field);
-    expect(fields).toEqual(['batch[1].event', 'batch[2].traits', 'batch[3].timestamp']);
+    expect(fields).toEqual(['batch.1.event', 'batch.2.traits', 'batch.3.timestamp']);
     expect(await trackedCount(`userId[eq]:${userId}`)).toBe(0);
     expectError(await send('track', { userId, event: 'bad\u0000name' }), 400, 'validation_failed');
     const big = { batch: Array.from({ length: 20 }, () => ({ type: 'track', event: 'big', userId, properties: { s: 'x'.repeat(30_000) } })) };

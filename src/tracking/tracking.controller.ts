@@ -22,7 +22,7 @@ const INTAKE =
 
 const INTAKE_ERRORS = {
   status: 400,
-  description: 'A call breaks a rule or a limit: `details` name each call index and field (`batch[3].event`); nothing was stored',
+  description: 'A call breaks a rule or a limit: `details` name each call index and field (`batch.3.event`); nothing was stored',
 };
 
 @ApiTags('tracking')

@@ -35,15 +35,15 @@ describe('tracking rules', () => {
   });
 
   it('refuses each fault naming the call index and field', () => {
-    expect(refused({ batch: [{ type: 'track', userId: 'u' }] })).toEqual(['batch[0].event']);
-    expect(refused({ batch: [{ type: 'track', event: 'e' }] })).toEqual(['batch[0].userId']);
-    expect(refused({ batch: [{ type: 'page', userId: 'u' }] })).toEqual(['batch[0].type']);
-    expect(refused({ batch: [{ type: 'track', event: 'e', userId: 'u', properties: 'x' }] })).toEqual(['batch[0].properties']);
-    expect(refused({ batch: [{ type: 'track', event: 'e', userId: 'u', timestamp: 'yesterday' }] })).toEqual(['batch[0].timestamp']);
-    expect(refused({ batch: [{ type: 'identify', userId: 'u', traits: { a: { b: { c: { d: { e: { f: 1 } } } } } } }] })).toEqual(['batch[0].traits']);
+    expect(refused({ batch: [{ type: 'track', userId: 'u' }] })).toEqual(['batch.0.event']);
+    expect(refused({ batch: [{ type: 'track', event: 'e' }] })).toEqual(['batch.0.userId']);
+    expect(refused({ batch: [{ type: 'page', userId: 'u' }] })).toEqual(['batch.0.type']);
+    expect(refused({ batch: [{ type: 'track', event: 'e', userId: 'u', properties: 'x' }] })).toEqual(['batch.0.properties']);
+    expect(refused({ batch: [{ type: 'track', event: 'e', userId: 'u', timestamp: 'yesterday' }] })).toEqual(['batch.0.timestamp']);
+    expect(refused({ batch: [{ type: 'identify', userId: 'u', traits: { a: { b: { c: { d: { e: { f: 1 } } } } } } }] })).toEqual(['batch.0.traits']);
     const many = Object.fromEntries(Array.from({ length: 256 }, (_, i) => [`k${i}`, i]));
-    expect(refused({ batch: [{ type: 'track', event: 'e', userId: 'u', properties: many }] })).toEqual(['batch[0].properties']);
-    expect(refused({ batch: [{ type: 'track', event: 'e', userId: 'u', properties: { s: 'x'.repeat(33 * 1024) } }] })).toEqual(['batch[0]']);
+    expect(refused({ batch: [{ type: 'track', event: 'e', userId: 'u', properties: many }] })).toEqual(['batch.0.properties']);
+    expect(refused({ batch: [{ type: 'track', event: 'e', userId: 'u', properties: { s: 'x'.repeat(33 * 1024) } }] })).toEqual(['batch.0']);
     expect(refused({ batch: Array.from({ length: TRACKING_LIMITS.batchItems + 1 }, () => ({ type: 'track', event: 'e', userId: 'u' })) })).toEqual(['batch']);
     const big = Array.from({ length: 20 }, () => ({ type: 'track', event: 'e', userId: 'u', properties: { s: 'x'.repeat(30 * 1024) } }));
     expect(refused({ batch: big })).toEqual(['batch']);

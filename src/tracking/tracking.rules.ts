@@ -85,7 +85,7 @@ function checkBag(v: unknown, field: string, problems: ErrorDetail[]): Record<st
 }
 
 /**
- * One call of a request, checked: `at` is its path in the answer's error details (`batch[3]`, or
+ * One call of a request, checked: `at` is its path in the answer's error details (`batch.3`, or
  * empty for a single call), `type` the route's type for /track and /identify (a batch item names
  * its own). `receivedAt` is the clock's time; with `sentAt`, the client's clock skew is corrected
  * as Segment does (`timestamp + (receivedAt - sentAt)`).
@@ -104,7 +104,8 @@ export function readCall(
   const bytes = Buffer.byteLength(JSON.stringify(raw));
   if (bytes > TRACKING_LIMITS.itemBytes)
     return [{ field: at || 'body', message: `is ${bytes} bytes; a call may be at most ${TRACKING_LIMITS.itemBytes} bytes (32 KB)` }];
-  const type = raw.type ?? routeType;
+  // A batch call without `type` is a track when it names an event, else an identify.
+  const type = raw.type ?? routeType ?? (raw.event !== undefined ? 'track' : 'identify');
   if (type !== 'track' && type !== 'identify') {
     problems.push({ field: f('type'), message: 'must be track or identify' });
     return problems;
@@ -193,7 +194,7 @@ export function readRequest(body: unknown, route: 'batch' | CallType, receivedAt
   const problems: ErrorDetail[] = [];
   const shared = isObject(body.context) ? body.context : null;
   items.forEach((raw, i) => {
-    const call = readCall(raw, i, `batch[${i}]`, null, receivedAt, sentAt);
+    const call = readCall(raw, i, `batch.${i}`, null, receivedAt, sentAt);
     if (Array.isArray(call)) problems.push(...call);
     else calls.push(shared && !call.context ? { ...call, context: shared } : call);
   });

@@ -90,7 +90,7 @@ describe('Tracking (service layer, real PostgreSQL)', () => {
       ),
     );
     expect(err.status).toBe(400);
-    expect(err.details?.map((d) => d.field)).toEqual(['batch[1].event', 'batch[2].userId', 'batch[2].properties']);
+    expect(err.details?.map((d) => d.field)).toEqual(['batch.1.event', 'batch.2.userId', 'batch.2.properties']);
     expect(await spec.ctx.query(`SELECT 1 FROM tracked_events WHERE user_id = $1`, [userId])).toEqual([]);
   });
 
