@@ -5,7 +5,8 @@ import { AcceptsWriteKey, RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { ApiEnvelope, ApiErrors } from '../common/openapi.js';
 import type { Principal } from '../common/request.js';
-import { ApiListQuery } from '../lists/list.openapi.js';
+import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
+import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import { LargeJsonBody } from '../server/large-json-body.decorator.js';
 import { TRACKED_EVENT_LIST_SPEC } from './tracking-list.js';
 import { IdentifyCallDto, TimelineDto, TrackCallDto, TrackedEventDto, TrackingAnswerDto, TrackingBatchDto, TrackingDefinitionsDto } from './tracking.dto.js';
@@ -95,6 +96,18 @@ export class TrackingController {
   @ApiListQuery(TRACKED_EVENT_LIST_SPEC)
   list(@Query() query: Record<string, unknown>) {
     return this.tracking.list(query);
+  }
+
+  @Post('events/search')
+  @HttpCode(200)
+  @RequirePermission('tracking:read')
+  @ApiOperation({
+    summary: 'Search tracked events: the list with its parameters as a JSON body, the filter in its JSON form',
+    description: 'Answers what GET /api/tracking/events answers.',
+  })
+  @ApiListSearch('events', TrackedEventDto, TRACKED_EVENT_LIST_SPEC)
+  search(@Body() body: ListSearchDto) {
+    return this.tracking.list(searchQuery(body));
   }
 }
 
