@@ -41,6 +41,7 @@ import { EventsModule } from './events/events.module.js';
 import { WebhooksModule } from './events/webhooks.module.js';
 import { ConsoleModule } from './console/console.module.js';
 import { SegmentsModule } from './segments/segments.module.js';
+import { TrackingModule } from './tracking/tracking.module.js';
 import { ImportsModule } from './imports/imports.module.js';
 import { WorkflowsModule } from './workflows/workflows.module.js';
 import { ScoringModule } from './scoring/scoring.module.js';
@@ -63,6 +64,7 @@ export const FEATURE_MODULES: Type[] = [
   ReportsModule,
   TextMessagesModule,
   SegmentsModule,
+  TrackingModule,
   ImportsModule,
   WorkflowsModule,
   ScoringModule,

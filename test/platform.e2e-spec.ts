@@ -39,9 +39,9 @@ describe('platform: system routes, errors, authentication', () => {
       expect(endpoints).toEqual(expect.arrayContaining([{ method: 'POST', path: '/api/contacts/new', permission: 'contacts:write' }]));
       for (const e of endpoints) {
         expect(e.permission).toMatch(/^(public|session|authenticated|signature|\*|[a-zA-Z]+:(read|write|delete))$/);
-        if ('credential' in e) expect(e.credential).toMatch(/^(token-or-basic|metrics-token|sms-signature|session|signed-link)$/);
+        if ('credential' in e) expect(e.credential).toMatch(/^(token-or-basic|write-key|metrics-token|sms-signature|session|signed-link)$/);
       }
-      // Every credential is in the table: the metrics token, the signed SMS callbacks, the queue dashboard's login, an export's signed download link.
+      // Every credential is in the table: the metrics token, the signed SMS callbacks, the queue dashboard's login, an export's signed download link, the tracking intake's write key.
       expect(endpoints).toEqual(
         expect.arrayContaining([
           { method: 'GET', path: '/metrics', permission: '*', credential: 'metrics-token' },
@@ -49,6 +49,7 @@ describe('platform: system routes, errors, authentication', () => {
           { method: 'GET', path: '/api/admin/queues', permission: '*', credential: 'token-or-basic' },
           { method: 'PUT', path: '/api/admin/queues/*path', permission: '*', credential: 'token-or-basic' },
           { method: 'GET', path: '/api/exports/:id/download', permission: 'signature', credential: 'signed-link' },
+          { method: 'POST', path: '/api/ingest/v1/batch', permission: 'tracking:write', credential: 'write-key' },
         ]),
       );
       // A change in who can reach a route shows up as a diff here. Outside CI, UPDATE_SNAPSHOTS=1

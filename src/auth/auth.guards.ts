@@ -84,11 +84,22 @@ export class AuthenticationGuard implements RequestCheck {
         return true;
       }
     }
+    if (!secret && credential === 'write-key') {
+      // Segment's write key: the token as the user name, the password empty.
+      const basic = parseBasicAuthorization(header);
+      if (basic.kind === 'basic' && basic.user && !basic.password) secret = basic.user;
+      else if (basic.kind !== 'absent') {
+        req.authError = 'HTTP Basic credentials here are a write key: the token as the user name and an empty password';
+        return true;
+      }
+    }
     if (!secret) {
       req.authError =
         credential === 'token-or-basic'
           ? 'The Authorization header must be "Bearer <token>" or HTTP Basic with the token as password'
-          : 'The Authorization header must be "Bearer <token>"';
+          : credential === 'write-key'
+            ? 'The Authorization header must be "Bearer <token>" or HTTP Basic with the token as user name and an empty password'
+            : 'The Authorization header must be "Bearer <token>"';
       return true;
     }
     const principal = this.tokens.authenticateNow(secret);
@@ -131,7 +142,9 @@ export class PermissionGuard implements RequestCheck {
           ? 'Metrics need Authorization: Bearer <METRICS_TOKEN> or an API token with the * permission'
           : credential === 'token-or-basic'
             ? 'This page needs a token: Bearer, or HTTP Basic with the token as password (any user name)'
-            : 'An API token is required: send Authorization: Bearer <token>';
+            : credential === 'write-key'
+              ? 'A token is required: Bearer, or HTTP Basic with the token as user name and an empty password (a write key)'
+              : 'An API token is required: send Authorization: Bearer <token>';
       throw new AppError('unauthorized', req.authError ?? fallback, undefined, credential === 'token-or-basic' ? BASIC_CHALLENGE : BEARER_CHALLENGE);
     }
     if (!permission) throw new AppError('forbidden', 'This route is not open to tokens');

@@ -6,6 +6,7 @@ export {
   ACTIONS,
   AcceptsBasicAuth,
   AcceptsMetricsToken,
+  AcceptsWriteKey,
   Authenticated,
   AUTHENTICATED,
   PERMISSION_KEY,

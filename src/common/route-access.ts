@@ -36,7 +36,8 @@ export type Action = (typeof ACTIONS)[number];
 /**
  * Every permission a token can hold: `<resource>:<action>` for each pair, `events:read` (the event
  * feed is read-only), the import and export jobs' `imports:read|write` and `exports:read|write`
- * (which also need the imported object's write or the exported object's read permission), plus `*` (everything).
+ * (which also need the imported object's write or the exported object's read permission), the tracked
+ * events' `tracking:write` (the intake) and `tracking:read` (definitions, list, timelines), plus `*` (everything).
  */
 export const PERMISSIONS = [
   '*',
@@ -46,6 +47,8 @@ export const PERMISSIONS = [
   'imports:write',
   'exports:read',
   'exports:write',
+  'tracking:read',
+  'tracking:write',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
@@ -65,6 +68,8 @@ export const FALLBACK_ROUTE_KEY = 'sf:fallback-route';
  * - `token`: `Authorization: Bearer <API token or OAuth access token>` (the default);
  * - `token-or-basic`: a token as Bearer, or as the password of HTTP Basic (which browsers cache, so
  *   such routes also refuse cross-origin state-changing requests);
+ * - `write-key`: a token as Bearer, or as the user name of HTTP Basic with an empty password (Segment's
+ *   write-key convention, which its tracking libraries send: the tracking intake);
  * - `metrics-token`: `Authorization: Bearer <METRICS_TOKEN>`, or a token as for `token`;
  * - `sms-signature`: `X-Signature: t=<unix seconds>,sha256=<HMAC-SHA256 of "<t>.<raw body>" with SMS_WEBHOOK_SECRET>`,
  *   the timestamp within 5 minutes of the server's time (sms/signature.ts);
@@ -73,7 +78,7 @@ export const FALLBACK_ROUTE_KEY = 'sf:fallback-route';
  * - `signed-link`: a link the service handed out, signed and expiring (`?expires=<unix seconds>&signature=<hex>`,
  *   e.g. an export's download), checked by the verifier its feature registers with SignedLinks.
  */
-export const CREDENTIALS = ['none', 'token', 'token-or-basic', 'metrics-token', 'sms-signature', 'session', 'signed-link'] as const;
+export const CREDENTIALS = ['none', 'token', 'token-or-basic', 'write-key', 'metrics-token', 'sms-signature', 'session', 'signed-link'] as const;
 export type Credential = (typeof CREDENTIALS)[number];
 
 /**
@@ -92,6 +97,9 @@ export const Public = () => applyDecorators(SetMetadata(PUBLIC_KEY, true), SetMe
 
 /** The route takes a token as Bearer or as the password of HTTP Basic (a browser page such as the queue dashboard). */
 export const AcceptsBasicAuth = () => SetMetadata(CREDENTIAL_KEY, 'token-or-basic');
+
+/** The route takes a token as Bearer or as a write key: HTTP Basic with the token as user name and an empty password (the tracking intake). */
+export const AcceptsWriteKey = () => SetMetadata(CREDENTIAL_KEY, 'write-key');
 
 /** The route takes `Bearer <METRICS_TOKEN>` (a Prometheus scraper) besides a token holding its permission. */
 export const AcceptsMetricsToken = () => SetMetadata(CREDENTIAL_KEY, 'metrics-token');

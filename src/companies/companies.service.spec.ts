@@ -143,7 +143,7 @@ describe('CompaniesService (service layer, real PostgreSQL)', () => {
     expect((await spec.ctx.failure(contacts.patch(c.id, { companyId: 987654 }, spec.who))).details?.[0].field).toBe('companyId');
     // A PATCH that keeps the company keeps the contact's own company text; PUT derives it again.
     expect((await contacts.patch(own.id, { companyId: co.id, title: 'CTO' }, spec.who)).company).toBe('Initech LLC');
-    expect((await contacts.put(own.id, { name: 'Bill', email: own.email, companyId: co.id }, spec.who)).contact.company).toBe('Initech');
+    expect((await contacts.put(own.id, { name: 'Bill', email: own.email!, companyId: co.id }, spec.who)).contact.company).toBe('Initech');
     const cleared = await contacts.patch(c.id, { companyId: null }, spec.who);
     expect(cleared).toMatchObject({ company: 'Initech', companyId: null, companyRef: null });
     const listed = await contacts.list({ search: 'initech' });
@@ -195,7 +195,7 @@ describe('CompaniesService (service layer, real PostgreSQL)', () => {
         companies.remove(co.id, spec.who),
         deals.patch(d.id, { company_id: co.id, stage: 's' }, spec.who),
         ...cs.map((c) => companies.addContact(co.id, c.id, spec.who)),
-        contacts.put(cs[1].id, { name: 'B', email: cs[1].email, companyId: co.id }, spec.who),
+        contacts.put(cs[1].id, { name: 'B', email: cs[1].email!, companyId: co.id }, spec.who),
       ]);
       for (const r of results) if (r.status === 'rejected') expect([400, 404]).toContain((await spec.ctx.failure(Promise.reject(r.reason as Error))).status);
       expect(results.filter((r) => r.status === 'fulfilled').length).toBeGreaterThan(0);

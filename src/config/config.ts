@@ -105,6 +105,8 @@ export interface AppConfig {
   webhookDispatchIntervalMs: number;
   /** Days the event feed keeps events (EVENT_RETENTION_DAYS); the events.prune job removes older ones. */
   eventRetentionDays: number;
+  /** Days tracked events are kept (TRACKING_RETENTION_DAYS); the tracking.partitions job drops whole monthly partitions past it. */
+  trackingRetentionDays: number;
   /** Idempotency-Key: hours a recorded answer is replayed (IDEMPOTENCY_TTL_HOURS; the idempotency.prune job removes older ones). */
   idempotencyTtlHours: number;
   /** Idempotency-Key: seconds an in-progress key stays claimed before a retry may take it over (a crashed request's lease). */
@@ -332,6 +334,7 @@ function operations(env: Env, sms: ReturnType<typeof smsGateway>) {
     webhookRetryFirstDelayMs: int(env, 'WEBHOOK_RETRY_FIRST_DELAY_MS', 5_000, 10, 3_600_000),
     webhookDispatchIntervalMs: int(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 500, 20, 60_000),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 7, 1, 3650),
+    trackingRetentionDays: int(env, 'TRACKING_RETENTION_DAYS', 395, 1, 3650),
     idempotencyTtlHours: int(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 30),
     idempotencyLeaseSeconds: int(env, 'IDEMPOTENCY_LEASE_SECONDS', 60, 1, 3600),
   };

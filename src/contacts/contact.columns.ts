@@ -1,6 +1,8 @@
 import { columnMap } from '../database/column-map.js';
 import { iso } from '../common/dates.js';
 import type { ListSpec } from '../lists/list-spec.js';
+import { PATTERN_FIELDS } from '../lists/filter-sql.js';
+import { behaviourFields } from '../tracking/index.js';
 import { Contact } from './contact.entity.js';
 
 /** Row columns read beside the contact's own: the owner's and the primary company's names. */
@@ -45,6 +47,7 @@ export const CONTACT_COLUMNS = columnMap<Contact, ContactExtras>(Contact, {
   id: {},
   name: { writable: true },
   email: { writable: true },
+  externalId: { writable: true },
   phone: { writable: true },
   company: { writable: true },
   companyId: { writable: true },
@@ -106,6 +109,7 @@ export const CONTACT_LIST_SPEC: ListSpec = {
     id: 'c.id',
     name: 'c.name',
     email: 'c.email',
+    externalId: 'c.external_id',
     phone: 'c.phone',
     company: 'c.company',
     title: 'c.title',
@@ -126,6 +130,7 @@ export const CONTACT_LIST_SPEC: ListSpec = {
     id: { type: 'id', sql: 'c.id' },
     name: { type: 'string', sql: 'c.name', textIndex: 'c.search_text' },
     email: { type: 'string', sql: 'c.email', textIndex: 'c.search_text' },
+    externalId: { type: 'string', sql: 'c.external_id', description: 'the id a tracking client knows the contact by (its userId)' },
     phone: { type: 'string', sql: 'c.phone', textIndex: 'c.search_text' },
     company: { type: 'string', sql: 'c.company', textIndex: 'c.search_text' },
     title: { type: 'string', sql: 'c.title', textIndex: 'c.search_text' },
@@ -174,11 +179,14 @@ export const CONTACT_LIST_SPEC: ListSpec = {
     },
     createdAt: { type: 'datetime', sql: 'c.created_at' },
     modifiedAt: { type: 'datetime', sql: 'c.modified_at' },
+    // events.<name>.count[.<window>], .firstAt, .lastAt: over the tracked events' daily counts (tracking/index.ts).
+    [PATTERN_FIELDS]: behaviourFields('c'),
   },
   properties: [
     'id',
     'name',
     'email',
+    'externalId',
     'phone',
     'company',
     'companyId',
@@ -198,5 +206,5 @@ export const CONTACT_LIST_SPEC: ListSpec = {
     'modifiedByUser',
   ],
   dynamicFilterDoc:
-    '`fields.<alias>` for each published contact custom field, typed by the field: text types take eq, neq, in, nin, contains, startsWith, endsWith, isEmpty, isNotEmpty; number, date and datetime also gt, gte, lt, lte, between; boolean and select eq, neq, in, nin, isEmpty, isNotEmpty; multiselect contains (has the option), in (has any of), nin (has none of), isEmpty, isNotEmpty',
+    'Behavioural fields over tracked events (README "Tracked events"): `events.<name>.count` and `events.<name>.count.<1d|7d|30d|90d>` (whole numbers: the events of that name, all kept time or on the last N UTC days, today included), `events.<name>.firstAt` and `events.<name>.lastAt` (date-times; isEmpty: never). `fields.<alias>` for each published contact custom field, typed by the field: text types take eq, neq, in, nin, contains, startsWith, endsWith, isEmpty, isNotEmpty; number, date and datetime also gt, gte, lt, lte, between; boolean and select eq, neq, in, nin, isEmpty, isNotEmpty; multiselect contains (has the option), in (has any of), nin (has none of), isEmpty, isNotEmpty',
 };

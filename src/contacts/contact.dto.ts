@@ -19,6 +19,17 @@ export class CreateContactDto {
   @MaxLength(254)
   email: string;
 
+  /**
+   * The id a tracking client knows the contact by (its Segment `userId`): unique across contacts
+   * when set (409 naming externalId); null for none.
+   */
+  @IsOptional()
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(255)
+  @NoNul()
+  externalId?: string | null;
+
   /** Phone number; stored in E.164 when it parses (numbers without a country code are read as US numbers). */
   @IsOptional()
   @IsString()
@@ -82,7 +93,7 @@ export class UpdateContactDto extends PartialType(CreateContactDto) {}
 changedElsewhere([CreateContactDto, UpdateContactDto], 'points', 'POST /api/contacts/{id}/points');
 
 /** The properties of CreateContactDto (and so of UpdateContactDto): a body with any other key is left to the pipe. */
-const CONTACT_BODY_KEYS = new Set(['name', 'email', 'phone', 'company', 'companyId', 'title', 'ownerId', 'fields']);
+const CONTACT_BODY_KEYS = new Set(['name', 'email', 'externalId', 'phone', 'company', 'companyId', 'title', 'ownerId', 'fields']);
 
 /** A string property as its decorators take it: IsString, MaxLength(max), NoNul (and IsNotEmpty when `notEmpty`). */
 const goodString = (v: unknown, max: number, notEmpty = false): boolean =>
@@ -106,13 +117,14 @@ export function certainContactBody(body: Record<string, unknown>, create: false)
 export function certainContactBody(body: Record<string, unknown>, create: boolean): CreateContactDto | UpdateContactDto | null {
   if (!isPlainObject(body)) return null;
   for (const k of Object.keys(body)) if (!CONTACT_BODY_KEYS.has(k)) return null;
-  const { name, email, phone, company, companyId, title, ownerId, fields } = body;
+  const { name, email, externalId, phone, company, companyId, title, ownerId, fields } = body;
   if (create || name !== undefined) {
     if (!goodString(name, 255, true)) return null;
   }
   if (create || email !== undefined) {
     if (typeof email !== 'string' || !isEmail(email, {}) || !maxLength(email, 254)) return null;
   }
+  if (!absent(externalId) && !goodString(externalId, 255, true)) return null;
   if (!absent(phone) && !goodString(phone, 40)) return null;
   if (!absent(company) && !goodString(company, 255)) return null;
   if (!absent(title) && !goodString(title, 255)) return null;
@@ -192,7 +204,10 @@ export class SetDoNotContactDto {
 export class ContactRecordDto extends AuditRecordDto {
   id: number;
   name: string;
-  email: string;
+  /** Null only for a contact created by the tracking intake from a userId alone. */
+  email: string | null;
+  /** The id a tracking client knows the contact by (Segment's userId), or null. */
+  externalId: string | null;
   /** E.164 when the number parsed. */
   phone: string | null;
   /** The company name as free text (compatibility); see companyRef for the company record. */

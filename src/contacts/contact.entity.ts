@@ -10,8 +10,13 @@ export class Contact extends AuditedEntity {
   @Column({ type: 'text' })
   name: string;
 
-  @Column({ type: 'text' })
-  email: string;
+  /** Empty (null) only for a contact created from a tracking client's userId alone (src/tracking/). */
+  @Column({ type: 'text', nullable: true })
+  email: string | null;
+
+  /** The id a tracking client knows the contact by (Segment's userId); unique when set. */
+  @Column({ name: 'external_id', type: 'text', nullable: true })
+  externalId: string | null;
 
   @Column({ type: 'text', nullable: true })
   phone: string | null;
@@ -54,6 +59,12 @@ export type DncReason = (typeof DNC_REASONS)[number];
 
 registerConstraints({
   contacts_email_lower_uq: { kind: 'unique', field: 'email', resource: 'contact', existing: { table: 'contacts', where: 'lower(email) = $1' } },
+  contacts_external_id_uq: {
+    kind: 'unique',
+    field: 'externalId',
+    resource: 'contact',
+    existing: { table: 'contacts', where: 'external_id = $1' },
+  },
   contacts_owner_id_fkey: { kind: 'reference', field: 'ownerId', target: 'user' },
   contacts_company_id_fkey: { kind: 'reference', field: 'companyId', target: 'company' },
   contacts_dnc_sms_reason_check: { kind: 'check', field: 'reason', message: 'must be unsubscribed, bounced or manual' },

@@ -16,7 +16,7 @@ const PLAIN = CONTACT_COLUMNS.writable.map((w) => w.property).filter((p) => !RUL
 /** The values of a contact not yet written: every writable property empty. */
 export function emptyValues(): ContactValues {
   const nulls = Object.fromEntries(CONTACT_COLUMNS.writable.map((w) => [w.property, w.type === 'jsonb' ? {} : null]));
-  return { ...nulls, name: '', email: '' } as ContactValues;
+  return { ...nulls, name: '' } as ContactValues;
 }
 
 /** The writable values of a stored contact (a copy). */

@@ -80,7 +80,7 @@ export class ContactsBatch {
         }
         // The named contacts, locked in id order: one statement for the whole batch.
         const rows = lockBy === 'email' ? await this.contacts.lockByEmails(keys, tx) : await this.contacts.lockByIds(keys.map(Number), tx);
-        const current = new Map(rows.map((r) => [lockBy === 'email' ? r.email.toLowerCase() : String(r.id).padStart(10, '0'), r]));
+        const current = new Map(rows.map((r) => [lockBy === 'email' ? (r.email ?? '').toLowerCase() : String(r.id).padStart(10, '0'), r]));
         for (const [key, r] of current) holders.set(key, r.id);
         if (dto.mode !== 'delete') await this.writeSimpleItems(dto.mode, by, live, plans, items, current, who, tx);
       },
@@ -134,7 +134,7 @@ export class ContactsBatch {
           const custom = applyCreate(dto.fields, {});
           if (custom.unique.length || values.ownerId !== null || values.companyId !== null) continue;
           values.fields = custom.values;
-          creates.push({ index, values, key: values.email.toLowerCase() });
+          creates.push({ index, values, key: (values.email ?? '').toLowerCase() });
         }
       } catch {
         continue; // refused: the item's own run answers the error exactly as the route would

@@ -124,6 +124,12 @@ export class ContactsRepository {
     return this.db(tx).query(`SELECT lower(email) AS key, id FROM contacts WHERE lower(email) = ANY($1::text[])`, [emails]);
   }
 
+  /** The ids of the contacts with these external ids (the tracking intake's userIds), by the unique partial index. */
+  async idsByExternalIds(externalIds: string[], tx?: Tx): Promise<{ key: string; id: number }[]> {
+    if (!externalIds.length) return [];
+    return this.db(tx).query(`SELECT external_id AS key, id FROM contacts WHERE external_id = ANY($1::text[])`, [externalIds]);
+  }
+
   /**
    * Batch fast path: the rows of these lower-cased emails (or ids), locked FOR UPDATE in id order
    * (two batches on the same contacts lock them in the same order). Bench: bench/batch.mjs.

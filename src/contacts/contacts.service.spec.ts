@@ -100,7 +100,7 @@ describe('ContactsService (service layer, real PostgreSQL)', () => {
 
   it('PUT replaces an existing contact (omitted properties reset) or creates a new one', async () => {
     const c = await contacts.create({ name: 'Hopper', email: email(), company: 'Navy', title: 'RADM', fields: { city: 'NYC' } }, who);
-    const put = await contacts.put(c.id, { name: 'G. Hopper', email: c.email }, who);
+    const put = await contacts.put(c.id, { name: 'G. Hopper', email: c.email! }, who);
     expect(put).toMatchObject({ created: false, contact: { id: c.id, name: 'G. Hopper', company: null, title: null, fields: { source: 'api' } } });
     const created = await contacts.put(999_999, { name: 'New', email: email() }, who);
     expect(created.created).toBe(true);
@@ -113,7 +113,7 @@ describe('ContactsService (service layer, real PostgreSQL)', () => {
     expect(err).toMatchObject({ status: 409, details: [{ field: 'fields.badge', existingId: a.id }] });
     const b = await contacts.create({ name: 'B', email: email(), fields: { badge: 'B-2' } }, who);
     expect((await appError(contacts.patch(b.id, { fields: { badge: 'B-1' } }, who))).status).toBe(409);
-    expect((await appError(contacts.put(b.id, { name: 'B', email: b.email, fields: { badge: 'B-1' } }, who))).status).toBe(409);
+    expect((await appError(contacts.put(b.id, { name: 'B', email: b.email!, fields: { badge: 'B-1' } }, who))).status).toBe(409);
     // Saving a contact with its own value again is not a conflict.
     expect((await contacts.patch(a.id, { fields: { badge: 'B-1' }, title: 'same' }, who)).title).toBe('same');
     // Concurrent creates with one new value: exactly one wins.

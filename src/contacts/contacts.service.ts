@@ -9,6 +9,7 @@ import { type BatchAnswer, BatchRunner } from '../batch/batch.js';
 import type { BatchWriteDto } from '../batch/batch.dto.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { Clock } from '../common/clock.js';
 import { EventsService } from '../events/events.service.js';
 import { ContactFieldValuesService } from '../fields/contact-field-values.service.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
@@ -71,6 +72,7 @@ export class ContactsService {
     private readonly fieldValues: ContactFieldValuesService,
     private readonly events: EventsService,
     batches: BatchRunner,
+    private readonly clock: Clock,
   ) {
     this.batches = new ContactsBatch(this, contacts, transactions, fieldValues, events, batches);
   }
@@ -92,14 +94,15 @@ export class ContactsService {
    * read (from the field cache) only when the query has a filter or a fields selection.
    */
   private async listExtras(query: Record<string, unknown>): Promise<ListExtras> {
-    if (query.filter === undefined && query.fields === undefined) return {};
+    // Relative dates and behavioural windows are resolved at the injected clock's time.
+    if (query.filter === undefined && query.fields === undefined) return { now: this.clock.now() };
     const filterable: Record<string, FilterField> = {};
     const properties: string[] = [];
     for (const rule of await this.fieldValues.publishedRules()) {
       properties.push(`fields.${rule.alias}`);
       filterable[`fields.${rule.alias}`] = customFilterField(rule.alias, rule.type, rule.options);
     }
-    return { filterable, properties };
+    return { filterable, properties, now: this.clock.now() };
   }
 
   /**
@@ -122,7 +125,7 @@ export class ContactsService {
    * wrong. Answers the normalised tree (to store) and the WHERE over the alias `c` with bound
    * parameters (relative dates such as now-7d resolved at `now`).
    */
-  async compileFilter(filter: unknown, exclude: readonly string[] = [], now = new Date()): Promise<{ node: FilterNode; compiled: CompiledFilter }> {
+  async compileFilter(filter: unknown, exclude: readonly string[] = [], now = this.clock.now()): Promise<{ node: FilterNode; compiled: CompiledFilter }> {
     if (typeof filter === 'string' && filter.trim() === '') throw fieldError('filter', 'must not be empty');
     if (typeof filter !== 'string' && (typeof filter !== 'object' || filter === null || Array.isArray(filter))) {
       throw fieldError('filter', 'must be a filter: the JSON form (an object) or the query-string form (a string)');
@@ -153,6 +156,27 @@ export class ContactsService {
     const row = await this.contacts.findRow(id);
     if (!row) throw notFound('Contact', id);
     return toContactRecord(row);
+  }
+
+  /** Contact ids by external id (tracking's userId), for the ids that have one. */
+  async idsByExternalIds(externalIds: string[], tx?: Tx): Promise<Map<string, number>> {
+    return new Map((await this.contacts.idsByExternalIds(externalIds, tx)).map((r) => [r.key, r.id]));
+  }
+
+  /** Contact ids by lower-cased email, for the emails a contact holds. */
+  async idsByEmails(emails: string[], tx?: Tx): Promise<Map<string, number>> {
+    return new Map((await this.contacts.idsByEmails(emails, tx)).map((r) => [r.key, r.id]));
+  }
+
+  /** A contact's row as the API record, locked until `tx` ends (null when it does not exist). */
+  async lockRecord(id: number, tx: Tx): Promise<ContactRecord | null> {
+    const row = await this.contacts.lockRow(id, tx);
+    return row ? toContactRecord(row) : null;
+  }
+
+  /** The aliases of the published contact custom fields. */
+  async customFieldAliases(tx?: Tx): Promise<Set<string>> {
+    return new Set((await this.fieldValues.publishedRules(tx)).map((r) => r.alias));
   }
 
   /** Whether the contact exists (for features that refer to contacts). */

@@ -38,6 +38,11 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
   ) {}
 
   /** Writes an event in `tx`, the transaction of the change it describes. */
+  /** Whether `s` names an event type of the catalogue. */
+  isEventType(s: string): s is EventType {
+    return isEventType(s);
+  }
+
   record(tx: Tx, type: EventType, data: object, previous?: object | null): Promise<void> {
     return appendEvent(tx, type, data, previous ?? null);
   }

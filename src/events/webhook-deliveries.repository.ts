@@ -54,7 +54,7 @@ export interface NewDelivery {
   webhookId: number;
   eventId: string;
   eventType: string;
-  /** The feed's sequence of the event; null for a delivery that is not a feed event (a workflow's webhook step). */
+  /** The event's position in the feed; null for a delivery that is not a feed event (a tracked event, a workflow's webhook step). */
   sequence: number | null;
   body: string;
 }

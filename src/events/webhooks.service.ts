@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso } from '../common/dates.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
@@ -10,7 +10,7 @@ import { Transactions, type Tx } from '../database/transactions.js';
 import { EVENT_TYPES, isEventType, missingReadPermissions, readableEventTypes } from './event-types.js';
 import { Clock } from '../common/clock.js';
 import { newWebhookSecret } from './signature.js';
-import { WEBHOOK_DELIVERY_LIST_SPEC, WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
+import { type NewDelivery, WEBHOOK_DELIVERY_LIST_SPEC, WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
 import { toDeliveryRecord, WebhookDeliveriesService } from './webhook-deliveries.service.js';
 import { verdictFor } from './webhook-retry.js';
 import { resolveTarget, WebhookUrlError } from './webhook-url.js';
@@ -41,19 +41,24 @@ export function toWebhookRecord(w: Webhook) {
 }
 export type WebhookRecord = ReturnType<typeof toWebhookRecord>;
 
-/** Event types a webhook subscribes to: names from the catalogue, or exactly ["*"]. */
+/** Tracked events a webhook may subscribe to: `tracked.*` (every name) or `tracked.<name>` (their own stream, not part of "*"). */
+const TRACKED = /^tracked\.(\*|.{1,255})$/s;
+export const isTrackedSubscription = (t: string): boolean => TRACKED.test(t);
+
+/** Event types a webhook subscribes to: names from the catalogue, or exactly ["*"]; and tracked.* or tracked.<name>. */
 export function checkEventTypes(events: readonly string[]): string[] {
   const list = [...new Set(events)];
-  if (list.includes('*')) {
-    if (list.length > 1) throw fieldError('events', '"*" (every event type) cannot be combined with other types');
+  const feed = list.filter((t) => !isTrackedSubscription(t));
+  if (feed.includes('*')) {
+    if (feed.length > 1) throw fieldError('events', '"*" (every event type) cannot be combined with other types');
     return list;
   }
-  const unknown = list.filter((t) => !isEventType(t));
+  const unknown = feed.filter((t) => !isEventType(t));
   if (unknown.length) {
     throw new AppError(
       'validation_failed',
-      `events: unknown event type${unknown.length > 1 ? 's' : ''} ${unknown.map((t) => `"${t.slice(0, 80)}"`).join(', ')}; allowed: "*" or ${EVENT_TYPES.join(', ')}`,
-      [{ field: 'events', message: `unknown event types: ${unknown.join(', ').slice(0, 500)}`, allowed: ['*', ...EVENT_TYPES] }],
+      `events: unknown event type${unknown.length > 1 ? 's' : ''} ${unknown.map((t) => `"${t.slice(0, 80)}"`).join(', ')}; allowed: "*" or ${EVENT_TYPES.join(', ')}, and tracked.* or tracked.<name>`,
+      [{ field: 'events', message: `unknown event types: ${unknown.join(', ').slice(0, 500)}`, allowed: ['*', ...EVENT_TYPES, 'tracked.*', 'tracked.<name>'] }],
     );
   }
   return list;
@@ -64,7 +69,12 @@ export function checkEventTypes(events: readonly string[]): string[] {
  * that resource's read permission ("*": every resource's), as reading them through the API does: a 403 naming each one missing.
  */
 export function checkMayReceive(who: Principal, events: readonly string[]): void {
-  const missing = missingReadPermissions(who.permissions, events);
+  const missing = missingReadPermissions(
+    who.permissions,
+    events.filter((t) => !isTrackedSubscription(t)),
+  );
+  // Tracked events carry what tracking:read reads.
+  if (events.some(isTrackedSubscription) && !who.permissions.has('*') && !who.permissions.has('tracking:read')) missing.push('tracking:read');
   if (!missing.length) return;
   const list = missing.map((p) => `"${p}"`).join(', ');
   throw new AppError(
@@ -125,7 +135,33 @@ export class WebhooksService {
     return true;
   }
 
-  /** Queues the drains of webhooks that just got deliveries, without failing the caller. */
+  /**
+   * Tracked events for the webhooks subscribed to them (`tracked.*`, `tracked.<name>`): one
+   * delivery per event and webhook, written in the intake's transaction `tx` (the same signed,
+   * retried deliveries with their log as the change feed's). The delivery's event id (Webhook-Id)
+   * is derived from the tracked event's id. Answers the webhooks that got deliveries (their drains
+   * are queued by {@link WebhooksService.queueDrains} after the commit).
+   */
+  async deliverTracked(events: readonly TrackedDelivery[], tx: Tx): Promise<number[]> {
+    if (!events.length) return [];
+    const subs = (await this.webhooks.activeSubscriptions(tx)).filter((s) => s.events.some(isTrackedSubscription));
+    if (!subs.length) return [];
+    const rows: NewDelivery[] = [];
+    for (const e of events) {
+      if (e.name === null) continue;
+      const type = `tracked.${e.name}`;
+      let body: string | null = null;
+      const id = trackedEventUuid(e.id);
+      for (const s of subs) {
+        if (!s.events.includes('tracked.*') && !s.events.includes(type)) continue;
+        body ??= JSON.stringify({ id, type, occurredAt: e.occurredAt, sequence: null, data: e });
+        rows.push({ webhookId: s.id, eventId: id, eventType: type, sequence: null, body });
+      }
+    }
+    return this.deliveries.insertMany(rows, tx);
+  }
+
+  /** Queues the drains of these webhooks (after the commit of their deliveries; a failure is left to the sweep). */
   queueDrains(webhookIds: readonly number[]): Promise<void> {
     return this.delivery.queueDrainsQuietly(webhookIds);
   }
@@ -313,4 +349,18 @@ export class WebhooksService {
     }
     return raw;
   }
+}
+
+/** A tracked event as a webhook delivers it (the record GET /api/tracking/events answers). */
+export interface TrackedDelivery {
+  id: number;
+  name: string | null;
+  occurredAt: string;
+  [k: string]: unknown;
+}
+
+/** A stable UUID for a tracked event (the delivery's Webhook-Id): from a hash of its id. */
+export function trackedEventUuid(id: number): string {
+  const h = createHash('sha256').update(`tracked-event:${id}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h.slice(16, 17), 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }

@@ -59,6 +59,8 @@ export interface JobPayloads {
   'scoring.decay': Record<string, never>;
   /** Runs a scoring recompute or what-if job (a scoring_jobs row). */
   'scoring.run': { jobId: number };
+  /** Creates tracked_events' monthly partitions ahead and drops those past TRACKING_RETENTION_DAYS (hourly). */
+  'tracking.partitions': Record<string, never>;
 }
 export type JobName = keyof JobPayloads;
 
@@ -79,6 +81,7 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   'imports.recover': QUEUES.maintenance,
   'scoring.decay': QUEUES.maintenance,
   'scoring.run': QUEUES.reports,
+  'tracking.partitions': QUEUES.maintenance,
 };
 
 export interface JobPolicy {
@@ -113,6 +116,7 @@ export const JOB_POLICY: Record<JobName, JobPolicy> = {
   'scoring.decay': { attempts: 3, backoffMs: 10_000 },
   // A retried run starts over (a recompute repairs only what differs; a what-if writes nothing).
   'scoring.run': { attempts: 3, backoffMs: 5_000 },
+  'tracking.partitions': { attempts: 3, backoffMs: 60_000 },
 };
 
 /**
@@ -156,4 +160,5 @@ export const JOB_IDS = {
   scoringDecaySchedule: 'scoring-decay',
   /** One job per scoring recompute or what-if run. */
   scoringRun: (jobId: number) => `scoring:${jobId}`,
+  trackingPartitionsSchedule: 'tracking-partitions',
 };

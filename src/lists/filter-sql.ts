@@ -53,9 +53,28 @@ export interface FilterField {
   textIndex?: string;
   /** Shown in the OpenAPI document. */
   description?: string;
+  /**
+   * The value's SQL built per condition, with values of its own bound as parameters (e.g. an event
+   * name taken from the field's name) and the query's `now` (a time window): used instead of `sql`.
+   */
+  bound?: (bind: (value: unknown) => string, now: Date) => string;
 }
 
-export type FilterRegistry = Record<string, FilterField>;
+/**
+ * A registry's fields whose names follow a pattern rather than a list (contacts:
+ * `events.<name>.count.7d`; tracked events: `properties.<key>`): kept under this symbol key, so
+ * spreading a registry keeps it and listing its names does not show it.
+ */
+export const PATTERN_FIELDS = Symbol('filter pattern fields');
+
+export interface PatternFields {
+  /** The field of a name the pattern covers, or null. */
+  resolve(name: string): FilterField | null;
+  /** The patterns, for the error that names the allowed fields. */
+  describe: string;
+}
+
+export type FilterRegistry = Record<string, FilterField> & { [PATTERN_FIELDS]?: PatternFields };
 
 /** Operators each type takes. */
 export function operatorsOf(f: FilterField): readonly FilterOperator[] {
@@ -152,15 +171,17 @@ class Compiler {
   }
 
   private condition(c: FilterCondition, path: string): string {
-    if (!Object.prototype.hasOwnProperty.call(this.registry, c.field)) {
+    const patterns = this.registry[PATTERN_FIELDS];
+    let f = Object.prototype.hasOwnProperty.call(this.registry, c.field) ? this.registry[c.field] : (patterns?.resolve(c.field) ?? null);
+    if (!f) {
       const names = Object.keys(this.registry);
       const custom = names.some((k) => k.startsWith('fields.')) || c.field.startsWith('fields.');
       return this.problem(
         `${path}.field`,
-        `"${c.field.slice(0, 60)}" is not a filterable field; allowed: ${names.join(', ')}${custom ? ' (custom fields: fields.<alias> of a published custom field of these records)' : ''}`,
+        `"${c.field.slice(0, 60)}" is not a filterable field; allowed: ${names.join(', ')}${custom ? ' (custom fields: fields.<alias> of a published custom field of these records)' : ''}${patterns ? `; ${patterns.describe}` : ''}`,
       );
     }
-    const f = this.registry[c.field];
+    if (f.bound) f = { ...f, sql: f.bound((v) => this.bind(v), this.now) };
     const ops = operatorsOf(f);
     if (!(ops as readonly string[]).includes(c.op)) {
       return this.problem(`${path}.op`, `"${c.op.slice(0, 30)}" is not an operator of ${c.field}; allowed: ${ops.join(', ')}`);

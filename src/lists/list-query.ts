@@ -154,7 +154,7 @@ function readFilter(query: Query, spec: ListSpec, extras: ListExtras, out: ListQ
     return undefined;
   }
   try {
-    const { node, compiled } = compileFilter(filterRaw, { ...(spec.filterable ?? {}), ...(extras.filterable ?? {}) });
+    const { node, compiled } = compileFilter(filterRaw, { ...(spec.filterable ?? {}), ...(extras.filterable ?? {}) }, extras.now);
     out.filter = compiled;
     return node;
   } catch (e) {

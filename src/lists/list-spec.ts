@@ -63,6 +63,8 @@ export interface ListExtras {
   filterable?: FilterRegistry;
   /** Extra names `fields=` takes, e.g. `fields.plan`. */
   properties?: readonly string[];
+  /** The instant relative filter values and time windows are resolved at (default: the process clock). */
+  now?: Date;
 }
 
 /** The expression `modifiedSince` compares with, or null when the list has no audit timestamps. */

@@ -4,6 +4,7 @@ import { EventsService } from '../events/events.service.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import { REFRESH_BATCH, SegmentsService } from './segments.service.js';
 import { outsideTransaction } from '../database/transactions.js';
+import { TrackingIntakeService } from '../tracking/tracking-intake.service.js';
 
 /**
  * Keeps dynamic segments fresh, in every process that runs background work (APP_ROLE worker or
@@ -13,7 +14,8 @@ import { outsideTransaction } from '../database/transactions.js';
  * segment stale, and two processes running the loop at once only wait for each other's locks.
  *
  * Each pass: rebuild the pending segments, then re-evaluate the contacts of new change events
- * until caught up. A pass runs every SEGMENT_REFRESH_INTERVAL_MS, as soon as the sequencer of this
+ * until caught up, then the contacts with new tracked events (behavioural segments), then the
+ * segments whose filter depends on time whose last evaluation is TIME_REFRESH_MS old by the clock. A pass runs every SEGMENT_REFRESH_INTERVAL_MS, as soon as the sequencer of this
  * process numbers new events, and right after a segment is created or its filter changes here.
  */
 @Injectable()
@@ -24,18 +26,25 @@ export class SegmentRefresher implements OnApplicationBootstrap, OnModuleDestroy
   private again = false;
   private stopped = false;
   private unsubscribe: (() => void) | null = null;
+  private unsubscribeTracked: (() => void) | null = null;
 
   constructor(
     private readonly segments: SegmentsService,
     private readonly events: EventsService,
     private readonly jobs: JobQueue,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly intake: TrackingIntakeService,
   ) {}
 
   onApplicationBootstrap(): void {
     if (!['worker', 'all'].includes(this.config.role) || !this.jobs.runsWorkers) return;
     this.segments.onWorkNeeded(() => this.kick());
     this.unsubscribe = this.events.onSequenced(() => this.kick());
+    // New tracked events committed by this process: their contacts are re-evaluated at once
+    // (another process's intake is picked up by the next pass, SEGMENT_REFRESH_INTERVAL_MS).
+    this.unsubscribeTracked = this.intake.onTracked((batch) => {
+      if (batch.contactIds.length) this.kick();
+    });
     this.arm(0);
   }
 
@@ -80,13 +89,18 @@ export class SegmentRefresher implements OnApplicationBootstrap, OnModuleDestroy
       if (this.stopped) return;
       await this.segments.buildPending();
       const read = await this.segments.refreshChanges();
-      if (read < REFRESH_BATCH) return;
+      if (read < REFRESH_BATCH) break;
     }
+    // Contacts with new tracked events, until the queue is empty (or held by another process).
+    while (!this.stopped && (await this.segments.refreshTracked()) >= REFRESH_BATCH);
+    // Segments whose filter depends on time, when their last such evaluation is old enough by the clock.
+    if (!this.stopped) await this.segments.refreshTimeWindows();
   }
 
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
     this.unsubscribe?.();
+    this.unsubscribeTracked?.();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.running;

@@ -228,6 +228,24 @@ export class SegmentsRepository {
     return this.transactions.handle(tx).query(`SELECT id FROM segments WHERE type = 'dynamic' ORDER BY id`);
   }
 
+  /**
+   * Built dynamic segments whose whole-membership re-evaluation for time (a windowed count, a
+   * relative date) was last done before `before` (by the injected clock), never, or after `now`
+   * (the clock was moved back).
+   */
+  async dueForTimeRefresh(before: Date, now: Date): Promise<{ id: number }[]> {
+    return this.transactions.db.query(
+      `SELECT id FROM segments WHERE type = 'dynamic' AND built_version = filter_version
+          AND (time_evaluated_at IS NULL OR time_evaluated_at < $1 OR time_evaluated_at > $2) ORDER BY id`,
+      [before, now],
+    );
+  }
+
+  /** Records when a segment's membership was last re-evaluated for time. */
+  async markTimeEvaluated(id: number, at: Date, tx: Tx): Promise<void> {
+    await tx.query(`UPDATE segments SET time_evaluated_at = $2 WHERE id = $1`, [id, at]);
+  }
+
   /** Notes when a rebuild starts (its own statement: the rebuild's transaction takes no lock on the segment's row until it ends). */
   async markBuildStarted(id: number): Promise<void> {
     await this.transactions.db.query(`UPDATE segments SET build_started_at = clock_timestamp() WHERE id = $1`, [id]);

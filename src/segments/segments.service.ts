@@ -12,6 +12,9 @@ import { CampaignsService } from '../campaigns/campaigns.service.js';
 import { ContactsService } from '../contacts/contacts.service.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
+import { Clock } from '../common/clock.js';
+import { TrackingService } from '../tracking/tracking.service.js';
+import { dependsOnTime, namesBehaviour } from '../tracking/index.js';
 import { CreateSegmentDto, SEGMENT_BATCH_MAX, type SegmentMembersBatchDto, type SegmentMembersBatchResultDto, UpdateSegmentDto } from './segment.dto.js';
 import { Segment, type SegmentType } from './segment.entity.js';
 import { CHANGE_EVENTS, SEGMENT_LIST_SPEC, SegmentsRepository } from './segments.repository.js';
@@ -26,6 +29,13 @@ export const PREVIEW_SAMPLE_SIZE = 10;
 export const EXCLUDED_FILTER_FIELDS = ['segment.id', 'deals.status', 'deals.stage.id', 'points', 'pointGroup.id'] as const;
 /** Change events one refresh pass reads per transaction. */
 export const REFRESH_BATCH = 10_000;
+/**
+ * A segment whose filter depends on time alone (a behavioural window such as
+ * events.x.count.7d, a relative date such as now-30d) is re-evaluated as a whole when its last
+ * such evaluation is this old by the injected clock: members whose events aged out leave within
+ * 5 minutes without any other change.
+ */
+export const TIME_REFRESH_MS = 4 * 60_000;
 
 /**
  * Called inside the transaction of every membership change (workflows start on segment entry and
@@ -86,6 +96,8 @@ export class SegmentsService {
     private readonly events: EventsService,
     private readonly contacts: ContactsService,
     private readonly campaigns: CampaignsService,
+    private readonly tracking: TrackingService,
+    private readonly clock: Clock,
   ) {}
 
   private readonly membershipListeners: MembershipListener[] = [];
@@ -406,9 +418,10 @@ export class SegmentsService {
       if (!current?.filter || current.type !== 'dynamic' || current.builtVersion === current.filterVersion) return false;
       const start = { filter: current.filter, version: current.filterVersion };
       const registry = await this.contacts.filterRegistry(EXCLUDED_FILTER_FIELDS, tx);
+      const now = this.clock.now();
       let compiled;
       try {
-        compiled = compileFilter(start.filter, registry).compiled;
+        compiled = compileFilter(start.filter, registry, now).compiled;
       } catch (e) {
         failed = { version: start.version, error: e instanceof Error ? e.message.slice(0, 500) : String(e) };
         return false;
@@ -418,6 +431,7 @@ export class SegmentsService {
       if ((await this.campaigns.mirroredSegments([id], tx)).size) await this.campaigns.mirrorSegment(id, null, tx);
       await this.segments.finishBuild(id, start.version, null, tx);
       if (r.added || r.removed) await this.membershipChanged(id, null, null, tx);
+      await this.segments.markTimeEvaluated(id, now, tx);
       this.logger.log({ msg: 'segment rebuilt', segmentId: id, version: start.version, added: r.added, removed: r.removed, ms: Date.now() - t0 });
       return true;
     });
@@ -471,35 +485,91 @@ export class SegmentsService {
         if (changes.upTo > cursor.lastSequence) await this.segments.advanceCursor(changes.upTo, tx);
         return scanned;
       }
-      if (changes.ids.length) {
-        // Read again after the changes (a later snapshot): a segment whose build finished meanwhile is re-evaluated too.
-        const dynamic = await this.segments.dynamicSegments(tx);
-        const mirrored = await this.campaigns.mirroredSegments(
-          dynamic.map((d) => d.id),
-          tx,
-        );
-        const registry = dynamic.length ? await this.contacts.filterRegistry(EXCLUDED_FILTER_FIELDS, tx) : {};
-        for (const seg of dynamic) {
-          await this.segments.lockMembership(seg.id, tx);
-          // The filter as it is now that the membership is ours (a rebuild for a newer filter may have just finished).
-          const current = await this.segments.findRecord(seg.id, tx);
-          // A segment waiting for its rebuild is skipped: the rebuild, which takes this lock after
-          // these events were committed, reads their contacts as they are now.
-          if (!current?.filter || current.type !== 'dynamic' || current.builtVersion !== current.filterVersion) continue;
-          let compiled;
-          try {
-            compiled = compileFilter(current.filter, registry).compiled;
-          } catch {
-            continue; // a filter that no longer compiles fails its next rebuild, which says why
-          }
-          const r = await this.segments.reevaluate(seg.id, compiled, changes.ids, tx);
-          const changed = [...r.added, ...r.removed];
-          if (changed.length && mirrored.has(seg.id)) await this.campaigns.mirrorSegment(seg.id, changed, tx);
-          await this.membershipChanged(seg.id, r.added, r.removed, tx);
-        }
-      }
+      if (changes.ids.length) await this.reevaluateContacts(changes.ids, tx, false);
       await this.segments.advanceCursor(changes.upTo, tx);
       return scanned;
     });
+  }
+
+  /**
+   * Re-evaluates these contacts against every built dynamic segment (or, with `behaviourOnly`, those
+   * whose filter names a behavioural field), one set-based statement per segment under its
+   * membership lock, and mirrors what changed into the segments' campaigns.
+   */
+  private async reevaluateContacts(ids: number[], tx: Tx, behaviourOnly: boolean): Promise<void> {
+    // Read again after the changes (a later snapshot): a segment whose build finished meanwhile is re-evaluated too.
+    const dynamic = await this.segments.dynamicSegments(tx);
+    const mirrored = await this.campaigns.mirroredSegments(
+      dynamic.map((d) => d.id),
+      tx,
+    );
+    const registry = dynamic.length ? await this.contacts.filterRegistry(EXCLUDED_FILTER_FIELDS, tx) : {};
+    const now = this.clock.now();
+    for (const seg of dynamic) {
+      await this.segments.lockMembership(seg.id, tx);
+      // The filter as it is now that the membership is ours (a rebuild for a newer filter may have just finished).
+      const current = await this.segments.findRecord(seg.id, tx);
+      // A segment waiting for its rebuild is skipped: the rebuild, which takes this lock after
+      // these events were committed, reads their contacts as they are now.
+      if (!current?.filter || current.type !== 'dynamic' || current.builtVersion !== current.filterVersion) continue;
+      if (behaviourOnly && !namesBehaviour(current.filter as FilterNode)) continue;
+      let compiled;
+      try {
+        compiled = compileFilter(current.filter, registry, now).compiled;
+      } catch {
+        continue; // a filter that no longer compiles fails its next rebuild, which says why
+      }
+      const r = await this.segments.reevaluate(seg.id, compiled, ids, tx);
+      const changed = [...r.added, ...r.removed];
+      if (changed.length && mirrored.has(seg.id)) await this.campaigns.mirrorSegment(seg.id, changed, tx);
+      await this.membershipChanged(seg.id, r.added, r.removed, tx);
+    }
+  }
+
+  /**
+   * Re-evaluates the contacts whose tracked events changed (queued by the intake in its
+   * transaction) against the segments whose filter names a behavioural field; answers how many
+   * contacts it took (at most REFRESH_BATCH; the queue's rows another pass holds are skipped).
+   */
+  async refreshTracked(): Promise<number> {
+    return this.transactions.run(async (tx) => {
+      const ids = await this.tracking.takeSegmentQueue(REFRESH_BATCH, tx);
+      if (ids.length) await this.reevaluateContacts(ids, tx, true);
+      return ids.length;
+    });
+  }
+
+  /**
+   * Re-evaluates as a whole every built dynamic segment whose filter depends on time alone (see
+   * TIME_REFRESH_MS) and whose last such evaluation is older than TIME_REFRESH_MS by the clock;
+   * answers how many it re-evaluated.
+   */
+  async refreshTimeWindows(): Promise<number> {
+    const now = this.clock.now();
+    let done = 0;
+    for (const { id } of await this.segments.dueForTimeRefresh(new Date(now.getTime() - TIME_REFRESH_MS), now)) {
+      const refreshed = await this.transactions.run(async (tx) => {
+        await this.segments.lockMembership(id, tx);
+        const current = await this.segments.findRecord(id, tx);
+        if (!current?.filter || current.type !== 'dynamic' || current.builtVersion !== current.filterVersion || !dependsOnTime(current.filter as FilterNode))
+          return false;
+        let compiled;
+        try {
+          compiled = compileFilter(current.filter, await this.contacts.filterRegistry(EXCLUDED_FILTER_FIELDS, tx), now).compiled;
+        } catch {
+          return false;
+        }
+        const r = await this.segments.rebuild(id, compiled, tx);
+        if (r.added || r.removed) {
+          if ((await this.campaigns.mirroredSegments([id], tx)).size) await this.campaigns.mirrorSegment(id, null, tx);
+          await this.membershipChanged(id, null, null, tx);
+          this.logger.log({ msg: 'segment re-evaluated for time', segmentId: id, added: r.added, removed: r.removed });
+        }
+        await this.segments.markTimeEvaluated(id, now, tx);
+        return true;
+      });
+      if (refreshed) done++;
+    }
+    return done;
   }
 }

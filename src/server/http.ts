@@ -129,6 +129,11 @@ function buildOpenApi(app: NestExpressApplication, config: AppConfig): OpenAPIOb
       },
       'basic',
     )
+    // Segment's write key: HTTP Basic with an API token as the user name and an empty password (the tracking intake).
+    .addBasicAuth(
+      { type: 'http', scheme: 'basic', description: "An API token as the user name and an empty password (Segment's write key): the tracking intake" },
+      'writeKey',
+    )
     .addApiKey(
       {
         type: 'apiKey',

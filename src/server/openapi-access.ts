@@ -9,6 +9,7 @@ export const SECURITY_BY_CREDENTIAL: Record<Credential, Record<string, string[]>
   none: [],
   token: [{ bearer: [] }],
   'token-or-basic': [{ bearer: [] }, { basic: [] }],
+  'write-key': [{ bearer: [] }, { writeKey: [] }],
   'metrics-token': [{ bearer: [] }],
   'sms-signature': [{ smsSignature: [] }],
   session: [],
@@ -30,7 +31,7 @@ export function takesIdempotencyKey(r: RouteInfo): boolean {
   return (
     IDEMPOTENT_METHODS.has(r.method) &&
     r.path.startsWith('/api/') &&
-    (r.credential === 'token' || r.credential === 'token-or-basic' || r.credential === 'metrics-token')
+    (r.credential === 'token' || r.credential === 'token-or-basic' || r.credential === 'write-key' || r.credential === 'metrics-token')
   );
 }
 

@@ -21,7 +21,8 @@ export class EndpointDto {
   alsoRequires?: string[];
   /**
    * Present when the route takes a credential other than `Authorization: Bearer <token>` (or none, on
-   * public routes): `token-or-basic` (also a token as the HTTP Basic password), `metrics-token`
+   * public routes): `token-or-basic` (also a token as the HTTP Basic password), `write-key` (also a token as the
+   * HTTP Basic user name with an empty password), `metrics-token`
    * (also Bearer METRICS_TOKEN), `sms-signature` (X-Signature: a timestamped HMAC of the body with SMS_WEBHOOK_SECRET).
    */
   @ApiProperty({ enum: CREDENTIALS.filter((c) => c !== 'token' && c !== 'none'), required: false })

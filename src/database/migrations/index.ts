@@ -31,6 +31,7 @@ import { JobCredentials1763700002610 } from './1763700002610-job-credentials.js'
 import { IdempotencyCredential1763700002620 } from './1763700002620-idempotency-credential.js';
 import { JobRuns1763700002630 } from './1763700002630-job-runs.js';
 import { EventTransactions1763700002640 } from './1763700002640-event-transactions.js';
+import { TrackedEvents1763700002700 } from './1763700002700-tracked-events.js';
 import { Scoring1763700002800 } from './1763700002800-scoring.js';
 import { Workflows1763700002900 } from './1763700002900-workflows.js';
 import { Pipelines1763700003000 } from './1763700003000-pipelines.js';
@@ -66,6 +67,7 @@ export const MIGRATIONS = [
   IdempotencyCredential1763700002620,
   JobRuns1763700002630,
   EventTransactions1763700002640,
+  TrackedEvents1763700002700,
   Scoring1763700002800,
   Workflows1763700002900,
   Pipelines1763700003000,

@@ -1,0 +1,378 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { Repository } from 'typeorm';
+import { type Db, returning, Transactions, type Tx } from '../database/transactions.js';
+import { EVENT_CONTACT_SQL } from '../database/migrations/1763700002700-tracked-events.js';
+import type { ListQuery } from '../lists/list-spec.js';
+import { type ListPage, paginate } from '../lists/list-sql.js';
+import { TRACKED_EVENT_LIST_SPEC } from './tracking-list.js';
+import { TrackedEvent } from './tracked-event.entity.js';
+import { monthStart, partitionName } from './tracking.rules.js';
+
+/** A tracked event as stored (the columns the API shows). */
+export interface TrackedEventRow {
+  id: string;
+  occurredAt: Date;
+  receivedAt: Date;
+  type: 'track' | 'identify';
+  name: string | null;
+  contactId: number | null;
+  userId: string | null;
+  anonymousId: string | null;
+  messageId: string;
+  properties: Record<string, unknown>;
+  context: Record<string, unknown> | null;
+  flags: Record<string, unknown> | null;
+}
+
+/** A tracked event to insert. */
+export interface NewTrackedEvent {
+  occurredAt: Date;
+  type: 'track' | 'identify';
+  name: string | null;
+  contactId: number | null;
+  userId: string | null;
+  anonymousId: string | null;
+  messageId: string;
+  properties: Record<string, unknown>;
+  context: Record<string, unknown> | null;
+  flags: Record<string, unknown> | null;
+}
+
+/** One track event counted in the daily table. */
+export interface DailyCount {
+  contactId: number;
+  name: string;
+  at: Date;
+}
+
+/** A record event of the change feed as the timeline reads it. */
+export interface RecordEventRow {
+  id: string;
+  type: string;
+  occurredAt: Date;
+  sequence: string;
+  data: Record<string, unknown>;
+  previous: Record<string, unknown> | null;
+}
+
+const SELECT_EVENT = `e.id::text AS id, e.occurred_at AS "occurredAt", e.received_at AS "receivedAt", e.type, e.name, e.contact_id AS "contactId",
+  e.user_id AS "userId", e.anonymous_id AS "anonymousId", e.message_id AS "messageId", e.properties, e.context, e.flags`;
+
+/** An instant as UTC text with microseconds (fixed width: text order is time order), for the timeline's cursor. */
+const AT_KEY = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+const PARTITION_NAME = /^tracked_events_y(\d{4})m(\d{2})$/;
+
+/**
+ * Every query of the tracking tables (tracked_events and its partitions, the messageId dedupe,
+ * the daily counts, the definitions, the anonymous ids, the segment queue), and the timeline's
+ * read of the change feed (`events`, by the contact an event is about).
+ */
+@Injectable()
+export class TrackingRepository {
+  /** Partitions known to exist (by name): the intake creates a missing one before its insert. */
+  private readonly known = new Set<string>();
+
+  constructor(
+    private readonly transactions: Transactions,
+    @InjectRepository(TrackedEvent) private readonly events: Repository<TrackedEvent>,
+  ) {}
+
+  private db(tx?: Tx): Db {
+    return tx ?? this.transactions.db;
+  }
+
+  // -- partitions ----------------------------------------------------------------------------------
+
+  /** The monthly partitions that exist, by name, with their first instant. */
+  async partitions(): Promise<{ name: string; start: Date }[]> {
+    const rows: { name: string }[] = await this.db().query(
+      `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'tracked_events'::regclass ORDER BY 1`,
+    );
+    const out: { name: string; start: Date }[] = [];
+    for (const r of rows) {
+      const m = PARTITION_NAME.exec(r.name);
+      if (m) out.push({ name: r.name, start: new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, 1)) });
+    }
+    return out;
+  }
+
+  /**
+   * Creates the monthly partitions holding these instants that do not exist yet: each under an
+   * advisory lock, in its own transaction (run outside any other), so concurrent intakes create a
+   * month once. Partition names come from the dates only (tracking.rules.ts partitionName).
+   */
+  async ensurePartitions(instants: Date[]): Promise<void> {
+    const starts = new Map<string, Date>();
+    for (const at of instants) {
+      const start = monthStart(at);
+      const name = partitionName(start);
+      if (!this.known.has(name)) starts.set(name, start);
+    }
+    for (const [name, start] of starts) {
+      await this.transactions.runAlone(async (tx) => {
+        await tx.query(`SELECT pg_advisory_xact_lock(hashtext('tracked_events partitions'))`);
+        const exists: unknown[] = await tx.query(`SELECT 1 FROM pg_class WHERE relname = $1 AND relkind = 'r'`, [name]);
+        if (!exists.length) {
+          const from = start.toISOString();
+          const to = monthStart(start, 1).toISOString();
+          await tx.query(`CREATE TABLE ${name} PARTITION OF tracked_events FOR VALUES FROM ('${from}') TO ('${to}')`);
+        }
+      });
+      this.known.add(name);
+    }
+  }
+
+  /** Drops a whole partition (retention), under the same lock as creation. */
+  async dropPartition(name: string): Promise<void> {
+    if (!PARTITION_NAME.test(name)) throw new Error(`not a tracked_events partition: ${name}`);
+    await this.transactions.runAlone(async (tx) => {
+      await tx.query(`SELECT pg_advisory_xact_lock(hashtext('tracked_events partitions'))`);
+      await tx.query(`DROP TABLE IF EXISTS ${name}`);
+    });
+    this.known.delete(name);
+  }
+
+  // -- intake ---------------------------------------------------------------------------------------
+
+  /**
+   * Claims messageIds in `tx`: answers those not seen before (a concurrent request holding the same
+   * id waits here until that one commits or rolls back).
+   */
+  async claimMessageIds(ids: string[], now: Date, tx: Tx): Promise<Set<string>> {
+    if (!ids.length) return new Set();
+    const rows: { message_id: string }[] = await tx.query(
+      `INSERT INTO tracked_message_ids (message_id, received_at) SELECT DISTINCT m, $2::timestamptz FROM unnest($1::text[]) AS u(m) ORDER BY 1
+       ON CONFLICT (message_id) DO NOTHING RETURNING message_id`,
+      [ids, now],
+    );
+    return new Set(rows.map((r) => r.message_id));
+  }
+
+  /** Deletes messageIds received before `before`. */
+  async pruneMessageIds(before: Date): Promise<number> {
+    const [, n] = await this.db().query<[unknown, number]>(`DELETE FROM tracked_message_ids WHERE received_at < $1`, [before]);
+    return n;
+  }
+
+  /** Inserts tracked events in one statement (received at `now`). */
+  async insertEvents(rows: NewTrackedEvent[], now: Date, tx: Tx): Promise<TrackedEventRow[]> {
+    if (!rows.length) return [];
+    return tx.query(
+      `WITH e AS (
+         INSERT INTO tracked_events (occurred_at, received_at, type, name, contact_id, user_id, anonymous_id, message_id, properties, context, flags)
+         SELECT o, $11::timestamptz, t, n, c, u, a, m, p, x, f
+           FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::jsonb[], $9::jsonb[], $10::jsonb[])
+             AS v(o, t, n, c, u, a, m, p, x, f)
+         RETURNING *)
+       SELECT ${SELECT_EVENT} FROM e ORDER BY e.id`,
+      [
+        rows.map((r) => r.occurredAt),
+        rows.map((r) => r.type),
+        rows.map((r) => r.name),
+        rows.map((r) => r.contactId),
+        rows.map((r) => r.userId),
+        rows.map((r) => r.anonymousId),
+        rows.map((r) => r.messageId),
+        rows.map((r) => JSON.stringify(r.properties)),
+        rows.map((r) => (r.context ? JSON.stringify(r.context) : null)),
+        rows.map((r) => (r.flags ? JSON.stringify(r.flags) : null)),
+        now,
+      ],
+    );
+  }
+
+  /**
+   * Adds track events to the per-contact, per-name, per-UTC-day counts, in key order (two
+   * transactions on the same keys lock them in the same order).
+   */
+  async addDaily(counts: DailyCount[], tx: Tx): Promise<void> {
+    if (!counts.length) return;
+    await tx.query(
+      `INSERT INTO tracked_event_daily AS d (contact_id, name, day, count, first_at, last_at)
+       SELECT c, n, (a AT TIME ZONE 'UTC')::date, count(*), min(a), max(a)
+         FROM unnest($1::int[], $2::text[], $3::timestamptz[]) AS v(c, n, a)
+        GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+       ON CONFLICT (contact_id, name, day) DO UPDATE
+         SET count = d.count + excluded.count, first_at = LEAST(d.first_at, excluded.first_at), last_at = GREATEST(d.last_at, excluded.last_at)`,
+      [counts.map((c) => c.contactId), counts.map((c) => c.name), counts.map((c) => c.at)],
+    );
+  }
+
+  /** Deletes daily counts of days before `day` (YYYY-MM-DD): what retention dropped. */
+  async pruneDaily(day: string): Promise<number> {
+    const [, n] = await this.db().query<[unknown, number]>(`DELETE FROM tracked_event_daily WHERE day < $1::date`, [day]);
+    return n;
+  }
+
+  /** Adds to each event name's definition: count, first/last seen (by occurredAt), observed property types. Names in order. */
+  async addDefinitions(defs: { name: string; count: number; first: Date; last: Date; types: Record<string, true> }[], tx: Tx): Promise<void> {
+    if (!defs.length) return;
+    const sorted = [...defs].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    await tx.query(
+      `INSERT INTO tracked_event_definitions AS d (name, count, first_seen_at, last_seen_at, property_types)
+       SELECT * FROM unnest($1::text[], $2::bigint[], $3::timestamptz[], $4::timestamptz[], $5::jsonb[])
+       ON CONFLICT (name) DO UPDATE
+         SET count = d.count + excluded.count, first_seen_at = LEAST(d.first_seen_at, excluded.first_seen_at),
+             last_seen_at = GREATEST(d.last_seen_at, excluded.last_seen_at),
+             property_types = CASE WHEN excluded.property_types <@ d.property_types THEN d.property_types ELSE d.property_types || excluded.property_types END`,
+      [
+        sorted.map((d) => d.name),
+        sorted.map((d) => d.count),
+        sorted.map((d) => d.first),
+        sorted.map((d) => d.last),
+        sorted.map((d) => JSON.stringify(d.types)),
+      ],
+    );
+  }
+
+  async definitions(): Promise<{ name: string; count: string; firstSeenAt: Date; lastSeenAt: Date; propertyTypes: Record<string, unknown> }[]> {
+    return this.db().query(
+      `SELECT name, count, first_seen_at AS "firstSeenAt", last_seen_at AS "lastSeenAt", property_types AS "propertyTypes" FROM tracked_event_definitions ORDER BY name`,
+    );
+  }
+
+  /** Marks contacts with new tracked events for the segment refresher. */
+  async queueForSegments(contactIds: number[], tx: Tx): Promise<void> {
+    if (!contactIds.length) return;
+    await tx.query(`INSERT INTO tracked_segment_queue (contact_id) SELECT DISTINCT c FROM unnest($1::int[]) AS u(c) ORDER BY 1 ON CONFLICT DO NOTHING`, [
+      contactIds,
+    ]);
+  }
+
+  /** Takes up to `limit` queued contacts in `tx` (rows another pass holds are skipped). */
+  async takeSegmentQueue(limit: number, tx: Tx): Promise<number[]> {
+    const rows = await returning<{ contact_id: number }>(
+      tx,
+      `DELETE FROM tracked_segment_queue WHERE contact_id IN (SELECT contact_id FROM tracked_segment_queue ORDER BY 1 LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING contact_id`,
+      [limit],
+    );
+    return rows.map((r) => r.contact_id);
+  }
+
+  // -- identity -------------------------------------------------------------------------------------
+
+  /** Serialises identity work on these keys (userIds, emails, anonymousIds) until `tx` ends; keys locked in sorted order. */
+  async lockIdentities(keys: string[], tx: Tx): Promise<void> {
+    if (!keys.length) return;
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended(k, 29)) FROM (SELECT DISTINCT k FROM unnest($1::text[]) AS u(k) ORDER BY 1) s`, [keys]);
+  }
+
+  /** The contacts these anonymousIds were linked to. */
+  async anonymousLinks(ids: string[], tx: Tx): Promise<Map<string, number>> {
+    if (!ids.length) return new Map();
+    const rows: { anonymous_id: string; contact_id: number }[] = await tx.query(
+      `SELECT anonymous_id, contact_id FROM anonymous_ids WHERE anonymous_id = ANY($1::text[]) AND contact_id IS NOT NULL`,
+      [ids],
+    );
+    return new Map(rows.map((r) => [r.anonymous_id, r.contact_id]));
+  }
+
+  /**
+   * Links an anonymousId to a contact unless it is linked already; answers the contact it is linked
+   * to (the given one, or the earlier link, which is never replaced).
+   */
+  async linkAnonymous(anonymousId: string, contactId: number, now: Date, tx: Tx): Promise<number> {
+    const rows: { contact_id: number }[] = await tx.query(
+      `INSERT INTO anonymous_ids AS a (anonymous_id, contact_id, linked_at) VALUES ($1, $2, $3)
+       ON CONFLICT (anonymous_id) DO UPDATE SET contact_id = COALESCE(a.contact_id, excluded.contact_id), linked_at = COALESCE(a.linked_at, excluded.linked_at)
+       RETURNING contact_id`,
+      [anonymousId, contactId, now],
+    );
+    return rows[0].contact_id;
+  }
+
+  /** Attributes an anonymousId's unattributed events to a contact; answers the track events attributed (for the daily counts). */
+  async attributeAnonymous(anonymousId: string, contactId: number, tx: Tx): Promise<{ name: string; at: Date; id: string }[]> {
+    const rows = await returning<{ name: string | null; occurred_at: Date; id: string; type: string }>(
+      tx,
+      `UPDATE tracked_events SET contact_id = $2 WHERE anonymous_id = $1 AND contact_id IS NULL RETURNING name, occurred_at, id::text AS id, type`,
+      [anonymousId, contactId],
+    );
+    return rows.filter((r) => r.type === 'track' && r.name !== null).map((r) => ({ name: r.name as string, at: r.occurred_at, id: r.id }));
+  }
+
+  // -- reads ----------------------------------------------------------------------------------------
+
+  /** The tracked events list (GET /api/tracking/events). */
+  list(q: ListQuery): Promise<ListPage<TrackedEventRow>> {
+    return paginate<TrackedEvent, TrackedEventRow>(this.events.createQueryBuilder('e'), q, TRACKED_EVENT_LIST_SPEC, {
+      load: (where, params, order, page) =>
+        this.db().query(
+          `SELECT ${SELECT_EVENT} FROM tracked_events e WHERE ${where} ORDER BY ${order}${page ? ` LIMIT ${page.limit} OFFSET ${page.offset}` : ''}`,
+          params,
+        ),
+    });
+  }
+
+  /**
+   * A contact's tracked events, newest first, strictly before (at, id) when given, within
+   * [from, to), of the given types ('track' events by name, or 'identify').
+   */
+  async contactEvents(
+    contactId: number,
+    opts: { before: { at: string; id: string | null } | null; from: Date | null; to: Date | null; names: string[] | null; identify: boolean; limit: number },
+  ): Promise<(TrackedEventRow & { atKey: string })[]> {
+    const where = ['e.contact_id = $1'];
+    const params: unknown[] = [contactId];
+    const add = (sql: string, v: unknown) => {
+      params.push(v);
+      where.push(sql.replace('?', `$${params.length}`));
+    };
+    // Before the cursor: a tracked event's (time, id), or (a record event's cursor) strictly earlier
+    // times, tracked events at the cursor's instant having come first.
+    if (opts.before?.id) {
+      params.push(opts.before.at, opts.before.id);
+      where.push(`(e.occurred_at, e.id) < ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
+    } else if (opts.before) add('e.occurred_at < ?::timestamptz', opts.before.at);
+    if (opts.from) add('e.occurred_at >= ?', opts.from);
+    if (opts.to) add('e.occurred_at < ?', opts.to);
+    if (opts.names) {
+      params.push(opts.names);
+      where.push(opts.identify ? `(e.name = ANY($${params.length}::text[]) OR e.type = 'identify')` : `e.name = ANY($${params.length}::text[])`);
+    } else if (!opts.identify) where.push(`e.type = 'track'`);
+    params.push(opts.limit);
+    return this.db().query(
+      `SELECT ${SELECT_EVENT}, ${AT_KEY('e.occurred_at')} AS "atKey" FROM tracked_events e WHERE ${where.join(' AND ')}
+        ORDER BY e.occurred_at DESC, e.id DESC LIMIT $${params.length}`,
+      params,
+    );
+  }
+
+  /** A contact's record events of the change feed (numbered ones), newest first, before (at, sequence) when given. */
+  async contactRecordEvents(
+    contactId: number,
+    opts: { before: { at: string; id: string | null } | null; from: Date | null; to: Date | null; types: string[] | null; limit: number },
+  ): Promise<(RecordEventRow & { atKey: string })[]> {
+    const where = [`sequence IS NOT NULL`, `${EVENT_CONTACT_SQL} = $1::text`];
+    const params: unknown[] = [String(contactId)];
+    // Before the cursor: a record event's (time, sequence), or (a tracked event's cursor) the same
+    // instant and earlier, record events at an instant coming after its tracked events.
+    if (opts.before?.id) {
+      params.push(opts.before.at, opts.before.id);
+      where.push(`(occurred_at, sequence) < ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
+    } else if (opts.before) {
+      params.push(opts.before.at);
+      where.push(`occurred_at <= $${params.length}::timestamptz`);
+    }
+    if (opts.from) {
+      params.push(opts.from);
+      where.push(`occurred_at >= $${params.length}`);
+    }
+    if (opts.to) {
+      params.push(opts.to);
+      where.push(`occurred_at < $${params.length}`);
+    }
+    if (opts.types) {
+      params.push(opts.types);
+      where.push(`type = ANY($${params.length}::text[])`);
+    }
+    params.push(opts.limit);
+    return this.db().query(
+      `SELECT id::text AS id, type, occurred_at AS "occurredAt", sequence::text AS sequence, data, previous, ${AT_KEY('occurred_at')} AS "atKey" FROM events
+        WHERE ${where.join(' AND ')} ORDER BY occurred_at DESC, sequence DESC LIMIT $${params.length}`,
+      params,
+    );
+  }
+}

@@ -1,0 +1,181 @@
+import { describe, expect, it } from '@jest/globals';
+import { appError, useServiceSpec } from '../../test/support/service-testing.js';
+import { Clock } from '../common/clock.js';
+import { ContactsService } from '../contacts/contacts.service.js';
+import { TrackingIntakeService } from './tracking-intake.service.js';
+import { TrackingService } from './tracking.service.js';
+import { partitionName, monthStart } from './tracking.rules.js';
+
+const DAY = 86_400_000;
+
+/**
+ * Tracked events on the real database: monthly partitions (ahead, on demand, dropped past the
+ * retention by the injected clock), messageId dedupe, the daily counts and definitions written
+ * with the insert, and the identity rules (userId, email, anonymousId; never a merge).
+ */
+describe('Tracking (service layer, real PostgreSQL)', () => {
+  const spec = useServiceSpec({ TRACKING_RETENTION_DAYS: '60' });
+  const intake = () => spec.ctx.get(TrackingIntakeService);
+  const tracking = () => spec.ctx.get(TrackingService);
+  const contacts = () => spec.ctx.get(ContactsService);
+  const clock = () => spec.ctx.get(Clock);
+  let seq = 0;
+  const uid = (p = 'u') => `${p}-${++seq}-${Date.now()}`;
+  const partitions = async () =>
+    (
+      await spec.ctx.query<{ name: string }>(
+        `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'tracked_events'::regclass`,
+      )
+    ).map((r) => r.name);
+
+  it('creates partitions ahead, on demand for a late event, and drops whole partitions past the retention (by the clock)', async () => {
+    const now = clock().now();
+    await tracking().maintain();
+    const names = await partitions();
+    for (let i = 0; i <= 2; i++) expect(names).toContain(partitionName(monthStart(now, i)));
+    // A late event (40 days ago, within the 60-day retention) lands in its own month's partition.
+    const past = new Date(now.getTime() - 40 * DAY);
+    await intake().ingest('track', { event: 'late', userId: uid(), timestamp: past.toISOString() }, spec.who);
+    expect(await partitions()).toContain(partitionName(monthStart(past)));
+    const stored = await spec.ctx.query<{ tableoid: string }>(`SELECT tableoid::regclass::text AS tableoid FROM tracked_events WHERE name = 'late'`);
+    expect(stored).toEqual([{ tableoid: partitionName(monthStart(past)) }]);
+    // 130 days later, that month is past the retention: its partition is dropped, not its rows deleted.
+    clock().travel(130 * DAY);
+    try {
+      const r = await tracking().maintain();
+      expect(r.dropped).toContain(partitionName(monthStart(past)));
+      expect(await partitions()).not.toContain(partitionName(monthStart(past)));
+      expect(await spec.ctx.query(`SELECT 1 FROM tracked_events WHERE name = 'late'`)).toEqual([]);
+    } finally {
+      clock().travel(-130 * DAY);
+    }
+  });
+
+  it('stores a retried batch once (messageId), with daily counts and definitions in the same transaction', async () => {
+    const userId = uid();
+    const batch = {
+      batch: [
+        { type: 'track', event: 'pricing_viewed', userId, messageId: `${userId}-1`, properties: { plan: 'pro', seats: 3 } },
+        { type: 'track', event: 'pricing_viewed', userId, messageId: `${userId}-2`, properties: { plan: 'team', beta: true } },
+        { type: 'track', event: 'pricing_viewed', userId, messageId: `${userId}-2`, properties: { plan: 'again' } },
+      ],
+    };
+    // Sent three times, two of them at once: each messageId is stored once.
+    await Promise.all([intake().ingest('batch', batch, spec.who), intake().ingest('batch', batch, spec.who)]);
+    await intake().ingest('batch', batch, spec.who);
+    const rows = await spec.ctx.query<{ contact_id: number }>(`SELECT contact_id FROM tracked_events WHERE user_id = $1`, [userId]);
+    expect(rows).toHaveLength(2);
+    const daily = await spec.ctx.query<{ count: number }>(`SELECT count FROM tracked_event_daily WHERE contact_id = $1 AND name = 'pricing_viewed'`, [
+      rows[0].contact_id,
+    ]);
+    expect(daily).toEqual([{ count: 2 }]);
+    const defs = await tracking().definitions();
+    const def = defs.definitions.find((d) => d.name === 'pricing_viewed');
+    expect(def).toMatchObject({ count: 2, properties: { plan: ['string'], seats: ['number'], beta: ['boolean'] } });
+  });
+
+  it('refuses a bad call naming its index and field, storing nothing of the batch', async () => {
+    const userId = uid();
+    const err = await appError(
+      intake().ingest(
+        'batch',
+        {
+          batch: [
+            { type: 'track', event: 'ok', userId },
+            { type: 'track', userId },
+            { type: 'track', event: 'x', properties: [] },
+          ],
+        },
+        spec.who,
+      ),
+    );
+    expect(err.status).toBe(400);
+    expect(err.details?.map((d) => d.field)).toEqual(['batch.1.event', 'batch.2.userId', 'batch.2.properties']);
+    expect(await spec.ctx.query(`SELECT 1 FROM tracked_events WHERE user_id = $1`, [userId])).toEqual([]);
+  });
+
+  it('identify finds the contact by externalId, else by email (setting externalId), else creates it; track creates an unknown userId', async () => {
+    const known = await contacts().create({ name: 'Ada', email: `${uid('ada')}@t.test` }, spec.who);
+    const userId = uid();
+    await intake().ingest('identify', { userId, traits: { email: known.email, firstName: 'Ada', lastName: 'Lovelace', title: 'Countess' } }, spec.who);
+    expect(await contacts().get(known.id)).toMatchObject({ externalId: userId, name: 'Ada Lovelace', title: 'Countess' });
+    // A second identify by userId finds it by externalId.
+    await intake().ingest('identify', { userId, traits: { company: { name: 'Analytical Engines' } } }, spec.who);
+    expect(await contacts().get(known.id)).toMatchObject({ company: 'Analytical Engines' });
+    // track with an unknown userId creates the contact, named by the userId, without an email.
+    const newcomer = uid();
+    await intake().ingest('track', { userId: newcomer, event: 'signed_up' }, spec.who);
+    const [row] = await spec.ctx.query<{ id: number; name: string; email: string | null }>(`SELECT id, name, email FROM contacts WHERE external_id = $1`, [
+      newcomer,
+    ]);
+    expect(row).toMatchObject({ name: newcomer, email: null });
+  });
+
+  it('an invalid trait is reported on the stored call and the valid ones are applied', async () => {
+    const userId = uid();
+    await intake().ingest('identify', { userId, messageId: userId, traits: { email: 'not-an-email', name: 'Grace', title: 'x'.repeat(300) } }, spec.who);
+    const [c] = await spec.ctx.query<{ name: string; email: string | null; title: string | null }>(
+      `SELECT name, email, title FROM contacts WHERE external_id = $1`,
+      [userId],
+    );
+    expect(c).toEqual({ name: 'Grace', email: null, title: null });
+    const [stored] = await spec.ctx.query<{ flags: { problems: { field: string }[] } }>(`SELECT flags FROM tracked_events WHERE message_id = $1`, [userId]);
+    expect(stored.flags.problems.map((p) => p.field).sort()).toEqual(['traits.email', 'traits.title']);
+  });
+
+  it('anonymous events are attributed on identify and counted; a linked anonymousId is never moved to another contact', async () => {
+    const anon = uid('anon');
+    const userId = uid();
+    await intake().ingest(
+      'batch',
+      {
+        batch: [
+          { type: 'track', event: 'viewed', anonymousId: anon },
+          { type: 'track', event: 'viewed', anonymousId: anon },
+        ],
+      },
+      spec.who,
+    );
+    expect(await spec.ctx.query(`SELECT contact_id FROM tracked_events WHERE anonymous_id = $1`, [anon])).toEqual([{ contact_id: null }, { contact_id: null }]);
+    await intake().ingest('identify', { userId, anonymousId: anon, traits: { name: 'Linked' } }, spec.who);
+    const [c] = await spec.ctx.query<{ id: number }>(`SELECT id FROM contacts WHERE external_id = $1`, [userId]);
+    const attributed = await spec.ctx.query<{ contact_id: number }>(`SELECT DISTINCT contact_id FROM tracked_events WHERE anonymous_id = $1`, [anon]);
+    expect(attributed).toEqual([{ contact_id: c.id }]);
+    expect(await spec.ctx.query(`SELECT count FROM tracked_event_daily WHERE contact_id = $1 AND name = 'viewed'`, [c.id])).toEqual([{ count: 2 }]);
+    // Later anonymous events go straight to the contact.
+    await intake().ingest('track', { event: 'viewed', anonymousId: anon }, spec.who);
+    expect(await spec.ctx.query(`SELECT count FROM tracked_event_daily WHERE contact_id = $1 AND name = 'viewed'`, [c.id])).toEqual([{ count: 3 }]);
+    // Another userId with the same anonymousId: a new contact, the link stays, the conflict is reported.
+    const other = uid();
+    await intake().ingest('identify', { userId: other, anonymousId: anon, messageId: other }, spec.who);
+    const [o] = await spec.ctx.query<{ flags: { problems: { field: string }[] }; contact_id: number }>(
+      `SELECT flags, contact_id FROM tracked_events WHERE message_id = $1`,
+      [other],
+    );
+    expect(o.contact_id).not.toBe(c.id);
+    expect(o.flags.problems[0].field).toBe('anonymousId');
+    expect(await spec.ctx.query(`SELECT contact_id FROM anonymous_ids WHERE anonymous_id = $1`, [anon])).toEqual([{ contact_id: c.id }]);
+  });
+
+  it('parallel identifies of one userId create one contact', async () => {
+    const userId = uid();
+    await Promise.all(
+      Array.from({ length: 8 }, (_, i) => intake().ingest('identify', { userId, traits: { email: `${userId}@par.test`, name: `P${i}` } }, spec.who)),
+    );
+    expect(
+      await spec.ctx.query(`SELECT count(*)::int AS n FROM contacts WHERE external_id = $1 OR lower(email) = lower($2)`, [userId, `${userId}@par.test`]),
+    ).toEqual([{ n: 1 }]);
+  });
+
+  it('clamps a timestamp more than 24 h ahead to the receive time and flags it; honours a past one', async () => {
+    const userId = uid();
+    const ahead = new Date(clock().nowMs() + 3 * DAY).toISOString();
+    await intake().ingest('track', { userId, event: 'future', messageId: `${userId}-f`, timestamp: ahead }, spec.who);
+    const [f] = await spec.ctx.query<{ occurred_at: Date; flags: { timestampClamped: { given: string } } }>(
+      `SELECT occurred_at, flags FROM tracked_events WHERE message_id = $1`,
+      [`${userId}-f`],
+    );
+    expect(Math.abs(f.occurred_at.getTime() - clock().nowMs())).toBeLessThan(60_000);
+    expect(f.flags.timestampClamped.given).toBe(ahead);
+  });
+});
