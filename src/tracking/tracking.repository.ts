@@ -340,38 +340,48 @@ export class TrackingRepository {
     );
   }
 
-  /** A contact's record events of the change feed (numbered ones), newest first, before (at, sequence) when given. */
+  /**
+   * A contact's record events of the change feed (numbered ones), newest first, before (at, sequence)
+   * when given. An event's number is its transaction's first number plus its place among that
+   * transaction's events (the feed numbers transactions, docs/decisions/events-and-webhooks.md).
+   */
   async contactRecordEvents(
     contactId: number,
     opts: { before: { at: string; id: string | null } | null; from: Date | null; to: Date | null; types: string[] | null; limit: number },
   ): Promise<(RecordEventRow & { atKey: string })[]> {
-    const where = [`sequence IS NOT NULL`, `${EVENT_CONTACT_SQL} = $1::text`];
+    const where = [`${EVENT_CONTACT_SQL} = $1::text`];
     const params: unknown[] = [String(contactId)];
     // Before the cursor: a record event's (time, sequence), or (a tracked event's cursor) the same
     // instant and earlier, record events at an instant coming after its tracked events.
+    let after = '';
     if (opts.before?.id) {
       params.push(opts.before.at, opts.before.id);
-      where.push(`(occurred_at, sequence) < ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
+      where.push(`e.occurred_at <= $${params.length - 1}::timestamptz`);
+      after = `WHERE (r."occurredAt", r.seq) < ($${params.length - 1}::timestamptz, $${params.length}::bigint)`;
     } else if (opts.before) {
       params.push(opts.before.at);
-      where.push(`occurred_at <= $${params.length}::timestamptz`);
+      where.push(`e.occurred_at <= $${params.length}::timestamptz`);
     }
     if (opts.from) {
       params.push(opts.from);
-      where.push(`occurred_at >= $${params.length}`);
+      where.push(`e.occurred_at >= $${params.length}`);
     }
     if (opts.to) {
       params.push(opts.to);
-      where.push(`occurred_at < $${params.length}`);
+      where.push(`e.occurred_at < $${params.length}`);
     }
     if (opts.types) {
       params.push(opts.types);
-      where.push(`type = ANY($${params.length}::text[])`);
+      where.push(`e.type = ANY($${params.length}::text[])`);
     }
     params.push(opts.limit);
     return this.db().query(
-      `SELECT id::text AS id, type, occurred_at AS "occurredAt", sequence::text AS sequence, data, previous, ${AT_KEY('occurred_at')} AS "atKey" FROM events
-        WHERE ${where.join(' AND ')} ORDER BY occurred_at DESC, sequence DESC LIMIT $${params.length}`,
+      `SELECT r.id, r.type, r."occurredAt", r.seq::text AS sequence, r.data, r.previous, r."atKey" FROM (
+         SELECT e.id::text AS id, e.type, e.occurred_at AS "occurredAt", e.data, e.previous, ${AT_KEY('e.occurred_at')} AS "atKey",
+                t.first_sequence + (SELECT count(*) FROM events x WHERE x.tx = e.tx AND x.insert_order < e.insert_order) AS seq
+           FROM events e JOIN event_transactions t ON t.tx = e.tx
+          WHERE ${where.join(' AND ')}) r
+        ${after} ORDER BY r."occurredAt" DESC, r.seq DESC LIMIT $${params.length}`,
       params,
     );
   }

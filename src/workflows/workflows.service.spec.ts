@@ -121,7 +121,7 @@ describe('WorkflowsService and the engine (service layer, real PostgreSQL)', () 
     await events.sequenceNow(true);
     const types = await ctx.query<{ type: string }>(
       `SELECT type FROM events WHERE type LIKE 'workflow.%' AND type NOT IN ('workflow.created', 'workflow.updated', 'workflow.deleted')
-          AND (data->>'id' = $1 OR data->'enrollment'->>'id' = $1) ORDER BY sequence`,
+          AND (data->>'id' = $1 OR data->'enrollment'->>'id' = $1) ORDER BY (SELECT t.first_sequence FROM event_transactions t WHERE t.tx = events.tx), insert_order`,
       [e.id],
     );
     expect(types.map((t) => t.type)).toEqual(['workflow.enrolled', ...Array<string>(4).fill('workflow.step_completed'), 'workflow.completed']);

@@ -93,7 +93,7 @@ export class TrackedEvents1763700002700 implements MigrationInterface {
     // The timeline's record events: the contact an event is about (a contact.* event's record, or
     // the contactId / contact_id of the others), indexed once the sequencer numbers the event, so
     // the writer's insert pays nothing for it.
-    await q.query(`CREATE INDEX events_contact_idx ON events (${EVENT_CONTACT_SQL}, occurred_at DESC) WHERE sequence IS NOT NULL`);
+    await q.query(`CREATE INDEX events_contact_idx ON events (${EVENT_CONTACT_SQL}, occurred_at DESC)`);
 
     await q.query(`CREATE TABLE tracked_segment_queue (contact_id integer PRIMARY KEY)`);
     await q.query(`ALTER TABLE segments ADD COLUMN time_evaluated_at timestamptz`);
