@@ -19,7 +19,7 @@ const BATCHES = Number(process.env.BENCH_BATCHES ?? 30);
 const SIZE = Number(process.env.BENCH_BATCH_SIZE ?? 500);
 const EXISTING = Number(process.env.BENCH_EXISTING ?? 0.5);
 const CONCURRENCY = Number(process.env.BENCH_BATCH_CONCURRENCY ?? 1);
-const INDUSTRIES = ['Software', 'Retail', 'Logistics', 'Finance', 'Healthcare'];
+const INDUSTRIES = ['software', 'retail', 'logistics', 'finance', 'health'];
 const log = (m) => process.stderr.write(`[bench:batch] ${m}\n`);
 const dbUrl = databaseUrl(DB_NAME);
 

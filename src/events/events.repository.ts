@@ -43,9 +43,12 @@ const WAITING_SQL = `SELECT e.tx, e.occurred_at FROM events e WHERE e.tx >= $1::
 /**
  * Statistics of a feed written by a few large transactions (one tx value per hundred thousand rows)
  * make a per-transaction lookup look like most of the table; the waiting events are always a small,
- * recent part of it, so the sequencer's statements are planned without sequential scans.
+ * recent part of it, so the sequencer's statements are planned without sequential scans. And without
+ * JIT: a disabled plan node's cost penalty (1e10) is far above jit_above_cost, and compiling the
+ * statement took ~800 ms of each 1 ms pass (the "contention" bench row: 25 % of the database's busy
+ * time before this).
  */
-const NO_SEQ_SCAN = `SET LOCAL enable_seqscan = off`;
+const NO_SEQ_SCAN = `SELECT set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)`;
 
 function toEventRecord(r: EventRow): EventRecord {
   return {
