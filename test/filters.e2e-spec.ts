@@ -201,6 +201,12 @@ describe('filter language', () => {
       .set('Authorization', admin)
       .send({ url: 'https://192.0.43.10/filters', events: ['deal.won'], isActive: false });
     expect(webhook.status).toBe(201);
+    // A draft workflow, for its enrollments list.
+    const workflow = await app.http
+      .post('/api/workflows')
+      .set('Authorization', admin)
+      .send({ name: 'Filter workflow', trigger: { type: 'manual' }, steps: [{ key: 'done', type: 'exit' }] });
+    expect(workflow.status).toBe(201);
     for (const [path, ops] of Object.entries(doc.paths)) {
       const p = ops.get?.parameters?.find((x) => x.in === 'query' && x.name === 'filter');
       if (!p) continue;
@@ -210,6 +216,7 @@ describe('filter language', () => {
         .replace('/api/companies/{id}', `/api/companies/${company.body.company.id as number}`)
         .replace('/api/segments/{id}', `/api/segments/${segment.body.segment.id as number}`)
         .replace('/api/webhooks/{id}', `/api/webhooks/${webhook.body.webhook.id as number}`)
+        .replace('/api/workflows/{id}', `/api/workflows/${workflow.body.workflow.id as number}`)
         .replace('{id}', String(campaignId));
       const fields = [...(p.description ?? '').matchAll(/`([A-Za-z_.]+)` ([a-z-]+)/g)].map((m) => m[1]);
       expect(fields.length).toBeGreaterThan(2);

@@ -3,7 +3,8 @@ import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { RequirePermission } from '../auth/permissions.js';
 import { IdPipe } from '../common/id.pipe.js';
 import { ApiEnvelope, ApiErrors } from '../common/openapi.js';
-import { ApiListQuery } from '../lists/list.openapi.js';
+import { ApiListQuery, ApiListSearch } from '../lists/list.openapi.js';
+import { ListSearchDto, searchQuery } from '../lists/list-search.dto.js';
 import { LargeJsonBody } from '../server/large-json-body.decorator.js';
 import { EnrollmentsService } from './enrollments.service.js';
 import { ENROLLMENT_LIST_SPEC } from './enrollments.repository.js';
@@ -45,6 +46,18 @@ export class EnrollmentsController {
   @ApiListQuery(ENROLLMENT_LIST_SPEC)
   list(@Param('id', IdPipe) id: number, @Query() query: Record<string, unknown>) {
     return this.enrollments.list(id, query);
+  }
+
+  @Post(':id/enrollments/search')
+  @HttpCode(200)
+  @RequirePermission('workflows:read')
+  @ApiOperation({
+    summary: "Search a workflow's enrollments: the list with its parameters as a JSON body (filter in its JSON form)",
+    description: 'Answers what the GET enrollments list answers. 404 when the workflow does not exist.',
+  })
+  @ApiListSearch('enrollments', EnrollmentRecordDto, ENROLLMENT_LIST_SPEC)
+  search(@Param('id', IdPipe) id: number, @Body() body: ListSearchDto) {
+    return this.enrollments.list(id, searchQuery(body));
   }
 
   @Get(':id/enrollments/:eid')
