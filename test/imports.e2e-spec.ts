@@ -369,7 +369,9 @@ describe('import and export jobs', () => {
     expect(file.status).toBe(200);
     expect(file.headers['content-type']).toMatch(/^text\/csv/);
     const lines = file.text.trim().split('\n');
-    expect(lines[0]).toBe('id,name,email,externalId,phone,company,companyId,title,ownerId,points,pointGroups,createdAt,modifiedAt,fields.score,fields.vip,fields.tags');
+    expect(lines[0]).toBe(
+      'id,name,email,externalId,phone,company,companyId,title,ownerId,points,pointGroups,createdAt,modifiedAt,fields.score,fields.vip,fields.tags',
+    );
     expect(lines).toHaveLength(3);
     expect(lines.find((l) => l.includes('ann@imp1.test'))).toMatch(/,12,true,a\|b$/);
     // A changed signature, a link of another export and an expired link are refused; no token is needed or taken.
