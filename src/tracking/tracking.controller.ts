@@ -81,8 +81,9 @@ export class TrackingController {
   @RequirePermission('tracking:read')
   @ApiOperation({ summary: "The event names received, each with its count, first and last seen and its properties' observed types" })
   @ApiOkResponse({ type: TrackingDefinitionsDto })
-  definitions() {
-    return this.tracking.definitions();
+  @ApiErrors({ status: 400, description: 'A query parameter: this list takes none' })
+  definitions(@Query() query: Record<string, unknown>) {
+    return this.tracking.definitions(query);
   }
 
   @Get('events')

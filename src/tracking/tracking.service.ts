@@ -60,7 +60,14 @@ export class TrackingService {
   ) {}
 
   /** GET /api/tracking/definitions: each event name with its count, first/last seen and its properties' observed types. */
-  async definitions() {
+  async definitions(query: Record<string, unknown> = {}) {
+    const unknown = Object.keys(query);
+    if (unknown.length) {
+      throw validationError(
+        `Unknown query parameter ${unknown.join(', ')}: the definitions list takes none`,
+        unknown.map((field) => ({ field, message: 'is not a parameter of this route' })),
+      );
+    }
     const rows = await this.repo.definitions();
     return {
       total: rows.length,

@@ -104,9 +104,10 @@ export class EnrollmentsService {
   }
 
   async list(workflowId: number, query: Record<string, unknown>) {
-    if (!(await this.workflows.findRecord(workflowId))) throw notFound('Workflow', workflowId);
+    // The parameters first: a bad one is a 400 whether or not the workflow exists.
     const spec = { ...ENROLLMENT_LIST_SPEC, name: `workflow ${workflowId} enrollments` };
     const q = parseListQuery(query, spec);
+    if (!(await this.workflows.findRecord(workflowId))) throw notFound('Workflow', workflowId);
     const page = await this.enrollments.page(workflowId, q, spec);
     return listEnvelope(q, 'enrollments', page, page.items.map(toEnrollmentRecord));
   }
