@@ -13,8 +13,10 @@ describe('permissions', () => {
     expect(PERMISSIONS).toEqual(expect.arrayContaining(['segments:read', 'segments:write', 'segments:delete']));
     expect(PERMISSIONS).toEqual(expect.arrayContaining(['imports:read', 'imports:write', 'exports:read', 'exports:write']));
     expect(PERMISSIONS).not.toContain('imports:delete');
-    // *, read/write/delete of 15 resources, events:read, and read/write of imports and exports.
-    expect(PERMISSIONS.length).toBe(1 + 15 * 3 + 1 + 4);
+    expect(PERMISSIONS).toEqual(expect.arrayContaining(['tracking:read', 'tracking:write']));
+    expect(PERMISSIONS).toEqual(expect.arrayContaining(['workflows:delete', 'scoring:delete', 'pipelines:delete']));
+    // *, read/write/delete of 18 resources, events:read, read/write of imports and exports, tracking:read|write.
+    expect(PERMISSIONS.length).toBe(1 + 18 * 3 + 1 + 4 + 2);
     expect(isPermission('contacts:fly')).toBe(false);
   });
 
