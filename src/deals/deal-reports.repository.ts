@@ -76,6 +76,21 @@ export function dayWindow(from: Date, to: Date): DayWindow {
   return { from, to, firstDay: new Date(firstDay), endDay: new Date(endDay) };
 }
 
+/** The day after a YYYY-MM-DD date. */
+const nextDay = (date: string) => new Date(Date.parse(`${date}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+
+/**
+ * The whole months inside [from, to] (dates): [firstMonth, endMonth) as first days of months; the
+ * days [from, firstMonth) and [endMonth, to] are read from deals. No whole month: both are to's next day.
+ */
+export function monthWindow(from: string, to: string): { firstMonth: string; endMonth: string } {
+  const first = new Date(`${from.slice(0, 7)}-01T00:00:00Z`);
+  if (from.slice(8) !== '01') first.setUTCMonth(first.getUTCMonth() + 1);
+  const end = new Date(`${nextDay(to).slice(0, 7)}-01T00:00:00Z`);
+  if (first.getTime() >= end.getTime()) return { firstMonth: nextDay(to), endMonth: nextDay(to) };
+  return { firstMonth: first.toISOString().slice(0, 10), endMonth: end.toISOString().slice(0, 10) };
+}
+
 const stageParams = (stages: readonly ReportStage[]) => [
   stages.map((s) => s.id),
   stages.map((s) => s.probability),
@@ -95,26 +110,36 @@ export class DealReportsRepository {
   constructor(private readonly transactions: Transactions) {}
 
   /**
-   * Open deals of the pipeline by expected close date in [from, to], grouped by month (YYYY-MM) or owner id.
-   * The index-only scan of deals_forecast_idx is grouped by (close date or owner, stage) with plain sums
-   * (Σ value, Σ value × own probability, Σ value without one); the month key and the stage's probability
-   * apply to those few groups. Weighted = round(Σ value × probability / 100, 2), exact.
+   * Open deals of the pipeline by expected close date in [from, to], grouped by month (YYYY-MM) or
+   * owner id. The whole months of the window come from deal_forecast_months (unless filtered by
+   * company), the days before and after them from an index-only scan of deals_forecast_idx grouped
+   * by (close date or owner, stage) with plain sums. Weighted = round(Σ value × probability / 100, 2),
+   * exact: Σ value × own probability plus Σ value (deals without one) × the stage's current probability.
    */
   forecast(pipelineId: number, stages: readonly ReportStage[], from: string, to: string, groupBy: 'month' | 'owner', f: ReportFilters): Promise<ForecastRow[]> {
-    const [inner, outer] = groupBy === 'month' ? ['d.expected_close_date', `to_char(g.k, 'YYYY-MM')`] : ['d.owner_id', 'g.k::text'];
+    const m = f.companyId === null ? monthWindow(from, to) : { firstMonth: nextDay(to), endMonth: nextDay(to) };
+    const [rowKey, monthKey, outer] =
+      groupBy === 'month' ? ['d.expected_close_date', 'm.month', `to_char(g.k, 'YYYY-MM')`] : ['d.owner_id', 'NULLIF(m.owner_id, 0)', 'g.k::text'];
+    // Open deals closing in [a, b), each range its own index-only scan.
+    const days = (a: string, b: string) => `
+         SELECT ${rowKey}, d.stage_id, count(*), sum(d.value), sum(d.value * d.probability), sum(d.value) FILTER (WHERE d.probability IS NULL)
+         FROM deals d
+         WHERE d.pipeline_id = $1 AND d.status = 'open' AND d.expected_close_date >= ${a} AND d.expected_close_date < ${b} AND ${filters(4, 5)}
+         GROUP BY 1, 2`;
     return this.transactions.db.query<ForecastRow[]>(
       `WITH g AS (
-         SELECT ${inner} AS k, d.stage_id, count(*) AS n, sum(d.value) AS value,
-                sum(d.value * d.probability) AS own, sum(d.value) FILTER (WHERE d.probability IS NULL) AS bare
-         FROM deals d
-         WHERE d.pipeline_id = $1 AND d.status = 'open' AND d.expected_close_date BETWEEN $2::date AND $3::date AND ${filters(4, 5)}
+         SELECT ${monthKey} AS k, m.stage_id, sum(m.deals) AS n, sum(m.value) AS value, sum(m.own_weighted) AS own, sum(m.stage_weighted_value) AS bare
+         FROM deal_forecast_months m
+         WHERE m.pipeline_id = $1 AND m.month >= $6::date AND m.month < $7::date AND ($4::int IS NULL OR m.owner_id = $4)
          GROUP BY 1, 2
+         UNION ALL ${days('$2::date', '$6::date')}
+         UNION ALL ${days('$7::date', '$3::date + 1')}
        )
        SELECT ${outer} AS key, sum(g.n)::int AS count, sum(g.value)::text AS value,
               round(sum(COALESCE(g.own, 0) + COALESCE(g.bare, 0) * s.probability) / 100.0, 2)::text AS weighted
-       FROM g JOIN ${stagesRelation(6)} ON s.id = g.stage_id
+       FROM g JOIN ${stagesRelation(8)} ON s.id = g.stage_id
        GROUP BY 1 ORDER BY 1 NULLS LAST`,
-      [pipelineId, from, to, f.ownerId, f.companyId, ...stageParams(stages)],
+      [pipelineId, from, to, f.ownerId, f.companyId, m.firstMonth, m.endMonth, ...stageParams(stages)],
     );
   }
 

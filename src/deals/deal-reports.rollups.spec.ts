@@ -86,12 +86,23 @@ describe('pipeline report rollups (service layer, real PostgreSQL)', () => {
          FROM deals GROUP BY 1, 2, 3, 4`,
       ),
     ).toEqual([]);
+    expect(
+      await differences(
+        `SELECT pipeline_id, month, stage_id, owner_id, sum(deals)::bigint, sum(value), sum(own_weighted), sum(stage_weighted_value)
+         FROM deal_forecast_months GROUP BY 1, 2, 3, 4 HAVING sum(deals) <> 0`,
+        `SELECT pipeline_id, date_trunc('month', expected_close_date::timestamp)::date, stage_id, COALESCE(owner_id, 0), count(*), sum(value),
+                COALESCE(sum(value * probability), 0), COALESCE(sum(value) FILTER (WHERE probability IS NULL), 0)
+         FROM deals WHERE status = 'open' AND expected_close_date IS NOT NULL GROUP BY 1, 2, 3, 4`,
+      ),
+    ).toEqual([]);
   }
 
   it('links, day rollups, stay buckets and stage totals equal a recomputation after parallel moves, edits and deletes', async () => {
     const other = await spec.ctx.principal();
     const [companyRow] = await spec.ctx.query<{ id: number }>(`INSERT INTO companies (name) VALUES ('Rollup Co') RETURNING id`);
-    const made = await Promise.all(Array.from({ length: 6 }, (_, i) => create(`P${i}`, i % 2 ? { probability: 40 } : {})));
+    const made = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => create(`P${i}`, { expected_close_date: `2027-0${1 + (i % 3)}-1${i}`, ...(i % 2 ? { probability: 40 } : {}) })),
+    );
     await expectRollupsTrue();
     clock.travel(3 * HOUR);
     // Parallel stage changes of one deal (each a ledger row, in order) and of several deals.
@@ -101,12 +112,22 @@ describe('pipeline report rollups (service layer, real PostgreSQL)', () => {
     await Promise.all([
       deals.patch(made[1].id, { value: 2500.5, probability: 80 }, spec.who),
       deals.patch(made[2].id, { owner_id: other.userId, company_id: companyRow.id }, spec.who),
-      deals.patch(made[3].id, { probability: null }, spec.who),
+      deals.patch(made[3].id, { probability: null, expected_close_date: '2027-05-31' }, spec.who),
       move(made[4].id, 'Qualified'),
     ]);
     await expectRollupsTrue();
     await Promise.all([deals.remove(made[5].id), deals.remove(made[0].id), move(made[2].id, 'Won')]);
     await expectRollupsTrue();
+    // A window cutting months: whole months from the rollup, the days at its ends from the deals.
+    const forecast = (await reports.forecast(pipelineId, { from: '2027-01-12', to: '2027-05-30', groupBy: 'owner' })).forecast;
+    const [direct] = await spec.ctx.query<{ count: number; value: string; weighted: string }>(
+      `SELECT count(*)::int AS count, sum(d.value)::text AS value, round(sum(d.value * COALESCE(d.probability, s.probability) / 100.0), 2)::text AS weighted
+       FROM deals d JOIN pipeline_stages s ON s.id = d.stage_id
+       WHERE d.pipeline_id = $1 AND d.status = 'open' AND d.expected_close_date BETWEEN '2027-01-12' AND '2027-05-30'`,
+      [pipelineId],
+    );
+    expect(forecast.totals).toEqual({ count: direct.count, value: Number(direct.value), weightedValue: Number(direct.weighted) });
+    expect(direct.count).toBeGreaterThan(0);
   });
 
   it('the funnel read from the rollups counts as the exact one where no deal re-enters a stage; its median and p90 within 4.9%', async () => {

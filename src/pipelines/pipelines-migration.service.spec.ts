@@ -4,6 +4,7 @@ import { useServiceSpec } from '../../test/support/service-testing.js';
 import { Pipelines1763700003000 } from '../database/migrations/1763700003000-pipelines.js';
 import { DealStageTotals1763700003700 } from '../database/migrations/1763700003700-deal-stage-totals.js';
 import { DealFunnelRollups1763700003710 } from '../database/migrations/1763700003710-deal-funnel-rollups.js';
+import { DealForecastMonths1763700003720 } from '../database/migrations/1763700003720-deal-forecast-months.js';
 import { DealsService } from '../deals/deals.service.js';
 import { PipelinesService } from './pipelines.service.js';
 
@@ -19,6 +20,7 @@ describe('pipelines migration (real PostgreSQL)', () => {
     contactId = await spec.ctx.contact('M', 'm');
     const runner = spec.ctx.get(DataSource).createQueryRunner();
     try {
+      await new DealForecastMonths1763700003720().down(runner);
       await new DealFunnelRollups1763700003710().down(runner);
       await new DealStageTotals1763700003700().down(runner);
       await new Pipelines1763700003000().down(runner);
@@ -40,6 +42,7 @@ describe('pipelines migration (real PostgreSQL)', () => {
       await runner.startTransaction();
       await new DealFunnelRollups1763700003710().up(runner);
       await runner.commitTransaction();
+      await new DealForecastMonths1763700003720().up(runner);
     } finally {
       await runner.release();
     }

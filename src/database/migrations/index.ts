@@ -39,6 +39,7 @@ import { ApiUsage1763700003100 } from './1763700003100-api-usage.js';
 import { TrackedEventQueue1763700003150 } from './1763700003150-tracked-event-queue.js';
 import { DealStageTotals1763700003700 } from './1763700003700-deal-stage-totals.js';
 import { DealFunnelRollups1763700003710 } from './1763700003710-deal-funnel-rollups.js';
+import { DealForecastMonths1763700003720 } from './1763700003720-deal-forecast-months.js';
 
 export const MIGRATIONS = [
   Platform1763700000000,
@@ -78,4 +79,5 @@ export const MIGRATIONS = [
   TrackedEventQueue1763700003150,
   DealStageTotals1763700003700,
   DealFunnelRollups1763700003710,
+  DealForecastMonths1763700003720,
 ];
