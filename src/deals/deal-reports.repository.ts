@@ -239,6 +239,33 @@ export class DealReportsRepository {
    * weights are summed apart, the stage's applied per group: the same exact numbers as per deal.
    */
   snapshot(pipelineId: number, stages: readonly ReportStage[], asOf: Date, f: ReportFilters): Promise<SnapshotRow[]> {
+    const filtered = f.ownerId !== null || f.companyId !== null;
+    // Filtered (by the deal's current owner or company): each deal that entered its stage after asOf, placed by its last row by then.
+    const movedProbed = `
+         SELECT l.to_stage_id AS stage_id, count(*) AS n, sum(l.value) AS value, sum(l.value * l.probability) AS own, 0 AS bare
+         FROM deals d
+         CROSS JOIN LATERAL (
+           SELECT x.pipeline_id, x.to_stage_id, x.value, x.probability FROM deal_stage_changes x
+           WHERE x.deal_id = d.id AND x.at <= $2 ORDER BY x.at DESC, x.id DESC LIMIT 1
+         ) l
+         WHERE d.entered_stage_at > $2 AND l.pipeline_id = $1 AND ${filters(3, 4)}
+         GROUP BY l.to_stage_id`;
+    // Unfiltered: the finished stays spanning asOf (at <= asOf < left_at) = those ended after asOf less those begun after it:
+    // the days after asOf's from deal_snapshot_days, asOf's own day (up to midnight, $9) from the ledger.
+    const movedFromDays = `
+         SELECT m.stage_id, sum(CASE m.edge WHEN 1 THEN m.stays ELSE -m.stays END), sum(CASE m.edge WHEN 1 THEN m.value ELSE -m.value END),
+                sum(CASE m.edge WHEN 1 THEN m.own_weighted ELSE -m.own_weighted END), 0
+         FROM deal_snapshot_days m
+         WHERE m.pipeline_id = $1 AND m.day > ($2::timestamptz AT TIME ZONE 'UTC')::date AND $3::int IS NULL AND $4::int IS NULL
+         GROUP BY m.stage_id
+         UNION ALL
+         SELECT l.to_stage_id, count(*), sum(l.value), sum(l.value * l.probability), 0 FROM deal_stage_changes l
+         WHERE l.pipeline_id = $1 AND l.left_at IS NOT NULL AND l.left_at > $2 AND l.left_at < $9
+         GROUP BY l.to_stage_id
+         UNION ALL
+         SELECT l.to_stage_id, -count(*), -sum(l.value), -sum(l.value * l.probability), 0 FROM deal_stage_changes l
+         WHERE l.pipeline_id = $1 AND l.at > $2 AND l.at < $9 AND l.left_at IS NOT NULL
+         GROUP BY l.to_stage_id`;
     return this.transactions.db.query<SnapshotRow[]>(
       `WITH totals AS (
          SELECT t.stage_id, sum(t.deals) AS n, sum(t.value) AS value, sum(t.own_weighted) AS own, sum(t.stage_weighted_value) AS bare
@@ -251,22 +278,14 @@ export class DealReportsRepository {
          FROM deals d
          WHERE d.pipeline_id = $1 AND d.entered_stage_at > $2 AND ${filters(3, 4)}
          GROUP BY d.stage_id
-       ), moved AS (
-         SELECT l.to_stage_id AS stage_id, count(*) AS n, sum(l.value) AS value, sum(l.value * l.probability) AS own, 0 AS bare
-         FROM deals d
-         CROSS JOIN LATERAL (
-           SELECT x.pipeline_id, x.to_stage_id, x.value, x.probability FROM deal_stage_changes x
-           WHERE x.deal_id = d.id AND x.at <= $2 ORDER BY x.at DESC, x.id DESC LIMIT 1
-         ) l
-         WHERE d.entered_stage_at > $2 AND l.pipeline_id = $1 AND ${filters(3, 4)}
-         GROUP BY l.to_stage_id
+       ), moved AS (${filtered ? movedProbed : movedFromDays}
        )
        SELECT x.stage_id, sum(x.n)::int AS count, sum(x.value)::text AS value,
               round(sum(COALESCE(x.own, 0) + COALESCE(x.bare, 0) * s.probability) / 100.0, 2)::text AS weighted
        FROM (SELECT * FROM totals UNION ALL SELECT * FROM since UNION ALL SELECT * FROM moved) x
        JOIN ${stagesRelation(5)} ON s.id = x.stage_id
        GROUP BY x.stage_id`,
-      [pipelineId, asOf, f.ownerId, f.companyId, ...stageParams(stages)],
+      [pipelineId, asOf, f.ownerId, f.companyId, ...stageParams(stages), ...(filtered ? [] : [new Date((Math.floor(asOf.getTime() / DAY_MS) + 1) * DAY_MS)])],
     );
   }
 }

@@ -95,6 +95,13 @@ describe('pipeline report rollups (service layer, real PostgreSQL)', () => {
          FROM deals WHERE status = 'open' AND expected_close_date IS NOT NULL GROUP BY 1, 2, 3, 4`,
       ),
     ).toEqual([]);
+    expect(
+      await differences(
+        `SELECT pipeline_id, day, stage_id, edge, sum(stays)::bigint, sum(value), sum(own_weighted) FROM deal_snapshot_days GROUP BY 1, 2, 3, 4 HAVING sum(stays) <> 0`,
+        `SELECT pipeline_id, (e.t AT TIME ZONE 'UTC')::date, to_stage_id, e.edge, count(*), sum(value), sum(value * probability)
+         FROM deal_stage_changes CROSS JOIN LATERAL (VALUES (0::smallint, at), (1::smallint, left_at)) e(edge, t) WHERE left_at IS NOT NULL GROUP BY 1, 2, 3, 4`,
+      ),
+    ).toEqual([]);
   }
 
   it('links, day rollups, stay buckets and stage totals equal a recomputation after parallel moves, edits and deletes', async () => {
@@ -164,6 +171,29 @@ describe('pipeline report rollups (service layer, real PostgreSQL)', () => {
       }
     }
     await expectRollupsTrue();
+  });
+
+  it('the snapshot from the totals and day rollups equals the per-deal computation at instants across days and within one', async () => {
+    const now = clock.now().getTime();
+    for (const back of [0, HOUR, 8 * HOUR, DAY, DAY + 3 * HOUR, 2 * DAY + 4 * HOUR, 3 * DAY + 1, 4 * DAY, 9 * DAY]) {
+      const asOf = new Date(now - back);
+      const got = (await reports.snapshot(pipelineId, { asOf: asOf.toISOString() })).snapshot.stages.map((x) => [x.stageId, x.count, x.value, x.weightedValue]);
+      const want = await spec.ctx.query<{ id: number; count: number; value: string | null; weighted: string | null }>(
+        `WITH stayed AS (
+           SELECT d.stage_id, d.value, COALESCE(d.probability, s.probability) AS p FROM deals d JOIN pipeline_stages s ON s.id = d.stage_id
+           WHERE d.pipeline_id = $1 AND d.entered_stage_at <= $2
+         ), moved AS (
+           SELECT l.to_stage_id AS stage_id, l.value, l.probability AS p FROM deals d
+           CROSS JOIN LATERAL (SELECT x.* FROM deal_stage_changes x WHERE x.deal_id = d.id AND x.at <= $2 ORDER BY x.at DESC, x.id DESC LIMIT 1) l
+           WHERE d.entered_stage_at > $2 AND l.pipeline_id = $1
+         )
+         SELECT s.id, count(x.stage_id)::int AS count, sum(x.value)::text AS value, round(sum(x.value * x.p / 100.0), 2)::text AS weighted
+         FROM pipeline_stages s LEFT JOIN (SELECT * FROM stayed UNION ALL SELECT * FROM moved) x ON x.stage_id = s.id
+         WHERE s.pipeline_id = $1 GROUP BY s.id, s.position ORDER BY s.position`,
+        [pipelineId, asOf],
+      );
+      expect(got).toEqual(want.map((w) => [w.id, w.count, Number(w.value ?? 0), Number(w.weighted ?? 0)]));
+    }
   });
 
   it('percentiles from length buckets interpolate as percentile_cont does, within the bucket width', () => {

@@ -5,6 +5,7 @@ import { Pipelines1763700003000 } from '../database/migrations/1763700003000-pip
 import { DealStageTotals1763700003700 } from '../database/migrations/1763700003700-deal-stage-totals.js';
 import { DealFunnelRollups1763700003710 } from '../database/migrations/1763700003710-deal-funnel-rollups.js';
 import { DealForecastMonths1763700003720 } from '../database/migrations/1763700003720-deal-forecast-months.js';
+import { DealSnapshotDays1763700003730 } from '../database/migrations/1763700003730-deal-snapshot-days.js';
 import { DealsService } from '../deals/deals.service.js';
 import { PipelinesService } from './pipelines.service.js';
 
@@ -20,6 +21,7 @@ describe('pipelines migration (real PostgreSQL)', () => {
     contactId = await spec.ctx.contact('M', 'm');
     const runner = spec.ctx.get(DataSource).createQueryRunner();
     try {
+      await new DealSnapshotDays1763700003730().down(runner);
       await new DealForecastMonths1763700003720().down(runner);
       await new DealFunnelRollups1763700003710().down(runner);
       await new DealStageTotals1763700003700().down(runner);
@@ -43,6 +45,7 @@ describe('pipelines migration (real PostgreSQL)', () => {
       await new DealFunnelRollups1763700003710().up(runner);
       await runner.commitTransaction();
       await new DealForecastMonths1763700003720().up(runner);
+      await new DealSnapshotDays1763700003730().up(runner);
     } finally {
       await runner.release();
     }

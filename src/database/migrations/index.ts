@@ -40,6 +40,7 @@ import { TrackedEventQueue1763700003150 } from './1763700003150-tracked-event-qu
 import { DealStageTotals1763700003700 } from './1763700003700-deal-stage-totals.js';
 import { DealFunnelRollups1763700003710 } from './1763700003710-deal-funnel-rollups.js';
 import { DealForecastMonths1763700003720 } from './1763700003720-deal-forecast-months.js';
+import { DealSnapshotDays1763700003730 } from './1763700003730-deal-snapshot-days.js';
 
 export const MIGRATIONS = [
   Platform1763700000000,
@@ -80,4 +81,5 @@ export const MIGRATIONS = [
   DealStageTotals1763700003700,
   DealFunnelRollups1763700003710,
   DealForecastMonths1763700003720,
+  DealSnapshotDays1763700003730,
 ];
