@@ -42,7 +42,7 @@ export class ForecastDto {
 }
 
 export class FunnelStageDto extends ReportStageDto {
-  /** Deals that entered the stage in the window. */
+  /** Deals that entered the stage in the window (entries, when the funnel's `exact` is false). */
   entered: number;
   /** Of those, the deals whose next change went to a stage that is not lost. */
   movedOn: number;
@@ -54,7 +54,7 @@ export class FunnelStageDto extends ReportStageDto {
   /** Share of the deals that entered which later reached a won stage (1 for a won stage; null when nothing entered). */
   @ApiProperty({ type: 'number', nullable: true })
   conversionToWon: number | null;
-  /** Median time of the finished stays in the stage, in seconds (null: none finished). */
+  /** Median time of the finished stays in the stage, in seconds (null: none finished; within 4.9% when the funnel's `exact` is false). */
   @ApiProperty({ type: 'number', nullable: true })
   medianSecondsInStage: number | null;
   /** 90th percentile of the same. */
