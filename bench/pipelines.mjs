@@ -124,15 +124,20 @@ async function seed(db) {
   const { d0 } = (await db.query(`SELECT min(id) AS d0 FROM deals WHERE pipeline_id = $1`, [pipelineId])).rows[0];
   // Each deal's chain: rows 1..R-1 walk the open stages, row R enters its current stage.
   const openStage = (n) => `(${stageIds})[1 + (${n}) % 4]`;
+  const toStage = (r) => `CASE WHEN ${r} = ${ROWS_PER_DEAL} THEN d.stage_id ELSE ${openStage(`d.id + ${r}`)} END`;
+  // Rows are written linked (their next row and later stages, as the ledger's trigger would link them: it then finds nothing to update).
   for (let from = d0; from < d0 + DEALS; from += CHUNK) {
     const to = Math.min(d0 + DEALS - 1, from + CHUNK - 1);
     await timed(`ledger rows of deals ${from - d0 + 1}..${to - d0 + 1}`, () =>
       db.query(`
-        INSERT INTO deal_stage_changes (deal_id, pipeline_id, from_stage_id, to_stage_id, at, by, value, probability)
+        INSERT INTO deal_stage_changes (deal_id, pipeline_id, from_stage_id, to_stage_id, at, by, value, probability, left_at, next_stage_id, later_stage_ids)
         SELECT d.id, d.pipeline_id,
                CASE WHEN r = 1 THEN NULL ELSE ${openStage('d.id + r - 1')} END,
-               CASE WHEN r = ${ROWS_PER_DEAL} THEN d.stage_id ELSE ${openStage('d.id + r')} END,
-               d.created_at + (r - 1) * interval '1 day', d.owner_id, d.value, COALESCE(d.probability, 50)
+               ${toStage('r')},
+               d.created_at + (r - 1) * interval '1 day', d.owner_id, d.value, COALESCE(d.probability, 50),
+               CASE WHEN r < ${ROWS_PER_DEAL} THEN d.created_at + r * interval '1 day' END,
+               CASE WHEN r < ${ROWS_PER_DEAL} THEN ${toStage('r + 1')} END,
+               sf_int_set(ARRAY(SELECT ${toStage('q')} FROM generate_series(r + 1, ${ROWS_PER_DEAL}) q))
         FROM deals d CROSS JOIN generate_series(1, ${ROWS_PER_DEAL}) r
         WHERE d.id BETWEEN ${from} AND ${to}
         ORDER BY d.id, r`),
@@ -140,7 +145,17 @@ async function seed(db) {
   }
   // VACUUM as autovacuum would have by then: it sets the visibility map the reports' index-only scans read.
   await timed('vacuum analyze', async () => {
-    for (const table of ['deals', 'deal_stage_changes', 'pipeline_stages']) await db.query(`VACUUM ANALYZE ${table}`);
+    for (const table of [
+      'deals',
+      'deal_stage_changes',
+      'pipeline_stages',
+      'deal_stage_totals',
+      'deal_forecast_months',
+      'deal_funnel_days',
+      'deal_stay_buckets',
+    ]) {
+      await db.query(`VACUUM ANALYZE ${table}`);
+    }
   });
   return pipelineId;
 }

@@ -42,7 +42,7 @@ export class ForecastDto {
 }
 
 export class FunnelStageDto extends ReportStageDto {
-  /** Deals that entered the stage in the window. */
+  /** Deals that entered the stage in the window (entries, when the funnel's `exact` is false). */
   entered: number;
   /** Of those, the deals whose next change went to a stage that is not lost. */
   movedOn: number;
@@ -54,7 +54,7 @@ export class FunnelStageDto extends ReportStageDto {
   /** Share of the deals that entered which later reached a won stage (1 for a won stage; null when nothing entered). */
   @ApiProperty({ type: 'number', nullable: true })
   conversionToWon: number | null;
-  /** Median time of the finished stays in the stage, in seconds (null: none finished). */
+  /** Median time of the finished stays in the stage, in seconds (null: none finished; within 4.9% when the funnel's `exact` is false). */
   @ApiProperty({ type: 'number', nullable: true })
   medianSecondsInStage: number | null;
   /** 90th percentile of the same. */
@@ -68,6 +68,12 @@ export class FunnelDto {
   to: string;
   ownerId: number | null;
   companyId: number | null;
+  /**
+   * true: counts are distinct deals and the median and p90 are exact (filtered funnels, and windows over at most 20,000 ledger
+   * rows). false (larger unfiltered windows, read from daily rollups): counts are entries (a deal that entered a stage twice in
+   * the window counts twice) and the median and p90 are within 4.9% (0.5 s for stays under a second).
+   */
+  exact: boolean;
   stages: FunnelStageDto[];
 }
 

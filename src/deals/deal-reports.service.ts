@@ -3,11 +3,19 @@ import { Clock } from '../common/clock.js';
 import { isCalendarDate, iso, isoRequired, parseIsoWithOffset } from '../common/dates.js';
 import { fieldError } from '../common/errors.js';
 import { type DealStage, PipelinesService } from '../pipelines/pipelines.service.js';
-import { DealReportsRepository, type ReportFilters, type ReportStage } from './deal-reports.repository.js';
+import { DealReportsRepository, type FunnelRow, type ReportFilters, type ReportStage, dayWindow } from './deal-reports.repository.js';
 
 /** The longest window a report takes: five years (a window over it is a 400). */
 export const MAX_WINDOW_MS = 5 * 365.25 * 86_400_000;
 const DAY_MS = 86_400_000;
+/**
+ * A funnel over at most this many ledger rows (counted on the whole UTC days the window touches)
+ * is computed exactly from the rows; above it, unfiltered funnels read the daily rollups (README
+ * "Pipelines": counts of entries, percentiles from length buckets within 4.9%).
+ */
+export const FUNNEL_EXACT_ROWS = 20_000;
+/** Length buckets of the stays (sf_stay_bucket): [1.1^b, 1.1^(b+1)) seconds, -1 for under a second. */
+const BUCKET_RATIO = 1.1;
 
 type Query = Record<string, unknown>;
 
@@ -68,6 +76,9 @@ export class DealReportsService {
     private readonly clock: Clock,
   ) {}
 
+  /** FUNNEL_EXACT_ROWS (a spec lowers it to read a small data set through the rollups). */
+  funnelExactRows = FUNNEL_EXACT_ROWS;
+
   private filters(query: Query): ReportFilters {
     return { ownerId: idParam(query, 'ownerId'), companyId: idParam(query, 'companyId') };
   }
@@ -106,7 +117,8 @@ export class DealReportsService {
     windowCheck(from.getTime(), to.getTime());
     const f = this.filters(query);
     const stages = await this.pipelines.stagesForReport(pipelineId);
-    const rows = new Map((await this.reports.funnel(pipelineId, reportStages(stages), from, to, f)).map((r) => [r.stage_id, r]));
+    const { rows: found, exact } = await this.funnelRows(pipelineId, reportStages(stages), from, to, f);
+    const rows = new Map(found.map((r) => [r.stage_id, r]));
     return {
       funnel: {
         pipelineId,
@@ -114,6 +126,7 @@ export class DealReportsService {
         to: isoRequired(to),
         ownerId: f.ownerId,
         companyId: f.companyId,
+        exact,
         stages: stages.map((s, i) => {
           const r = rows.get(s.id);
           const entered = r?.entered ?? 0;
@@ -130,6 +143,27 @@ export class DealReportsService {
         }),
       },
     };
+  }
+
+  /**
+   * The funnel's rows: exact (distinct deals, exact percentiles) when filtered or when the window
+   * holds few ledger rows; otherwise from the daily rollups, with percentiles from the stays' length buckets.
+   */
+  private async funnelRows(pipelineId: number, stages: ReportStage[], from: Date, to: Date, f: ReportFilters): Promise<{ rows: FunnelRow[]; exact: boolean }> {
+    const filtered = f.ownerId !== null || f.companyId !== null;
+    if (filtered || (await this.reports.funnelEntriesAround(pipelineId, from, to)) <= this.funnelExactRows) {
+      return { rows: await this.reports.funnelExact(pipelineId, stages, from, to, f), exact: true };
+    }
+    const w = dayWindow(from, to);
+    const [rows, buckets] = await Promise.all([this.reports.funnelFromRollups(pipelineId, stages, w), this.reports.stayBuckets(pipelineId, w)]);
+    const byStage = new Map<number, { bucket: number; n: number }[]>();
+    for (const b of buckets) byStage.set(b.stage_id, [...(byStage.get(b.stage_id) ?? []), { bucket: b.bucket, n: Number(b.n) }]);
+    for (const r of rows) {
+      const stays = byStage.get(r.stage_id) ?? [];
+      r.median_seconds = bucketPercentile(stays, 0.5);
+      r.p90_seconds = bucketPercentile(stays, 0.9);
+    }
+    return { rows, exact: false };
   }
 
   /** Per stage, the deals, value and weighted value as they stood at `asOf` (default now; in the future: 400). */
@@ -161,4 +195,28 @@ function lastDayOfYearAfter(from: string): string {
   const d = new Date(`${from.slice(0, 7)}-01T00:00:00Z`);
   d.setUTCMonth(d.getUTCMonth() + 12);
   return new Date(d.getTime() - DAY_MS).toISOString().slice(0, 10);
+}
+
+/** A stay length standing for its bucket: the geometric middle (within 4.9% of any length in it); 0.5 s for stays under a second. */
+const bucketLength = (bucket: number) => (bucket < 0 ? 0.5 : Math.round(BUCKET_RATIO ** (bucket + 0.5) * 1000) / 1000);
+
+/**
+ * percentile_cont over stays given as (bucket, count) in bucket order: the order statistics either
+ * side of rank p × (n − 1), each taken as its bucket's length, interpolated as percentile_cont does.
+ */
+export function bucketPercentile(stays: readonly { bucket: number; n: number }[], p: number): number | null {
+  const total = stays.reduce((n, s) => n + s.n, 0);
+  if (total === 0) return null;
+  const rank = p * (total - 1);
+  const at = (k: number) => {
+    let seen = 0;
+    for (const s of stays) {
+      seen += s.n;
+      if (k < seen) return bucketLength(s.bucket);
+    }
+    return bucketLength(stays[stays.length - 1].bucket);
+  };
+  const lo = at(Math.floor(rank));
+  const hi = at(Math.ceil(rank));
+  return lo + (rank - Math.floor(rank)) * (hi - lo);
 }

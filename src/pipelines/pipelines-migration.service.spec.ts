@@ -2,10 +2,17 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import { DataSource } from 'typeorm';
 import { useServiceSpec } from '../../test/support/service-testing.js';
 import { Pipelines1763700003000 } from '../database/migrations/1763700003000-pipelines.js';
+import { DealStageTotals1763700003700 } from '../database/migrations/1763700003700-deal-stage-totals.js';
+import { DealFunnelRollups1763700003710 } from '../database/migrations/1763700003710-deal-funnel-rollups.js';
+import { DealForecastMonths1763700003720 } from '../database/migrations/1763700003720-deal-forecast-months.js';
+import { DealSnapshotDays1763700003730 } from '../database/migrations/1763700003730-deal-snapshot-days.js';
 import { DealsService } from '../deals/deals.service.js';
 import { PipelinesService } from './pipelines.service.js';
 
-/** The migration that moves existing deals into a default pipeline, run on deals written before it. */
+/**
+ * The migration that moves existing deals into a default pipeline, run on deals written before it
+ * (the report rollups built on it are taken down first and backfilled after it).
+ */
 describe('pipelines migration (real PostgreSQL)', () => {
   const spec = useServiceSpec();
   let contactId: number;
@@ -14,6 +21,10 @@ describe('pipelines migration (real PostgreSQL)', () => {
     contactId = await spec.ctx.contact('M', 'm');
     const runner = spec.ctx.get(DataSource).createQueryRunner();
     try {
+      await new DealSnapshotDays1763700003730().down(runner);
+      await new DealForecastMonths1763700003720().down(runner);
+      await new DealFunnelRollups1763700003710().down(runner);
+      await new DealStageTotals1763700003700().down(runner);
       await new Pipelines1763700003000().down(runner);
       const deal = (title: string, stage: string | null, status: string, probability: number | null, createdAt: string) =>
         runner.query(
@@ -28,6 +39,13 @@ describe('pipelines migration (real PostgreSQL)', () => {
       await deal('e', 'closed-won', 'won', 100, '2026-01-05T00:00:00Z');
       await deal('f', null, 'lost', null, '2026-01-06T00:00:00Z');
       await new Pipelines1763700003000().up(runner);
+      await new DealStageTotals1763700003700().up(runner);
+      // Migrations run in a transaction (the ledger's rebuild locks it).
+      await runner.startTransaction();
+      await new DealFunnelRollups1763700003710().up(runner);
+      await runner.commitTransaction();
+      await new DealForecastMonths1763700003720().up(runner);
+      await new DealSnapshotDays1763700003730().up(runner);
     } finally {
       await runner.release();
     }
@@ -67,6 +85,11 @@ describe('pipelines migration (real PostgreSQL)', () => {
       expect(row).toMatchObject({ from_stage_id: null, to_stage_id: d.stage_id, by: spec.who.userId });
       expect(row?.at.toISOString().slice(0, 19)).toBe(d.entered_stage_at.slice(0, 19));
     }
+    // The report rollups are backfilled from the moved deals and their ledger rows.
+    const [sums] = await spec.ctx.query<{ entries: number; deals: number }>(
+      `SELECT (SELECT sum(entries) FROM deal_funnel_days)::int AS entries, (SELECT sum(deals) FROM deal_stage_totals)::int AS deals`,
+    );
+    expect(sums).toEqual({ entries: 6, deals: 6 });
     // Old clients keep working: a new free-text stage joins the default pipeline.
     const made = await deals.create({ title: 'g', value: 1, contact_id: contactId, stage: 'negotiation' }, spec.who);
     expect(made).toMatchObject({ stage: 'negotiation', status: 'open' });
