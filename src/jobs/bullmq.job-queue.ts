@@ -3,6 +3,7 @@ import { type ConnectionOptions, DelayedError, Job, type JobsOptions, Queue, Unr
 import type { AppConfig } from '../config/config.js';
 import { AppError, unavailable } from '../common/errors.js';
 import type { RedisService } from '../redis/redis.service.js';
+import { Coalescer } from '../database/coalescer.js';
 import { JOB_POLICY, JOB_QUEUE, JOB_RETENTION, type JobName, type JobPayloads, type QueueName, QUEUES } from './job-names.js';
 import {
   DeferJobError,
@@ -20,6 +21,8 @@ const DEPTH_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 /** Jobs each worker runs at once, per queue. */
 /** Jobs a worker runs at once per queue (the sms queue's is SMS_WORKER_CONCURRENCY). */
 const CONCURRENCY: Record<Exclude<QueueName, 'sms'>, number> = { maintenance: 1, reports: 2, webhooks: 32, imports: 2 };
+/** Jobs added to Redis in one pipeline at most (a coalesced flush). */
+const BULK_MAX = 500;
 /** How long an enqueue may take before the queue counts as unavailable. */
 const ENQUEUE_TIMEOUT_MS = 5_000;
 /** How long a queue operation waits for a Redis connection that is (re)opening. */
@@ -51,6 +54,8 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
  */
 export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Jobs');
+  /** Jobs with a unique id gathered for one pipeline to Redis, per queue (see addCoalesced). */
+  private readonly bulk = new Map<QueueName, Coalescer<{ name: JobName; data: unknown; opts: JobsOptions }, { id: string }>>();
   private readonly handlers = new Map<JobName, JobHandler<JobName>>();
   private readonly workers: Worker[] = [];
   private closing = false;
@@ -121,6 +126,7 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
     const queue = this.queues[JOB_QUEUE[name]];
     const jobId = options.jobId ? bullId(options.jobId) : undefined;
     const delay = options.delayMs && options.delayMs > 0 ? options.delayMs : 0;
+    if (options.uniqueId && !options.rerun) return this.addCoalesced(name, payload, { ...this.jobOptions(name), jobId, delay: delay || undefined });
     if (jobId && !options.uniqueId) {
       // Waiting, delayed or running: suppressed (or, with rerun, brought forward / followed up).
       // Finished (kept for a while by the retention settings): replaced, or the new job would
@@ -143,6 +149,29 @@ export class BullMqJobQueue extends JobQueue implements OnApplicationBootstrap, 
     const job = await queue.add(name, payload, { ...this.jobOptions(name), jobId, delay: delay || undefined });
     if (job.id === undefined) throw new Error(`BullMQ answered job ${name} without an id`);
     return { id: job.id };
+  }
+
+  /**
+   * A job with a unique id (no look at an existing one needed) joins the others added in the same
+   * moment: one pipeline to Redis (Queue.addBulk) per batch instead of one round trip per job (bench
+   * row "send 10,000 text messages": each send adds one). Resolves once the job is in Redis, as a
+   * single add does; an error fails every job of that pipeline (some may be in Redis: each is safe to add again).
+   */
+  private addCoalesced(name: JobName, data: unknown, opts: JobsOptions): Promise<{ id: string }> {
+    const queueName = JOB_QUEUE[name];
+    let bulk = this.bulk.get(queueName);
+    if (!bulk) {
+      const queue = this.queues[queueName];
+      bulk = new Coalescer(async (jobs) => {
+        const added = await queue.addBulk(jobs);
+        return added.map((job, i) => {
+          if (job.id === undefined) throw new Error(`BullMQ answered job ${jobs[i].name} without an id`);
+          return { id: job.id };
+        });
+      }, BULK_MAX);
+      this.bulk.set(queueName, bulk);
+    }
+    return bulk.add({ name, data, opts });
   }
 
   /** Jobs in Redis per queue and state (all processes' jobs, not only this one's). */

@@ -21,8 +21,11 @@ export function canEdit(status: TextMessageStatus): boolean {
   return status === 'draft' || status === 'failed';
 }
 
+/** The statuses a send starts from (a new send: new job id, new idempotency key). */
+export const SENDABLE_STATUSES: readonly TextMessageStatus[] = ['draft', 'failed'];
+
 export function canSend(status: TextMessageStatus): boolean {
-  return status === 'draft' || status === 'failed';
+  return SENDABLE_STATUSES.includes(status);
 }
 
 export interface DeliveryState {

@@ -41,6 +41,9 @@ export const TEXT_MESSAGE_COLUMNS = columnMap<TextMessage, TextMessageExtras>(Te
   campaignId: { record: false },
 });
 
+/** A message row as the map's columns answer it (the stored properties and the campaign's name). */
+export type TextMessageRow = Parameters<typeof TEXT_MESSAGE_COLUMNS.toRecord>[0];
+
 /** A text message as the API returns it (and as its events carry it). */
 export type TextMessageRecord = ReturnType<typeof TEXT_MESSAGE_COLUMNS.toRecord>;
 

@@ -3,10 +3,12 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { ListQuery, ListSpec } from '../lists/list-spec.js';
 import { type ListPage, paginate } from '../lists/list-sql.js';
-import { type Db, returning, Transactions, type Tx } from '../database/transactions.js';
+import { type Db, prepared, returning, Transactions, type Tx } from '../database/transactions.js';
 import { outboxInsertSql } from '../database/outbox.js';
+import type { Principal } from '../common/request.js';
 import type { FailureCode, TextMessageStatus } from './text-message-state.js';
-import { RECORD_JSON, RECORD_ROWS } from './text-message.columns.js';
+import { RECORD_JSON, RECORD_ROWS, type TextMessageRow } from './text-message.columns.js';
+import { SENDABLE_STATUSES } from './text-message-state.js';
 import { TextMessage } from './text-message.entity.js';
 
 /**
@@ -14,7 +16,63 @@ import { TextMessage } from './text-message.entity.js';
  * read of the contacts feature's table inside the claim statement, so the check and the claim are
  * one step (an opt-out committed before the claim always wins).
  */
-export const OPTED_OUT_SQL = `EXISTS (SELECT 1 FROM contacts c WHERE c.phone = t.recipient AND c.dnc_sms_reason IS NOT NULL)`;
+const optedOutSql = (a: string) => `EXISTS (SELECT 1 FROM contacts c WHERE c.phone = ${a}.recipient AND c.dnc_sms_reason IS NOT NULL)`;
+export const OPTED_OUT_SQL = optedOutSql('t');
+
+/** The claims of many sends (claimMany): each row by id, for its send (generation), with its own token. */
+const CLAIM_MANY = prepared(`WITH d AS (SELECT * FROM unnest($1::int[], $2::int[], $3::uuid[]) AS d(id, gen, token))
+  UPDATE text_messages t SET claim_token = d.token, claimed_at = now()
+  FROM d WHERE t.id = ANY ($1::int[]) AND t.id = d.id AND t.send_count = d.gen AND t.status = 'queued' AND t.claim_token IS NULL
+    AND (t.scheduled_for IS NULL OR t.scheduled_for <= now() + interval '1 second')
+  RETURNING d.token, t.id, t.content, t.recipient, t.created_by AS "createdBy", ${OPTED_OUT_SQL} AS "optedOut"`);
+
+/**
+ * `sent` (or `delivered` at once) for claimed messages, each while its own claim holds, with
+ * text_message.sent (and .delivered) per message in the same statement (markSentEach).
+ */
+const MARK_SENT_EACH = prepared(`WITH d AS (SELECT * FROM unnest($1::int[], $2::uuid[], $3::text[], $4::boolean[]) AS d(id, token, pid, delivered)),
+       u AS (UPDATE text_messages t SET status = CASE WHEN d.delivered THEN 'delivered' ELSE 'sent' END, sent_at = now(),
+                    delivered_at = CASE WHEN d.delivered THEN now() END, modified_at = now(), provider = $5, provider_message_id = d.pid,
+                    claim_token = NULL, claimed_at = NULL
+             FROM d WHERE t.id = ANY ($1::int[]) AND t.id = d.id AND t.claim_token = d.token RETURNING t.*, d.token AS claimed_by),
+       r AS (${RECORD_ROWS}),
+       x AS (SELECT r.id, 1 AS k, 'text_message.sent' AS type, ${RECORD_JSON} || jsonb_build_object('status', 'sent', 'deliveredAt', NULL) AS data,
+                    '{"status":"queued"}'::jsonb AS previous FROM r
+             UNION ALL
+             SELECT r.id, 2, 'text_message.delivered', ${RECORD_JSON}, '{"status":"sent"}'::jsonb FROM r WHERE r.status = 'delivered'),
+       e AS (${outboxInsertSql('type', 'data', 'previous', 'FROM x ORDER BY id, k')})
+  SELECT u.id, u.claimed_by AS token FROM u`);
+
+/** What {@link TextMessageRepository.queueSend} found and did: the status before, the opt-out, and the queued row (null when not queued). */
+export interface QueuedSend {
+  previousStatus: TextMessageStatus;
+  /** The message's recipient as the statement found it. */
+  recipient: string;
+  optedOut: boolean;
+  /** The message as queued (with its campaign's name), or null when it was not (not sendable, or opted out). */
+  row: (TextMessageRow & { sendCount: number }) | null;
+}
+
+/**
+ * Bench row "send 10,000 text messages": POST /api/text-messages/{id}/send as one statement (one round
+ * trip, no BEGIN/COMMIT): the row locked (o), the opt-out read (x), the conditional UPDATE that starts a
+ * new send (u: only from draft or failed and not opted out; send_count + 1, the last send's outcome
+ * and claim cleared), the record with its campaign's name (r) and the text_message.queued event (e).
+ * The final row always names the status before and the opt-out, so a refusal needs no second read.
+ * The job is added after the commit (TextMessagesService.send).
+ */
+const QUEUE_SEND = prepared(`WITH o AS (SELECT id, status, recipient FROM text_messages WHERE id = $1 FOR UPDATE),
+       x AS (SELECT o.id, o.status, o.recipient, ${optedOutSql('o')} AS opted_out FROM o),
+       u AS (UPDATE text_messages t SET status = 'queued', scheduled_for = NULL, send_count = t.send_count + 1, queued_at = now(),
+                    sent_at = NULL, delivered_at = NULL, failed_at = NULL, canceled_at = NULL, failure_code = NULL, failure_reason = NULL,
+                    claim_token = NULL, claimed_at = NULL, provider = NULL, provider_message_id = NULL,
+                    modified_at = now(), modified_by = $2, modified_by_user = $3
+             FROM x WHERE t.id = x.id AND x.status = ANY ('{${SENDABLE_STATUSES.join(',')}}'::text[]) AND NOT x.opted_out
+             RETURNING t.*),
+       r AS (${RECORD_ROWS}),
+       e AS (${outboxInsertSql(`'text_message.queued'`, RECORD_JSON, `jsonb_build_object('status', x.status)`, 'FROM r, x')})
+  SELECT x.status AS "previousStatus", x.recipient AS "recipientFound", x.opted_out AS "optedOut", (SELECT u.send_count FROM u) AS "sendCount", r.*
+  FROM x LEFT JOIN r ON true`);
 
 export type TextMessageChanges = Omit<Partial<TextMessage>, 'id' | 'createdAt'>;
 
@@ -118,6 +176,19 @@ export class TextMessageRepository {
     return names;
   }
 
+  /**
+   * Starts a new send of the message now (QUEUE_SEND, one statement on the pool or in the current
+   * unit of work): null when there is no such message.
+   */
+  async queueSend(id: number, who: Principal): Promise<QueuedSend | null> {
+    type Found = TextMessageRow & { previousStatus: TextMessageStatus; recipientFound: string; optedOut: boolean; sendCount: number | null };
+    const rows: Found[] = await this.db().query(QUEUE_SEND, [id, who.userId, who.userName]);
+    const found = rows[0];
+    if (!found) return null;
+    const { previousStatus, recipientFound, optedOut, sendCount, ...row } = found;
+    return { previousStatus, recipient: recipientFound, optedOut, row: sendCount === null ? null : { ...row, sendCount } };
+  }
+
   /** The message a delivery report is about, by our id or by the gateway's message id, locked. */
   async findForDelivery(by: { id: number } | { providerMessageId: string }, tx: Tx): Promise<DeliveryTarget | null> {
     const columns = `id, status, send_count AS "sendCount", claim_token AS "claimToken", failure_code AS "failureCode", created_by AS "createdBy", recipient`;
@@ -151,15 +222,25 @@ export class TextMessageRepository {
    * win, and only while the message is queued for that send, unclaimed and due.
    */
   async claim(id: number, generation: number, token: string): Promise<ClaimedMessage | null> {
-    const rows = await returning<ClaimedMessage>(
-      this.db(),
-      `UPDATE text_messages t SET claim_token = $3, claimed_at = now()
-       WHERE id = $1 AND send_count = $2 AND status = 'queued' AND claim_token IS NULL
-         AND (scheduled_for IS NULL OR scheduled_for <= now() + interval '1 second')
-       RETURNING id, content, recipient, created_by AS "createdBy", ${OPTED_OUT_SQL} AS "optedOut"`,
-      [id, generation, token],
-    );
-    return rows[0] ?? null;
+    return (await this.claimMany([{ id, generation, token }]))[0];
+  }
+
+  /**
+   * claim() for many sends in one statement (the single-send jobs running at once in a worker), each
+   * with its own token and exactly claim's conditions; answers, in the items' order, the message each
+   * claimed or null. Rows are locked in id order. Two items for one message: at most one wins (the
+   * row is updated once), the other answers null.
+   */
+  async claimMany(items: { id: number; generation: number; token: string }[]): Promise<(ClaimedMessage | null)[]> {
+    if (!items.length) return [];
+    const sorted = [...items].sort((a, b) => a.id - b.id);
+    const rows = await returning<ClaimedMessage & { token: string }>(this.db(), CLAIM_MANY, [
+      sorted.map((i) => i.id),
+      sorted.map((i) => i.generation),
+      sorted.map((i) => i.token),
+    ]);
+    const byToken = new Map(rows.map(({ token, ...m }) => [token, m]));
+    return items.map((i) => byToken.get(i.token) ?? null);
   }
 
   /** `canceled` (terminal) with a code and reason, while our claim holds; false when it no longer does. */
@@ -234,22 +315,28 @@ export class TextMessageRepository {
    * `delivered` at once when the provider said so; text_message.sent (and .delivered) per message.
    */
   async markSentMany(token: string, provider: string, items: { id: number; providerMessageId: string | null; delivered: boolean }[]): Promise<number> {
-    if (!items.length) return 0;
-    const rows: { n: number }[] = await this.db().query(
-      `WITH d AS (SELECT * FROM unnest($2::int[], $3::text[], $4::boolean[]) AS d(id, pid, delivered)),
-            u AS (UPDATE text_messages t SET status = CASE WHEN d.delivered THEN 'delivered' ELSE 'sent' END, sent_at = now(),
-                         delivered_at = CASE WHEN d.delivered THEN now() END, modified_at = now(), provider = $5, provider_message_id = d.pid,
-                         claim_token = NULL, claimed_at = NULL
-                  FROM d WHERE t.id = ANY ($2::int[]) AND t.id = d.id AND t.claim_token = $1 RETURNING t.*),
-            r AS (${RECORD_ROWS}),
-            x AS (SELECT r.id, 1 AS k, 'text_message.sent' AS type, ${RECORD_JSON} || jsonb_build_object('status', 'sent', 'deliveredAt', NULL) AS data,
-                         '{"status":"queued"}'::jsonb AS previous FROM r
-                  UNION ALL
-                  SELECT r.id, 2, 'text_message.delivered', ${RECORD_JSON}, '{"status":"sent"}'::jsonb FROM r WHERE r.status = 'delivered'),
-            e AS (${outboxInsertSql('type', 'data', 'previous', 'FROM x ORDER BY id, k')})
-       SELECT count(*)::int AS n FROM r`,
-      [token, items.map((i) => i.id), items.map((i) => i.providerMessageId), items.map((i) => i.delivered), provider],
-    );
-    return rows[0].n;
+    return (
+      await this.markSentEach(
+        provider,
+        items.map((i) => ({ ...i, token })),
+      )
+    ).filter(Boolean).length;
+  }
+
+  /**
+   * markSentMany with a token per message (the single-send jobs of a worker recorded together): one
+   * statement; answers, in the items' order, whether each was recorded (false: its claim no longer holds).
+   */
+  async markSentEach(provider: string, items: { id: number; token: string; providerMessageId: string | null; delivered: boolean }[]): Promise<boolean[]> {
+    if (!items.length) return [];
+    const rows: { id: number; token: string }[] = await this.db().query(MARK_SENT_EACH, [
+      items.map((i) => i.id),
+      items.map((i) => i.token),
+      items.map((i) => i.providerMessageId),
+      items.map((i) => i.delivered),
+      provider,
+    ]);
+    const recorded = new Set(rows.map((r) => `${r.id}/${r.token}`));
+    return items.map((i) => recorded.has(`${i.id}/${i.token}`));
   }
 }

@@ -1,5 +1,6 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { Coalescer } from '../database/coalescer.js';
 import { Transactions } from '../database/transactions.js';
 import { JOB_IDS, type JobPayloads } from '../jobs/job-names.js';
 import { DeferJobError, type JobContext, JobQueue, RetryableJobError } from '../jobs/job-queue.js';
@@ -28,7 +29,8 @@ const RECOVER_EVERY_MS = 5 * 60_000;
  * 1. Claim. Before calling the provider it takes the message with a conditional UPDATE:
  *    `claim_token = <new uuid>, claimed_at = now() WHERE status = 'queued' AND send_count = <job's
  *    generation> AND claim_token IS NULL`. Only one run can win; the row now says "a worker is
- *    calling the provider for this send".
+ *    calling the provider for this send". (The jobs running at once in one worker claim in one
+ *    statement, each row with its own token and these conditions; recording `sent` is batched the same way.)
  * 2. Call the provider with Idempotency-Key `textmessage-<id>-<sendCount>` (a gateway that honours
  *    the key also drops a repeat we could not prevent).
  * 3. Record the answer with `WHERE claim_token = <our token>`: `sent` (and provider id), or on a
@@ -56,6 +58,12 @@ const RECOVER_EVERY_MS = 5 * 60_000;
 @Injectable()
 export class TextMessagesProcessor implements OnModuleInit {
   private readonly logger = new Logger('TextMessages');
+  /** The claims of the sends running at once in this worker, one statement per batch (each with its own token and conditions). */
+  private readonly claims = new Coalescer((items: { id: number; generation: number; token: string }[]) => this.repository.claimMany(items));
+  /** Their `sent` records with events, likewise (bench row "send 10,000 text messages"). */
+  private readonly sentMarks = new Coalescer((items: { id: number; token: string; providerMessageId: string | null; delivered: boolean }[]) =>
+    this.repository.markSentEach(this.provider.name, items),
+  );
 
   constructor(
     private readonly repository: TextMessageRepository,
@@ -85,7 +93,7 @@ export class TextMessagesProcessor implements OnModuleInit {
     const [wait] = await this.rate.reserve(1);
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     const token = randomUUID();
-    const msg = await this.repository.claim(messageId, generation, token);
+    const msg = await this.claims.add({ id: messageId, generation, token });
     if (!msg) return this.notClaimed(messageId, generation, queuedAt);
     if (msg.optedOut) return this.cancelOptedOut(messageId, token);
 
@@ -118,9 +126,7 @@ export class TextMessagesProcessor implements OnModuleInit {
     for (let i = 1; ; i++) {
       try {
         if (result.delivery?.status !== 'failed') {
-          await this.repository.markSentMany(token, this.provider.name, [
-            { id: messageId, providerMessageId: result.providerMessageId, delivered: result.delivery?.status === 'delivered' },
-          ]);
+          await this.sentMarks.add({ id: messageId, token, providerMessageId: result.providerMessageId, delivered: result.delivery?.status === 'delivered' });
           return;
         }
         await this.transactions.run(async (tx) => {

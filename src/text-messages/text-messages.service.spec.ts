@@ -208,4 +208,50 @@ describe('TextMessagesService (service layer, real PostgreSQL, fake SMS provider
     for (const r of results.filter((x) => x.status === 'rejected')) expect(r.reason).toMatchObject({ status: 404 });
     await expect(messages.get(t.id)).rejects.toMatchObject({ status: 404 });
   });
+  it('parallel sends of one draft: one queues it (one event, one hand-over), the others 409', async () => {
+    const t = await create({ content: 'Only once' });
+    const results = await Promise.allSettled(Array.from({ length: 6 }, () => messages.send(t.id, who)));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    for (const r of results.filter((x) => x.status === 'rejected')) expect(r.reason).toMatchObject({ status: 409 });
+    await until(t.id, (m) => m.status === 'sent');
+    expect(ctx.sms.sent.filter((s) => s.messageId === t.id)).toHaveLength(1);
+    const queuedEvents = await ctx.query<{ previous: unknown }>(`SELECT previous FROM events WHERE type = 'text_message.queued' AND (data->>'id')::int = $1`, [
+      t.id,
+    ]);
+    expect(queuedEvents).toEqual([{ previous: { status: 'draft' } }]);
+    const [{ send_count }] = await ctx.query<{ send_count: number }>(`SELECT send_count FROM text_messages WHERE id = $1`, [t.id]);
+    expect(send_count).toBe(1);
+  });
+
+  it('send answers the record its text_message.queued event carries; 404 for a message that does not exist', async () => {
+    await expect(messages.send(987654321, who)).rejects.toMatchObject({ status: 404 });
+    const t = await create({ content: 'Evented', campaignId });
+    const queued = await messages.send(t.id, who);
+    expect(queued).toMatchObject({ id: t.id, status: 'queued', campaign: { id: campaignId, name: 'Spring' }, modifiedBy: who.userId, failureCode: null });
+    const [event] = await ctx.query<{ data: unknown }>(`SELECT data FROM events WHERE type = 'text_message.queued' AND (data->>'id')::int = $1`, [t.id]);
+    expect(event.data).toEqual(queued);
+  });
+
+  it('two runs claiming one send in the same statement: exactly one wins; a claim for another send wins nothing', async () => {
+    const repo = ctx.get(TextMessageRepository);
+    const [row] = await ctx.query<{ id: number }>(
+      `INSERT INTO text_messages (content, recipient, status, send_count, queued_at) VALUES ('Twice', '+14155550100', 'queued', 1, now()) RETURNING id`,
+    );
+    const tokens = ['00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-00000000000b'];
+    const claims = await repo.claimMany([
+      { id: row.id, generation: 2, token: '00000000-0000-4000-8000-00000000000c' },
+      ...tokens.map((token) => ({ id: row.id, generation: 1, token })),
+    ]);
+    expect(claims[0]).toBeNull();
+    expect(claims.filter((c) => c !== null)).toHaveLength(1);
+    const winner = tokens[claims.indexOf(claims.find((c) => c !== null)!) - 1];
+    const [{ claim_token }] = await ctx.query<{ claim_token: string }>(`SELECT claim_token FROM text_messages WHERE id = $1`, [row.id]);
+    expect(claim_token).toBe(winner);
+    // Recording sent takes the winner's token only.
+    expect(await repo.markSentEach('log', [{ id: row.id, token: tokens.find((x) => x !== winner)!, providerMessageId: null, delivered: false }])).toEqual([
+      false,
+    ]);
+    expect(await repo.markSentEach('log', [{ id: row.id, token: winner, providerMessageId: 'p1', delivered: true }])).toEqual([true]);
+    expect(await messages.get(row.id)).toMatchObject({ status: 'delivered' });
+  });
 });

@@ -16,7 +16,7 @@ import { parseIdempotencyKey } from '../sms/sms-provider.js';
 import { signatureProblem } from '../sms/signature.js';
 import { canEdit, canSend, deliveryTransition, TEXT_MESSAGE_STATUSES, type TextMessageStatus } from './text-message-state.js';
 import { CreateTextMessageDto, UpdateTextMessageDto } from './text-message.dto.js';
-import { type TextMessageRecord, toTextMessageRecord } from './text-message.columns.js';
+import { TEXT_MESSAGE_COLUMNS, type TextMessageRecord, toTextMessageRecord } from './text-message.columns.js';
 import { TextMessage } from './text-message.entity.js';
 import { TextMessageRepository } from './text-message.repository.js';
 import { MergeFieldError, type MergeContact, parseTemplate, renderTemplate } from './merge-fields.js';
@@ -160,20 +160,44 @@ export class TextMessagesService {
 
   /**
    * Queues the message for sending now (from draft or failed; 409 otherwise) and answers it in
-   * `queued`. The state change and the job are one unit: the job is added inside the transaction,
-   * so a queue that is down (503) leaves the message as it was.
+   * `queued`. A queue known to be down is a 503 before anything changes. The state change, its
+   * opt-out check and its event are one statement (bench row "send 10,000 text messages"); the job
+   * is added after that commits, batched with the other sends of the moment (JobQueue.enqueue of a
+   * unique id). A send committed whose job is never added (the process died in between, or Redis
+   * failed at that instant) stays `queued` and is not lost: the recovery pass re-queues it (every
+   * worker start, and every 5 minutes once it is 2 minutes overdue; TextMessagesProcessor.recover).
    */
   async send(id: number, who: Principal): Promise<TextMessageRecord> {
     if (!(await this.jobs.isAvailable())) throw unavailable('The job queue is unreachable; the message was not queued. Try again shortly.');
-    return this.transactions.run(async (tx) => {
-      const t = await this.findEntity(id, tx);
-      if (!canSend(t.status)) throw conflict(`Text message ${id} is ${t.status}; only draft or failed messages can be sent`);
-      const before = (await this.toRecords([t], tx))[0];
-      t.scheduledFor = null;
-      t.status = 'queued';
-      stampModified(t, who);
-      return this.saveAndQueue(t, tx, before, true);
-    });
+    const queued = await this.messages.queueSend(id, who);
+    if (!queued) throw notFound('Text message', id);
+    if (!queued.row) {
+      if (!canSend(queued.previousStatus)) throw conflict(`Text message ${id} is ${queued.previousStatus}; only draft or failed messages can be sent`);
+      throw conflict(
+        `The recipient ${queued.recipient} has opted out of text messages (a contact with this number has an sms do-not-contact entry); the message was not queued`,
+      );
+    }
+    const { sendCount, ...row } = queued.row;
+    try {
+      await this.enqueueSend(row.id, sendCount, null);
+    } catch (e) {
+      // Committed: the message is queued and the recovery pass adds its job; answering 503 would tell the caller it was not.
+      this.logger.warn({
+        msg: 'text message queued but its job was not added; the recovery pass will add it',
+        textMessageId: row.id,
+        err: (e as Error).message,
+      });
+    }
+    return TEXT_MESSAGE_COLUMNS.toRecord(row);
+  }
+
+  /** Adds the job of one send, `sms:<id>:<sendCount>` (the id carries the send count, so no earlier job can have it), delayed to `scheduledFor`. */
+  private enqueueSend(messageId: number, sendCount: number, scheduledFor: Date | null): Promise<unknown> {
+    return this.jobs.enqueue(
+      'sms.send',
+      { messageId, generation: sendCount, queuedAt: Date.now() },
+      { jobId: JOB_IDS.smsSend(messageId, sendCount), uniqueId: true, delayMs: scheduledFor ? scheduledFor.getTime() - Date.now() : 0 },
+    );
   }
 
   /**
@@ -265,14 +289,7 @@ export class TextMessagesService {
       await this.messages.update(t.id, t, tx);
       saved = t;
     } else saved = await this.messages.insert(t, tx);
-    if (queue) {
-      await this.jobs.enqueue(
-        'sms.send',
-        { messageId: saved.id, generation: saved.sendCount, queuedAt: Date.now() },
-        // The id carries the send count, so no earlier job can have it.
-        { jobId: JOB_IDS.smsSend(saved.id, saved.sendCount), uniqueId: true, delayMs: saved.scheduledFor ? saved.scheduledFor.getTime() - Date.now() : 0 },
-      );
-    }
+    if (queue) await this.enqueueSend(saved.id, saved.sendCount, saved.scheduledFor);
     const record = (await this.toRecords([saved], tx))[0];
     // created / updated for the edit itself (a send only changes the status: queued says it all), then queued.
     if (!before) await this.events.record(tx, 'text_message.created', record);
