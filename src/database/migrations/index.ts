@@ -36,6 +36,8 @@ import { Scoring1763700002800 } from './1763700002800-scoring.js';
 import { Workflows1763700002900 } from './1763700002900-workflows.js';
 import { Pipelines1763700003000 } from './1763700003000-pipelines.js';
 import { ApiUsage1763700003100 } from './1763700003100-api-usage.js';
+import { TrackedIntake1763700003500 } from './1763700003500-tracked-intake.js';
+import { ContactRecordHistory1763700003510 } from './1763700003510-contact-record-history.js';
 
 export const MIGRATIONS = [
   Platform1763700000000,
@@ -72,4 +74,6 @@ export const MIGRATIONS = [
   Workflows1763700002900,
   Pipelines1763700003000,
   ApiUsage1763700003100,
+  TrackedIntake1763700003500,
+  ContactRecordHistory1763700003510,
 ];
