@@ -17,7 +17,7 @@
  * `npm run build && node bench/tracking.mjs`. A tiny run (to check the script):
  * BENCH_TRACKING_CONTACTS=1000 BENCH_TRACKING_EVENTS=10000 BENCH_TRACKING_SECONDS=3 node bench/tracking.mjs
  * BENCH_REUSE=1 keeps an already seeded database; BENCH_TRACKING_ONLY=intake,timeline,segment picks the rows;
- * BENCH_API_NODE_OPTIONS adds Node options to the API's (`--cpu-prof --cpu-prof-dir=/tmp/prof` for a profile).
+ * BENCH_API_NODE_ARGS adds Node arguments to the API's (`--cpu-prof --cpu-prof-dir=/tmp/prof` for a profile).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -118,12 +118,12 @@ async function main() {
   await prepare();
   const token = createToken({ ...process.env, DATABASE_URL: dbUrl }, 'bench-tracking');
   const port = await freePort();
-  const api = spawn(process.execPath, ['dist/main.js'], {
+  const api = spawn(process.execPath, [...(process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean), 'dist/main.js'], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
-      NODE_OPTIONS: [DEPLOYED_NODE_OPTIONS, process.env.BENCH_API_NODE_OPTIONS].filter(Boolean).join(' '),
+      NODE_OPTIONS: DEPLOYED_NODE_OPTIONS,
       DATABASE_URL: dbUrl,
       PORT: String(port),
       HOST: '127.0.0.1',
