@@ -2,7 +2,8 @@
  * Tracked events benchmark, on a database of its own (BENCH_TRACKING_DATABASE, default
  * sf_bench_tracking), seeded with BENCH_TRACKING_CONTACTS contacts (1,000,000) known by an
  * externalId and BENCH_TRACKING_EVENTS tracked events (10,000,000) spread over the last 60 days,
- * with their daily counts, written set-based in SQL. Then, against the built app (dist/, without
+ * with their daily counts, written set-based in SQL, and each contact's contact.created event in the
+ * change feed (1,000 a transaction). Then, against the built app (dist/, without
  * Redis: its segment refresher runs in process):
  *
  * 1. batch intake sustained for BENCH_TRACKING_SECONDS (60) by BENCH_TRACKING_CLIENTS (8) clients,
@@ -15,7 +16,8 @@
  *
  * `npm run build && node bench/tracking.mjs`. A tiny run (to check the script):
  * BENCH_TRACKING_CONTACTS=1000 BENCH_TRACKING_EVENTS=10000 BENCH_TRACKING_SECONDS=3 node bench/tracking.mjs
- * BENCH_REUSE=1 keeps an already seeded database.
+ * BENCH_REUSE=1 keeps an already seeded database; BENCH_TRACKING_ONLY=intake,timeline,segment picks the rows;
+ * BENCH_API_NODE_ARGS adds Node arguments to the API's (`--cpu-prof --cpu-prof-dir=/tmp/prof` for a profile).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -28,6 +30,8 @@ const EVENTS = Number(process.env.BENCH_TRACKING_EVENTS ?? 10_000_000);
 const SECONDS = Number(process.env.BENCH_TRACKING_SECONDS ?? 60);
 const CLIENTS = Number(process.env.BENCH_TRACKING_CLIENTS ?? 8);
 const BATCH = 100;
+/** BENCH_TRACKING_ONLY=intake,timeline,segment runs only those rows (default: all). */
+const ONLY = new Set((process.env.BENCH_TRACKING_ONLY ?? 'intake,timeline,segment').split(','));
 const NAMES = ['bench_viewed', 'bench_clicked', 'bench_signed_up', 'bench_purchased'];
 const log = (m) => process.stderr.write(`[bench:tracking] ${m}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -59,6 +63,17 @@ async function prepare() {
     [CONTACTS],
   );
   log(`${CONTACTS} contacts in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  // Each contact's creation in the change feed (the timeline's record side), 1,000 a transaction as an
+  // import's chunks write them; the API's sequencer numbers them at its start.
+  t = performance.now();
+  for (let first = 1; first <= CONTACTS; first += 1000) {
+    await db.query(
+      `INSERT INTO events (type, data) SELECT 'contact.created', jsonb_build_object('id', g, 'name', 'Bench ' || g, 'externalId', 'bench-user-' || g)
+         FROM generate_series($1::int, $2::int) g`,
+      [first, Math.min(first + 999, CONTACTS)],
+    );
+  }
+  log(`${CONTACTS} contact.created events in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   // The monthly partitions of the last 60 days and the next months (as the partitions job names them).
   const now = new Date();
   for (let m = -3; m <= 2; m++) {
@@ -103,7 +118,7 @@ async function main() {
   await prepare();
   const token = createToken({ ...process.env, DATABASE_URL: dbUrl }, 'bench-tracking');
   const port = await freePort();
-  const api = spawn(process.execPath, ['dist/main.js'], {
+  const api = spawn(process.execPath, [...(process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean), 'dist/main.js'], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,
@@ -142,76 +157,84 @@ async function main() {
   const rows = [];
   try {
     // 1. Batch intake, sustained.
-    let sent = 0;
-    let seq = 0;
-    const latencies = [];
-    let peakRss = rssMb(api.pid);
-    const deadline = performance.now() + SECONDS * 1000;
-    const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(api.pid))), 250);
-    const client = async (k) => {
-      while (performance.now() < deadline) {
-        const batch = Array.from({ length: BATCH }, () => ({
-          type: 'track',
-          event: NAMES[seq % NAMES.length],
-          userId: `bench-user-${1 + (Math.floor(Math.random() * CONTACTS) % CONTACTS)}`,
-          messageId: `run-${process.pid}-${k}-${++seq}`,
-          properties: { n: seq % 100, source: 'bench' },
-        }));
-        const t = performance.now();
-        await call('POST', '/api/ingest/v1/batch', { batch });
-        latencies.push(performance.now() - t);
-        sent += BATCH;
-      }
-    };
-    const t0 = performance.now();
-    await Promise.all(Array.from({ length: CLIENTS }, (_, k) => client(k)));
-    const secs = (performance.now() - t0) / 1000;
-    clearInterval(sampler);
-    rows.push(
-      `| batch intake, ${CLIENTS} clients x ${BATCH} calls, ${SECONDS} s | ${Math.round(sent / secs).toLocaleString()} events/s | batch p50 ${pct(latencies, 50).toFixed(0)} ms, p99 ${pct(latencies, 99).toFixed(0)} ms | API RSS peak ${peakRss.toFixed(0)} MB |`,
-    );
+    if (ONLY.has('intake')) await intakeRow();
+    async function intakeRow() {
+      let sent = 0;
+      let seq = 0;
+      const latencies = [];
+      let peakRss = rssMb(api.pid);
+      const deadline = performance.now() + SECONDS * 1000;
+      const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(api.pid))), 250);
+      const client = async (k) => {
+        while (performance.now() < deadline) {
+          const batch = Array.from({ length: BATCH }, () => ({
+            type: 'track',
+            event: NAMES[seq % NAMES.length],
+            userId: `bench-user-${1 + (Math.floor(Math.random() * CONTACTS) % CONTACTS)}`,
+            messageId: `run-${process.pid}-${k}-${++seq}`,
+            properties: { n: seq % 100, source: 'bench' },
+          }));
+          const t = performance.now();
+          await call('POST', '/api/ingest/v1/batch', { batch });
+          latencies.push(performance.now() - t);
+          sent += BATCH;
+        }
+      };
+      const t0 = performance.now();
+      await Promise.all(Array.from({ length: CLIENTS }, (_, k) => client(k)));
+      const secs = (performance.now() - t0) / 1000;
+      clearInterval(sampler);
+      rows.push(
+        `| batch intake, ${CLIENTS} clients x ${BATCH} calls, ${SECONDS} s | ${Math.round(sent / secs).toLocaleString()} events/s | batch p50 ${pct(latencies, 50).toFixed(0)} ms, p99 ${pct(latencies, 99).toFixed(0)} ms | API RSS peak ${peakRss.toFixed(0)} MB |`,
+      );
+    }
 
     // 2. Timeline page of a contact.
-    const tl = [];
-    for (let i = 0; i < 300; i++) {
-      const id = 1 + Math.floor(Math.random() * CONTACTS);
-      const t = performance.now();
-      await call('GET', `/api/contacts/${id}/timeline?limit=30`);
-      tl.push(performance.now() - t);
+    if (ONLY.has('timeline')) {
+      const tl = [];
+      for (let i = 0; i < 300; i++) {
+        const id = 1 + Math.floor(Math.random() * CONTACTS);
+        const t = performance.now();
+        await call('GET', `/api/contacts/${id}/timeline?limit=30`);
+        tl.push(performance.now() - t);
+      }
+      rows.push(`| timeline page (30 items) of a random contact, 300 reads | p50 ${pct(tl, 50).toFixed(1)} ms | p99 ${pct(tl, 99).toFixed(1)} ms | |`);
     }
-    rows.push(`| timeline page (30 items) of a random contact, 300 reads | p50 ${pct(tl, 50).toFixed(1)} ms | p99 ${pct(tl, 99).toFixed(1)} ms | |`);
 
     // 3. A 7-day count segment, full rebuild.
-    let t = performance.now();
-    const { segment } = await call('POST', '/api/segments', { name: 'bench 7d viewers', type: 'dynamic', filter: 'events.bench_viewed.count.7d[gte]:3' });
-    let s = segment;
-    while (s.membership.status !== 'ready') {
-      if (s.membership.status === 'failed') throw new Error(s.membership.error);
-      await sleep(50);
-      s = (await call('GET', `/api/segments/${segment.id}`)).segment;
-    }
-    rows.push(
-      `| 7-day count segment (events.bench_viewed.count.7d[gte]:3), full rebuild | ${((performance.now() - t) / 1000).toFixed(2)} s to ready | ${s.membership.count.toLocaleString()} members | |`,
-    );
+    if (ONLY.has('segment')) await segmentRows();
+    async function segmentRows() {
+      let t = performance.now();
+      const { segment } = await call('POST', '/api/segments', { name: 'bench 7d viewers', type: 'dynamic', filter: 'events.bench_viewed.count.7d[gte]:3' });
+      let s = segment;
+      while (s.membership.status !== 'ready') {
+        if (s.membership.status === 'failed') throw new Error(s.membership.error);
+        await sleep(50);
+        s = (await call('GET', `/api/segments/${segment.id}`)).segment;
+      }
+      rows.push(
+        `| 7-day count segment (events.bench_viewed.count.7d[gte]:3), full rebuild | ${((performance.now() - t) / 1000).toFixed(2)} s to ready | ${s.membership.count.toLocaleString()} members | |`,
+      );
 
-    // 4. A new qualifying event reflected in the segment.
-    const db = new pg.Client({ connectionString: dbUrl });
-    await db.connect();
-    const outside = (
-      await db.query(
-        `SELECT c.id, c.external_id FROM contacts c WHERE NOT EXISTS (SELECT 1 FROM segment_members m WHERE m.segment_id = $1 AND m.contact_id = c.id) LIMIT 1`,
-        [segment.id],
-      )
-    ).rows[0];
-    await db.end();
-    t = performance.now();
-    await call('POST', '/api/ingest/v1/batch', { batch: [0, 1, 2].map(() => ({ type: 'track', event: 'bench_viewed', userId: outside.external_id })) });
-    while (!(await call('GET', `/api/contacts/${outside.id}/segments`)).segments.some((x) => x.id === segment.id)) {
-      if (performance.now() - t > 60_000) throw new Error('the contact did not join within 60 s');
-      await sleep(20);
+      // 4. A new qualifying event reflected in the segment.
+      const db = new pg.Client({ connectionString: dbUrl });
+      await db.connect();
+      const outside = (
+        await db.query(
+          `SELECT c.id, c.external_id FROM contacts c WHERE NOT EXISTS (SELECT 1 FROM segment_members m WHERE m.segment_id = $1 AND m.contact_id = c.id) LIMIT 1`,
+          [segment.id],
+        )
+      ).rows[0];
+      await db.end();
+      t = performance.now();
+      await call('POST', '/api/ingest/v1/batch', { batch: [0, 1, 2].map(() => ({ type: 'track', event: 'bench_viewed', userId: outside.external_id })) });
+      while (!(await call('GET', `/api/contacts/${outside.id}/segments`)).segments.some((x) => x.id === segment.id)) {
+        if (performance.now() - t > 60_000) throw new Error('the contact did not join within 60 s');
+        await sleep(20);
+      }
+      rows.push(`| new qualifying event reflected in the 7-day segment | ${((performance.now() - t) / 1000).toFixed(2)} s | | |`);
+      await call('DELETE', `/api/segments/${segment.id}`);
     }
-    rows.push(`| new qualifying event reflected in the 7-day segment | ${((performance.now() - t) / 1000).toFixed(2)} s | | |`);
-    await call('DELETE', `/api/segments/${segment.id}`);
   } finally {
     api.kill('SIGTERM');
   }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Transactions, type Tx } from '../database/transactions.js';
+import { EVENT_CONTACT_ID_SQL } from '../database/migrations/1763700003510-contact-record-history.js';
 import type { EventRecord, EventType } from './event-types.js';
 
 interface EventRow {
@@ -219,7 +220,9 @@ export class EventsRepository {
    * Retention: deletes every event up to the highest sequence S such that all events numbered up
    * to S occurred before `before` (whole transactions: a transaction's `at` is its latest event's
    * time), and records S as `pruned_through` (the feed answers 410 below it). Pruning by sequence,
-   * not by time alone, keeps the feed without holes. Answers how many events went.
+   * not by time alone, keeps the feed without holes. The events about a contact that still exists
+   * move to its record history in the same statement (the timeline's, beyond the feed's retention:
+   * docs/decisions/contact-timeline.md). Answers how many events went.
    */
   async prune(before: Date): Promise<number> {
     const [r]: { n: string }[] = await this.transactions.db.query(
@@ -229,9 +232,20 @@ export class EventsRepository {
                   (SELECT first_sequence - 1 FROM event_transactions WHERE at >= $1 ORDER BY last_sequence LIMIT 1),
                   (SELECT last_sequence FROM event_feed_state)) AS s
        ), gone_tx AS (
-         DELETE FROM event_transactions WHERE last_sequence <= (SELECT s FROM cutoff) RETURNING tx
+         DELETE FROM event_transactions WHERE last_sequence <= (SELECT s FROM cutoff) RETURNING tx, first_sequence
        ), gone AS (
-         DELETE FROM events e USING gone_tx g WHERE e.tx = g.tx RETURNING 1
+         DELETE FROM events e USING gone_tx g WHERE e.tx = g.tx
+         RETURNING e.id, e.type, e.occurred_at, e.data, e.previous, e.tx, e.insert_order, g.first_sequence
+       ), archived AS (
+         -- The events about a contact that still exists go on in its record history (the timeline's),
+         -- each with its number (its place among all its transaction's events).
+         INSERT INTO contact_record_history (contact_id, occurred_at, sequence, id, type, data, previous)
+         SELECT a.contact_id, a.occurred_at, a.sequence, a.id, a.type, a.data, a.previous
+           FROM (SELECT ${EVENT_CONTACT_ID_SQL} AS contact_id, gone.*,
+                        gone.first_sequence - 1 + row_number() OVER (PARTITION BY gone.tx ORDER BY gone.insert_order) AS sequence FROM gone) a
+          WHERE a.contact_id IS NOT NULL AND EXISTS (SELECT 1 FROM contacts c WHERE c.id = a.contact_id)
+          ORDER BY 1, 2, 3
+         ON CONFLICT DO NOTHING
        ), mark AS (
          UPDATE event_feed_state SET pruned_through = GREATEST(pruned_through, (SELECT s FROM cutoff)) RETURNING 1
        )

@@ -52,9 +52,21 @@ export class TrackingIdentity {
     const userIds = [...new Set(calls.map((c) => c.userId).filter((v): v is string => v !== null))];
     const anonymousIds = [...new Set(calls.map((c) => c.anonymousId).filter((v): v is string => v !== null))];
     const emails = calls.filter((c) => c.type === 'identify' && typeof c.traits.email === 'string').map((c) => (c.traits.email as string).trim().toLowerCase());
-    await this.repo.lockIdentities([...userIds.map((u) => `u:${u}`), ...anonymousIds.map((a) => `a:${a}`), ...emails.map((e) => `e:${e}`)], this.tx);
+    // Links that exist already are read without a lock: the intake never moves a userId's contact
+    // nor replaces an anonymousId's link. Only the keys whose resolution may create a contact or a
+    // link (unknown userIds, unlinked anonymousIds, the emails of identify calls) are locked, and
+    // read again once locked (another request may have created or linked them meanwhile). A batch
+    // of known people takes no lock at all.
     for (const [k, v] of await this.contacts.idsByExternalIds(userIds, this.tx)) this.byUserId.set(k, v);
     for (const [k, v] of await this.repo.anonymousLinks(anonymousIds, this.tx)) this.byAnonymousId.set(k, v);
+    const unknownUsers = userIds.filter((u) => !this.byUserId.has(u));
+    const unlinked = anonymousIds.filter((a) => !this.byAnonymousId.has(a));
+    const keys = [...unknownUsers.map((u) => `u:${u}`), ...unlinked.map((a) => `a:${a}`), ...emails.map((e) => `e:${e}`)];
+    if (keys.length) {
+      await this.repo.lockIdentities(keys, this.tx);
+      for (const [k, v] of await this.contacts.idsByExternalIds(unknownUsers, this.tx)) this.byUserId.set(k, v);
+      for (const [k, v] of await this.repo.anonymousLinks(unlinked, this.tx)) this.byAnonymousId.set(k, v);
+    }
     const out: Attribution[] = [];
     for (const call of calls) out.push(call.type === 'identify' ? await this.identify(call) : await this.track(call));
     return out;

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import type { Principal } from '../common/request.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
@@ -8,7 +8,7 @@ import { WebhooksService } from '../events/webhooks.service.js';
 import { TrackedEventQueue } from './tracked-event-queue.repository.js';
 import { toTrackedEventRecord } from './tracking-record.js';
 import { TrackingIdentity } from './tracking-identity.js';
-import { type DailyCount, type NewTrackedEvent, TrackingRepository, type TrackedEventRow } from './tracking.repository.js';
+import { type DailyCount, type DefinitionDelta, type NewTrackedEvent, TrackingRepository, type TrackedEventRow } from './tracking.repository.js';
 import { type CallType, propertyTypes, readRequest, type TrackedCall } from './tracking.rules.js';
 
 /** What listeners hear after an intake committed: the stored events and the contacts whose behaviour changed. */
@@ -20,6 +20,8 @@ export interface TrackedBatch {
 }
 
 const DAY_MS = 86_400_000;
+/** How often (real time, per process) intakes fold the definitions' deltas: a pacing, not a behaviour of the API. */
+const FOLD_EVERY_MS = 2_000;
 
 /**
  * The Segment-compatible intake (POST /api/ingest/v1/track|identify|batch): checks the whole
@@ -32,9 +34,11 @@ const DAY_MS = 86_400_000;
  * told afterwards.
  */
 @Injectable()
-export class TrackingIntakeService {
+export class TrackingIntakeService implements OnModuleDestroy {
   private readonly logger = new Logger('Tracking');
   private readonly listeners = new Set<(batch: TrackedBatch) => void>();
+  private folding: Promise<unknown> | null = null;
+  private foldedAt = 0;
 
   constructor(
     private readonly repo: TrackingRepository,
@@ -45,6 +49,11 @@ export class TrackingIntakeService {
     private readonly webhooks: WebhooksService,
     private readonly queue: TrackedEventQueue,
   ) {}
+
+  /** A fold in flight finishes before the pool closes. */
+  async onModuleDestroy(): Promise<void> {
+    await this.folding;
+  }
 
   /** Called after each committed intake that stored something. */
   onTracked(listener: (batch: TrackedBatch) => void): () => void {
@@ -65,7 +74,10 @@ export class TrackingIntakeService {
     await this.repo.ensurePartitions(kept.map((c) => c.occurredAt));
     const batch = await this.transactions.run((tx) => this.store(kept, who, now, tx));
     if (batch.webhookIds.length) await this.webhooks.queueDrains(batch.webhookIds);
-    if (batch.events.length) this.tell(batch);
+    if (batch.events.length) {
+      this.foldSoon();
+      this.tell(batch);
+    }
     return { success: true };
   }
 
@@ -97,12 +109,14 @@ export class TrackingIntakeService {
         flags: Object.keys(flags).length ? flags : null,
       };
     });
-    const events = await this.repo.insertEvents(rows, now, tx);
-    const daily: DailyCount[] = [...identity.attributed];
+    const daily: DailyCount[] = [];
     for (const r of rows)
       if (r.type === 'track' && r.contactId !== null && r.name !== null) daily.push({ contactId: r.contactId, name: r.name, at: r.occurredAt });
-    await this.repo.addDaily(daily, tx);
-    await this.repo.addDefinitions(definitionsOf(rows), tx);
+    // One statement: the events, their daily counts, the definitions' deltas and the segment queue.
+    const ids = await this.repo.storeEvents(rows, identity.attributed, definitionsOf(rows), now, tx);
+    const events: TrackedEventRow[] = rows
+      .map((r) => ({ ...r, id: ids.get(r.messageId) as string, receivedAt: now }))
+      .sort((x, y) => Number(x.id) - Number(y.id));
     // The consumers' queues (scoring rules, workflow triggers): attributed track events, and the earlier anonymous ones this request attributed.
     await this.queue.enqueue(
       [
@@ -114,11 +128,24 @@ export class TrackingIntakeService {
       now,
       tx,
     );
-    const contactIds = [...new Set(daily.map((d) => d.contactId))];
-    await this.repo.queueForSegments(contactIds, tx);
+    const contactIds = [...new Set([...identity.attributed, ...daily].map((d) => d.contactId))];
     // Webhooks subscribed to tracked.<name> / tracked.*: their deliveries commit with the events.
     const webhookIds = await this.webhooks.deliverTracked(events.filter((e) => e.type === 'track').map(toTrackedEventRecord), tx);
     return { events, contactIds, webhookIds };
+  }
+
+  /**
+   * Folds the definitions' deltas this process's intakes appended, at most every FOLD_EVERY_MS and
+   * after the answer (a read of the definitions folds first anyway: this keeps the deltas few).
+   */
+  private foldSoon(): void {
+    const at = Date.now();
+    if (this.folding || at - this.foldedAt < FOLD_EVERY_MS) return;
+    this.foldedAt = at;
+    this.folding = this.repo
+      .foldDefinitions(false)
+      .catch((e: unknown) => this.logger.warn({ msg: 'tracked definitions fold failed', err: e instanceof Error ? e.message : String(e) }))
+      .finally(() => (this.folding = null));
   }
 
   private tell(batch: TrackedBatch): void {
@@ -133,8 +160,8 @@ export class TrackingIntakeService {
 }
 
 /** Each event name's additions to its definition. */
-function definitionsOf(rows: NewTrackedEvent[]) {
-  const byName = new Map<string, { name: string; count: number; first: Date; last: Date; types: Record<string, true> }>();
+function definitionsOf(rows: NewTrackedEvent[]): DefinitionDelta[] {
+  const byName = new Map<string, DefinitionDelta>();
   for (const r of rows) {
     if (r.type !== 'track' || r.name === null) continue;
     const d = byName.get(r.name) ?? { name: r.name, count: 0, first: r.occurredAt, last: r.occurredAt, types: {} };

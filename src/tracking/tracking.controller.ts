@@ -124,7 +124,8 @@ export class ContactTimelineController {
     description:
       'One stream of the tracked events attributed to the contact (track and identify calls, anonymous ones once linked, in their place by ' +
       'timestamp) and the events of the change feed about it (created, updated with the changed properties, campaign membership, text messages, ' +
-      'deals, activities...; kept EVENT_RETENTION_DAYS). Each item `{ at, kind, type, summary, data }`. Page with `after` = the previous `next`.',
+      "deals, activities...; kept as long as the contact: past the feed's EVENT_RETENTION_DAYS they are read from its record history). " +
+      'Each item `{ at, kind, type, summary, data }`. Page with `after` = the previous `next`.',
   })
   @ApiQuery({ name: 'after', required: false, type: String, description: 'The cursor: `next` of the previous page' })
   @ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', minimum: 1, maximum: 200, default: 30 } })

@@ -1,15 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Rule } from '../common/documented-rules.js';
 
-/** Documentation of a Segment track call (checked by the intake's own rules, tracking.rules.ts). */
-export class TrackCallDto {
-  /** `track` (implied on /track). */
-  @ApiProperty({ enum: ['track'], required: false })
-  type?: string;
-  /** The event name, up to 255 characters. */
-  @ApiProperty({ minLength: 1, maxLength: 255 })
-  @Rule('required on track: not blank')
-  event: string;
+/**
+ * What Segment's track and identify calls share (one definition; each call type adds its own fields
+ * below). The intake checks calls with its own rules (tracking.rules.ts); these classes document them.
+ */
+abstract class SegmentCallDto {
   /** The id your system knows the person by: the contact's externalId. userId or anonymousId is required. */
   @ApiProperty({ required: false, oneOf: [{ type: 'string', maxLength: 255 }, { type: 'number' }] })
   @Rule('userId or anonymousId is required (a non-empty string or a number, up to 255 characters)')
@@ -18,10 +14,6 @@ export class TrackCallDto {
   @ApiProperty({ required: false, oneOf: [{ type: 'string', maxLength: 255 }, { type: 'number' }] })
   @Rule('userId or anonymousId is required (a non-empty string or a number, up to 255 characters)')
   anonymousId?: string;
-  /** The event's properties (JSON values keep their types; at most 255 keys, nested at most 5 levels). */
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true, maxProperties: 255 })
-  @Rule('nested at most 5 levels deep; the whole call at most 32 KB')
-  properties?: Record<string, unknown>;
   /** Context of the call (library, page, ip...), kept as sent. */
   @ApiPropertyOptional({ type: 'object', additionalProperties: true })
   context?: Record<string, unknown>;
@@ -46,17 +38,26 @@ export class TrackCallDto {
   channel?: string;
 }
 
+/** Documentation of a Segment track call. */
+export class TrackCallDto extends SegmentCallDto {
+  /** `track` (implied on /track). */
+  @ApiProperty({ enum: ['track'], required: false })
+  type?: string;
+  /** The event name, up to 255 characters. */
+  @ApiProperty({ minLength: 1, maxLength: 255 })
+  @Rule('required on track: not blank')
+  event: string;
+  /** The event's properties (JSON values keep their types; at most 255 keys, nested at most 5 levels). */
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, maxProperties: 255 })
+  @Rule('nested at most 5 levels deep; the whole call at most 32 KB')
+  properties?: Record<string, unknown>;
+}
+
 /** Documentation of a Segment identify call. */
-export class IdentifyCallDto {
+export class IdentifyCallDto extends SegmentCallDto {
   /** `identify` (implied on /identify). */
   @ApiProperty({ enum: ['identify'], required: false })
   type?: string;
-  @ApiProperty({ required: false, oneOf: [{ type: 'string', maxLength: 255 }, { type: 'number' }] })
-  @Rule('userId or anonymousId is required (a non-empty string or a number, up to 255 characters)')
-  userId?: string;
-  @ApiProperty({ required: false, oneOf: [{ type: 'string', maxLength: 255 }, { type: 'number' }] })
-  @Rule('userId or anonymousId is required (a non-empty string or a number, up to 255 characters)')
-  anonymousId?: string;
   /**
    * The person's traits: email, name (or firstName and lastName), phone, company (a name or { name }),
    * title and the aliases of published contact custom fields are written to the contact.
@@ -64,24 +65,6 @@ export class IdentifyCallDto {
   @ApiPropertyOptional({ type: 'object', additionalProperties: true, maxProperties: 255 })
   @Rule('nested at most 5 levels deep; the whole call at most 32 KB')
   traits?: Record<string, unknown>;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true })
-  context?: Record<string, unknown>;
-  @ApiPropertyOptional({ type: String, format: 'date-time' })
-  @Rule('ISO 8601 with an offset')
-  timestamp?: string;
-  @ApiPropertyOptional({ type: String, format: 'date-time' })
-  @Rule('ISO 8601 with an offset')
-  sentAt?: string;
-  @ApiPropertyOptional({ type: String, minLength: 1, maxLength: 255 })
-  messageId?: string;
-  /** Per-destination switches Segment's libraries send; kept out of the stored call. */
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true })
-  integrations?: Record<string, unknown>;
-  /** Library bookkeeping Segment's libraries send; ignored. */
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true })
-  _metadata?: Record<string, unknown>;
-  /** Segment's channel (server, browser...); ignored. */
-  channel?: string;
 }
 
 /** Documentation of a Segment batch: up to 500 calls and 500 KB (each call up to 32 KB). */

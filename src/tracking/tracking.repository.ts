@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
-import { type Db, returning, Transactions, type Tx } from '../database/transactions.js';
+import { type Db, prepared, returning, Transactions, type Tx } from '../database/transactions.js';
 import { EVENT_CONTACT_SQL } from '../database/migrations/1763700002700-tracked-events.js';
+import { FOLD_DEFINITIONS_SQL } from '../database/migrations/1763700003500-tracked-intake.js';
 import type { ListQuery } from '../lists/list-spec.js';
 import { type ListPage, paginate } from '../lists/list-sql.js';
 import { TRACKED_EVENT_LIST_SPEC } from './tracking-list.js';
@@ -46,6 +47,16 @@ export interface DailyCount {
   at: Date;
 }
 
+/** What one request adds to an event name's definition. */
+export interface DefinitionDelta {
+  name: string;
+  count: number;
+  first: Date;
+  last: Date;
+  /** Observed property types, `{ "<key>:<type>": true }`. */
+  types: Record<string, true>;
+}
+
 /** A record event of the change feed as the timeline reads it. */
 export interface RecordEventRow {
   id: string;
@@ -61,6 +72,31 @@ const SELECT_EVENT = `e.id::text AS id, e.occurred_at AS "occurredAt", e.receive
 
 /** An instant as UTC text with microseconds (fixed width: text order is time order), for the timeline's cursor. */
 const AT_KEY = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** {@link TrackingRepository.storeEvents}: $1 the events (JSON), $2 the receive time, $3-$5 earlier events attributed (contact, name, time), $6 definitions (JSON). */
+const STORE_SQL = `
+  WITH v AS (
+    SELECT * FROM json_to_recordset($1::json) AS v(o timestamptz, t text, n text, c int, u text, a text, m text, p jsonb, x jsonb, f jsonb)
+  ), e AS (
+    INSERT INTO tracked_events (occurred_at, received_at, type, name, contact_id, user_id, anonymous_id, message_id, properties, context, flags)
+    SELECT o, $2::timestamptz, t, n, c, u, a, m, COALESCE(p, '{}'::jsonb), x, f FROM v
+    RETURNING id::text AS id, message_id AS m
+  ), counted AS (
+    SELECT c, n, o FROM v WHERE t = 'track' AND c IS NOT NULL AND n IS NOT NULL
+    UNION ALL
+    SELECT * FROM unnest($3::int[], $4::text[], $5::timestamptz[])
+  ), daily AS (
+    INSERT INTO tracked_event_daily AS d (contact_id, name, day, count, first_at, last_at)
+    SELECT c, n, (o AT TIME ZONE 'UTC')::date, count(*), min(o), max(o) FROM counted GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (contact_id, name, day) DO UPDATE
+      SET count = d.count + excluded.count, first_at = LEAST(d.first_at, excluded.first_at), last_at = GREATEST(d.last_at, excluded.last_at)
+  ), defs AS (
+    INSERT INTO tracked_definition_deltas (name, count, first_at, last_at, property_types)
+    SELECT n, k, f, l, p FROM json_to_recordset($6::json) AS x(n text, k bigint, f timestamptz, l timestamptz, p jsonb)
+  ), queued AS (
+    INSERT INTO tracked_segment_queue (contact_id) SELECT DISTINCT c FROM counted ORDER BY 1 ON CONFLICT DO NOTHING
+  )
+  SELECT id, m FROM e`;
 
 const PARTITION_NAME = /^tracked_events_y(\d{4})m(\d{2})$/;
 
@@ -156,48 +192,40 @@ export class TrackingRepository {
     return n;
   }
 
-  /** Inserts tracked events in one statement (received at `now`). */
-  async insertEvents(rows: NewTrackedEvent[], now: Date, tx: Tx): Promise<TrackedEventRow[]> {
-    if (!rows.length) return [];
-    return tx.query(
-      `WITH e AS (
-         INSERT INTO tracked_events (occurred_at, received_at, type, name, contact_id, user_id, anonymous_id, message_id, properties, context, flags)
-         SELECT o, $11::timestamptz, t, n, c, u, a, m, p, x, f
-           FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::jsonb[], $9::jsonb[], $10::jsonb[])
-             AS v(o, t, n, c, u, a, m, p, x, f)
-         RETURNING *)
-       SELECT ${SELECT_EVENT} FROM e ORDER BY e.id`,
-      [
-        rows.map((r) => r.occurredAt),
-        rows.map((r) => r.type),
-        rows.map((r) => r.name),
-        rows.map((r) => r.contactId),
-        rows.map((r) => r.userId),
-        rows.map((r) => r.anonymousId),
-        rows.map((r) => r.messageId),
-        rows.map((r) => JSON.stringify(r.properties)),
-        rows.map((r) => (r.context ? JSON.stringify(r.context) : null)),
-        rows.map((r) => (r.flags ? JSON.stringify(r.flags) : null)),
-        now,
-      ],
-    );
-  }
-
   /**
-   * Adds track events to the per-contact, per-name, per-UTC-day counts, in key order (two
-   * transactions on the same keys lock them in the same order).
+   * Stores a request's events in one statement (received at `now`): inserts them into their
+   * partitions, adds the attributed track events (and `attributed`, earlier anonymous events this
+   * request linked) to the daily counts, appends the per-name `definitions` to the deltas the
+   * definitions are folded from ({@link foldDefinitions}), and queues their contacts for the segment
+   * refresher. Rows travel as one JSON array (cheaper to build and parse than ten typed arrays). The
+   * daily counts and the queue take their keys in sorted order, so two requests on the same keys
+   * wait for each other, never deadlock; the definitions have no shared row to wait on. Answers each
+   * event's id by its messageId (unique in a request: {@link claimMessageIds} ran first).
    */
-  async addDaily(counts: DailyCount[], tx: Tx): Promise<void> {
-    if (!counts.length) return;
-    await tx.query(
-      `INSERT INTO tracked_event_daily AS d (contact_id, name, day, count, first_at, last_at)
-       SELECT c, n, (a AT TIME ZONE 'UTC')::date, count(*), min(a), max(a)
-         FROM unnest($1::int[], $2::text[], $3::timestamptz[]) AS v(c, n, a)
-        GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-       ON CONFLICT (contact_id, name, day) DO UPDATE
-         SET count = d.count + excluded.count, first_at = LEAST(d.first_at, excluded.first_at), last_at = GREATEST(d.last_at, excluded.last_at)`,
-      [counts.map((c) => c.contactId), counts.map((c) => c.name), counts.map((c) => c.at)],
-    );
+  async storeEvents(rows: NewTrackedEvent[], attributed: DailyCount[], definitions: DefinitionDelta[], now: Date, tx: Tx): Promise<Map<string, string>> {
+    if (!rows.length && !attributed.length) return new Map();
+    const out: { id: string; m: string }[] = await tx.query(STORE_SQL, [
+      JSON.stringify(
+        rows.map((r) => ({
+          o: r.occurredAt,
+          t: r.type,
+          n: r.name,
+          c: r.contactId,
+          u: r.userId,
+          a: r.anonymousId,
+          m: r.messageId,
+          p: r.properties,
+          x: r.context,
+          f: r.flags,
+        })),
+      ),
+      now,
+      attributed.map((c) => c.contactId),
+      attributed.map((c) => c.name),
+      attributed.map((c) => c.at),
+      JSON.stringify(definitions.map((d) => ({ n: d.name, k: d.count, f: d.first, l: d.last, p: d.types }))),
+    ]);
+    return new Map(out.map((r) => [r.m, r.id]));
   }
 
   /** Deletes daily counts of days before `day` (YYYY-MM-DD): what retention dropped. */
@@ -206,39 +234,28 @@ export class TrackingRepository {
     return n;
   }
 
-  /** Adds to each event name's definition: count, first/last seen (by occurredAt), observed property types. Names in order. */
-  async addDefinitions(defs: { name: string; count: number; first: Date; last: Date; types: Record<string, true> }[], tx: Tx): Promise<void> {
-    if (!defs.length) return;
-    const sorted = [...defs].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    await tx.query(
-      `INSERT INTO tracked_event_definitions AS d (name, count, first_seen_at, last_seen_at, property_types)
-       SELECT * FROM unnest($1::text[], $2::bigint[], $3::timestamptz[], $4::timestamptz[], $5::jsonb[])
-       ON CONFLICT (name) DO UPDATE
-         SET count = d.count + excluded.count, first_seen_at = LEAST(d.first_seen_at, excluded.first_seen_at),
-             last_seen_at = GREATEST(d.last_seen_at, excluded.last_seen_at),
-             property_types = CASE WHEN excluded.property_types <@ d.property_types THEN d.property_types ELSE d.property_types || excluded.property_types END`,
-      [
-        sorted.map((d) => d.name),
-        sorted.map((d) => d.count),
-        sorted.map((d) => d.first),
-        sorted.map((d) => d.last),
-        sorted.map((d) => JSON.stringify(d.types)),
-      ],
-    );
+  /**
+   * Folds the definitions' waiting deltas into them, one folder at a time: with `wait`, after the
+   * folder running now (a read that must see every committed call); without, not at all when
+   * another folds already. Answers the names folded (-1: skipped).
+   */
+  async foldDefinitions(wait: boolean): Promise<number> {
+    return this.transactions.runAlone(async (tx) => {
+      const [lock]: { ok: boolean }[] = await tx.query(
+        wait
+          ? `SELECT true AS ok FROM pg_advisory_xact_lock(hashtext('tracked_event_definitions fold'))`
+          : `SELECT pg_try_advisory_xact_lock(hashtext('tracked_event_definitions fold')) AS ok`,
+      );
+      if (!lock.ok) return -1;
+      const folded: unknown[] = await tx.query(`${FOLD_DEFINITIONS_SQL} RETURNING 1`);
+      return folded.length;
+    });
   }
 
   async definitions(): Promise<{ name: string; count: string; firstSeenAt: Date; lastSeenAt: Date; propertyTypes: Record<string, unknown> }[]> {
     return this.db().query(
       `SELECT name, count, first_seen_at AS "firstSeenAt", last_seen_at AS "lastSeenAt", property_types AS "propertyTypes" FROM tracked_event_definitions ORDER BY name`,
     );
-  }
-
-  /** Marks contacts with new tracked events for the segment refresher. */
-  async queueForSegments(contactIds: number[], tx: Tx): Promise<void> {
-    if (!contactIds.length) return;
-    await tx.query(`INSERT INTO tracked_segment_queue (contact_id) SELECT DISTINCT c FROM unnest($1::int[]) AS u(c) ORDER BY 1 ON CONFLICT DO NOTHING`, [
-      contactIds,
-    ]);
   }
 
   /** Takes up to `limit` queued contacts in `tx` (rows another pass holds are skipped). */
@@ -333,55 +350,76 @@ export class TrackingRepository {
       where.push(opts.identify ? `(e.name = ANY($${params.length}::text[]) OR e.type = 'identify')` : `e.name = ANY($${params.length}::text[])`);
     } else if (!opts.identify) where.push(`e.type = 'track'`);
     params.push(opts.limit);
+    // A named statement (planning it over every partition's indexes costs more than running it); its
+    // text depends only on which options are given, so a few dozen texts at most.
     return this.db().query(
-      `SELECT ${SELECT_EVENT}, ${AT_KEY('e.occurred_at')} AS "atKey" FROM tracked_events e WHERE ${where.join(' AND ')}
-        ORDER BY e.occurred_at DESC, e.id DESC LIMIT $${params.length}`,
+      prepared(`SELECT ${SELECT_EVENT}, ${AT_KEY('e.occurred_at')} AS "atKey" FROM tracked_events e WHERE ${where.join(' AND ')}
+        ORDER BY e.occurred_at DESC, e.id DESC LIMIT $${params.length}`),
       params,
     );
   }
 
   /**
-   * A contact's record events of the change feed (numbered ones), newest first, before (at, sequence)
-   * when given. An event's number is its transaction's first number plus its place among that
-   * transaction's events (the feed numbers transactions, docs/decisions/events-and-webhooks.md).
+   * A contact's record events, newest first, before (at, sequence) when given: the numbered events
+   * of the change feed about it (EVENT_CONTACT_SQL, indexed by events_contact_idx) and, beyond the
+   * feed's retention, its record history (`contact_record_history`, where the feed's pruning moves
+   * them). The two never hold the same event (the prune moves an event in one statement, and this
+   * reads both in one). Each side reads at most `limit` rows by its index, newest first. An event's
+   * number in the feed is its transaction's first number plus its place among that transaction's
+   * events (the feed numbers transactions, docs/decisions/events-and-webhooks.md).
    */
   async contactRecordEvents(
     contactId: number,
     opts: { before: { at: string; id: string | null } | null; from: Date | null; to: Date | null; types: string[] | null; limit: number },
   ): Promise<(RecordEventRow & { atKey: string })[]> {
-    const where = [`${EVENT_CONTACT_SQL} = $1::text`];
-    const params: unknown[] = [String(contactId)];
-    // Before the cursor: a record event's (time, sequence), or (a tracked event's cursor) the same
+    const params: unknown[] = [String(contactId), contactId, opts.limit];
+    const bind = (v: unknown) => {
+      params.push(v);
+      return `$${params.length}`;
+    };
+    // Conditions on each side's (at, number, type) columns.
+    const live: string[] = [`${EVENT_CONTACT_SQL} = $1::text`];
+    const kept: string[] = ['h.contact_id = $2'];
+    let liveAfter = '';
+    // Before the cursor: a record event's (time, number), or (a tracked event's cursor) the same
     // instant and earlier, record events at an instant coming after its tracked events.
-    let after = '';
-    if (opts.before?.id) {
-      params.push(opts.before.at, opts.before.id);
-      where.push(`e.occurred_at <= $${params.length - 1}::timestamptz`);
-      after = `WHERE (r."occurredAt", r.seq) < ($${params.length - 1}::timestamptz, $${params.length}::bigint)`;
-    } else if (opts.before) {
-      params.push(opts.before.at);
-      where.push(`e.occurred_at <= $${params.length}::timestamptz`);
+    if (opts.before) {
+      const at = bind(opts.before.at);
+      live.push(`e.occurred_at <= ${at}::timestamptz`);
+      if (opts.before.id) {
+        const id = bind(opts.before.id);
+        liveAfter = `WHERE (r."occurredAt", r.seq) < (${at}::timestamptz, ${id}::bigint)`;
+        kept.push(`(h.occurred_at, h.sequence) < (${at}::timestamptz, ${id}::bigint)`);
+      } else kept.push(`h.occurred_at <= ${at}::timestamptz`);
     }
     if (opts.from) {
-      params.push(opts.from);
-      where.push(`e.occurred_at >= $${params.length}`);
+      const from = bind(opts.from);
+      live.push(`e.occurred_at >= ${from}`);
+      kept.push(`h.occurred_at >= ${from}`);
     }
     if (opts.to) {
-      params.push(opts.to);
-      where.push(`e.occurred_at < $${params.length}`);
+      const to = bind(opts.to);
+      live.push(`e.occurred_at < ${to}`);
+      kept.push(`h.occurred_at < ${to}`);
     }
     if (opts.types) {
-      params.push(opts.types);
-      where.push(`e.type = ANY($${params.length}::text[])`);
+      const types = bind(opts.types);
+      live.push(`e.type = ANY(${types}::text[])`);
+      kept.push(`h.type = ANY(${types}::text[])`);
     }
-    params.push(opts.limit);
+    // A named statement, as the tracked side's (a few dozen texts at most).
     return this.db().query(
-      `SELECT r.id, r.type, r."occurredAt", r.seq::text AS sequence, r.data, r.previous, r."atKey" FROM (
-         SELECT e.id::text AS id, e.type, e.occurred_at AS "occurredAt", e.data, e.previous, ${AT_KEY('e.occurred_at')} AS "atKey",
-                t.first_sequence + (SELECT count(*) FROM events x WHERE x.tx = e.tx AND x.insert_order < e.insert_order) AS seq
-           FROM events e JOIN event_transactions t ON t.tx = e.tx
-          WHERE ${where.join(' AND ')}) r
-        ${after} ORDER BY r."occurredAt" DESC, r.seq DESC LIMIT $${params.length}`,
+      prepared(`SELECT u.id, u.type, u."occurredAt", u.seq::text AS sequence, u.data, u.previous, ${AT_KEY('u."occurredAt"')} AS "atKey" FROM (
+         (SELECT r.* FROM (
+            SELECT e.id::text AS id, e.type, e.occurred_at AS "occurredAt", e.data, e.previous,
+                   t.first_sequence + (SELECT count(*) FROM events x WHERE x.tx = e.tx AND x.insert_order < e.insert_order) AS seq
+              FROM events e JOIN event_transactions t ON t.tx = e.tx
+             WHERE ${live.join(' AND ')}) r
+          ${liveAfter} ORDER BY r."occurredAt" DESC, r.seq DESC LIMIT $3)
+         UNION ALL
+         (SELECT h.id::text, h.type, h.occurred_at, h.data, h.previous, h.sequence FROM contact_record_history h
+           WHERE ${kept.join(' AND ')} ORDER BY h.occurred_at DESC, h.sequence DESC LIMIT $3)
+       ) u ORDER BY u."occurredAt" DESC, u.seq DESC LIMIT $3`),
       params,
     );
   }

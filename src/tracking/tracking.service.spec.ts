@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { appError, useServiceSpec } from '../../test/support/service-testing.js';
 import { Clock } from '../common/clock.js';
 import { ContactsService } from '../contacts/contacts.service.js';
+import { EventsService } from '../events/events.service.js';
 import { TrackingIntakeService } from './tracking-intake.service.js';
 import { TrackingService } from './tracking.service.js';
 import { partitionName, monthStart } from './tracking.rules.js';
@@ -19,6 +20,7 @@ describe('Tracking (service layer, real PostgreSQL)', () => {
   const tracking = () => spec.ctx.get(TrackingService);
   const contacts = () => spec.ctx.get(ContactsService);
   const clock = () => spec.ctx.get(Clock);
+  const events = () => spec.ctx.get(EventsService);
   let seq = 0;
   const uid = (p = 'u') => `${p}-${++seq}-${Date.now()}`;
   const partitions = async () =>
@@ -177,5 +179,81 @@ describe('Tracking (service layer, real PostgreSQL)', () => {
     );
     expect(Math.abs(f.occurred_at.getTime() - clock().nowMs())).toBeLessThan(60_000);
     expect(f.flags.timestampClamped.given).toBe(ahead);
+  });
+
+  it('parallel batches on the same names and contacts (in different orders) count every event once, without deadlock', async () => {
+    const users = Array.from({ length: 6 }, () => uid('par'));
+    const name = uid('par_event');
+    // Creates the contacts first (unknown userIds are locked); then 8 batches at once, each over every contact in its own order.
+    await intake().ingest('batch', { batch: users.map((userId) => ({ type: 'track', event: name, userId })) }, spec.who);
+    await Promise.all(
+      Array.from({ length: 8 }, (_, k) =>
+        intake().ingest(
+          'batch',
+          { batch: [...users, ...users].map((_, i) => ({ type: 'track', event: name, userId: users[(i * (k + 1)) % users.length], properties: { k } })) },
+          spec.who,
+        ),
+      ),
+    );
+    const total = users.length + 8 * 2 * users.length;
+    const [{ n }] = await spec.ctx.query<{ n: number }>(`SELECT sum(count)::int AS n FROM tracked_event_daily WHERE name = $1`, [name]);
+    expect(n).toBe(total);
+    expect((await tracking().definitions()).definitions.find((d) => d.name === name)).toMatchObject({ count: total, properties: { k: ['number'] } });
+    // The deltas were folded by that read: what is left waiting belongs to no call of this test.
+    expect(await spec.ctx.query(`SELECT 1 FROM tracked_definition_deltas WHERE name = $1`, [name])).toEqual([]);
+  });
+
+  it('parallel tracks of one unknown userId create one contact; parallel anonymous tracks and an identify attribute every event', async () => {
+    const userId = uid();
+    await Promise.all(Array.from({ length: 6 }, () => intake().ingest('track', { userId, event: 'first_seen' }, spec.who)));
+    expect(await spec.ctx.query(`SELECT count(*)::int AS n FROM contacts WHERE external_id = $1`, [userId])).toEqual([{ n: 1 }]);
+    const anon = uid('anon');
+    const other = uid();
+    await Promise.all([
+      ...Array.from({ length: 6 }, () => intake().ingest('track', { anonymousId: anon, event: 'anon_seen' }, spec.who)),
+      intake().ingest('identify', { userId: other, anonymousId: anon }, spec.who),
+      ...Array.from({ length: 6 }, () => intake().ingest('track', { anonymousId: anon, event: 'anon_seen' }, spec.who)),
+    ]);
+    const [c] = await spec.ctx.query<{ id: number }>(`SELECT id FROM contacts WHERE external_id = $1`, [other]);
+    expect(await spec.ctx.query(`SELECT DISTINCT contact_id FROM tracked_events WHERE anonymous_id = $1`, [anon])).toEqual([{ contact_id: c.id }]);
+    expect(await spec.ctx.query(`SELECT count FROM tracked_event_daily WHERE contact_id = $1 AND name = 'anon_seen'`, [c.id])).toEqual([{ count: 12 }]);
+  });
+
+  // Last: it prunes the whole change feed.
+  it("keeps a contact's record events in its timeline beyond the feed's retention: the prune moves them to its record history", async () => {
+    const userId = uid();
+    await intake().ingest('identify', { userId, traits: { email: `${userId}@history.test`, title: 'CTO' } }, spec.who);
+    await intake().ingest('identify', { userId, traits: { title: 'CEO' } }, spec.who);
+    await intake().ingest('track', { userId, event: 'history_viewed' }, spec.who);
+    const [{ id }] = await spec.ctx.query<{ id: number }>(`SELECT id FROM contacts WHERE external_id = $1`, [userId]);
+    await events().sequenceNow();
+    const before = await tracking().timeline(id, {});
+    expect(before.items.map((i) => `${i.kind}:${i.type}`).sort()).toEqual(
+      ['record:contact.created', 'record:contact.updated', 'tracked:history_viewed', 'tracked:identify', 'tracked:identify'].sort(),
+    );
+    // The retention passes for every event of the feed (what the events.prune job does EVENT_RETENTION_DAYS later),
+    // while the timeline is read: each read answers the same items, from the feed or from the history, never both or neither.
+    // (The clock moved a minute on, so "older than 0 days" takes every event.)
+    clock().travel(60_000);
+    const [pruned, ...reads] = await Promise.all([events().prune(0), ...Array.from({ length: 4 }, () => tracking().timeline(id, {}))]).finally(() =>
+      clock().travel(-60_000),
+    );
+    expect(pruned).toBeGreaterThan(0);
+    for (const r of reads) expect(r).toEqual(before);
+    expect(await spec.ctx.query(`SELECT count(*)::int AS n FROM events`)).toEqual([{ n: 0 }]);
+    expect(await tracking().timeline(id, {})).toEqual(before);
+    // Paged one item at a time, across the history: the same items in the same order.
+    const walked: unknown[] = [];
+    let after: string | null = '';
+    while (after !== null) {
+      const page = await tracking().timeline(id, { limit: '1', ...(after ? { after } : {}) });
+      walked.push(...page.items);
+      after = page.next;
+    }
+    expect(walked).toEqual(before.items);
+    expect((await tracking().timeline(id, { types: 'contact.updated' })).items.map((i) => i.type)).toEqual(['contact.updated']);
+    // The history goes with its contact.
+    await spec.ctx.query(`DELETE FROM contacts WHERE id = $1`, [id]);
+    expect(await spec.ctx.query(`SELECT 1 FROM contact_record_history WHERE contact_id = $1`, [id])).toEqual([]);
   });
 });

@@ -37,6 +37,8 @@ import { Workflows1763700002900 } from './1763700002900-workflows.js';
 import { Pipelines1763700003000 } from './1763700003000-pipelines.js';
 import { ApiUsage1763700003100 } from './1763700003100-api-usage.js';
 import { TrackedEventQueue1763700003150 } from './1763700003150-tracked-event-queue.js';
+import { TrackedIntake1763700003500 } from './1763700003500-tracked-intake.js';
+import { ContactRecordHistory1763700003510 } from './1763700003510-contact-record-history.js';
 import { DealStageTotals1763700003700 } from './1763700003700-deal-stage-totals.js';
 import { DealFunnelRollups1763700003710 } from './1763700003710-deal-funnel-rollups.js';
 import { DealForecastMonths1763700003720 } from './1763700003720-deal-forecast-months.js';
@@ -78,6 +80,8 @@ export const MIGRATIONS = [
   Pipelines1763700003000,
   ApiUsage1763700003100,
   TrackedEventQueue1763700003150,
+  TrackedIntake1763700003500,
+  ContactRecordHistory1763700003510,
   DealStageTotals1763700003700,
   DealFunnelRollups1763700003710,
   DealForecastMonths1763700003720,
