@@ -180,6 +180,114 @@ describe('import and export jobs', () => {
     expect(after[0].n).toBe(before[0].n);
   });
 
+  it("a points column sets contacts' points as ledger rows (source import, the difference), in the import's transaction", async () => {
+    const group = await app.http.post('/api/point-groups').set('Authorization', auth).send({ name: 'Imported hot', minimumPoints: 30, maximumPoints: 100 });
+    expect(group.status).toBe(201);
+    const known = await app.http.post('/api/contacts').set('Authorization', auth).send({ name: 'Pat', email: 'pts1@imp-points.test' });
+    expect(known.status).toBe(201);
+    const patId = known.body.contact.id as number;
+    expect((await app.http.post(`/api/contacts/${patId}/points`).set('Authorization', auth).send({ delta: 10, reason: 'before' })).status).toBe(201);
+    // The contacts API keeps refusing points, the batch route included: they change through the ledger.
+    const batch = await app.http
+      .post('/api/contacts/batch')
+      .set('Authorization', auth)
+      .send({ mode: 'create', items: [{ name: 'Batch', email: 'batch@imp-points.test', points: 3 }] });
+    expect(batch.body.results[0]).toMatchObject({ status: 400, error: { details: [{ field: 'points', message: expect.stringContaining('/points') }] } });
+
+    const r = await upload(
+      app,
+      auth,
+      csvOf([
+        ['name', 'email', 'points'],
+        ['Pat', 'pts1@imp-points.test', '25'],
+        ['Quin', 'pts2@imp-points.test', '40'],
+        ['Ray', 'pts3@imp-points.test', 'many'],
+        ['Sam', 'pts4@imp-points.test', '3000000000'],
+        ['Tia', 'pts5@imp-points.test', ''],
+        ['Uma', 'pts6@imp-points.test', '0'],
+      ]),
+      { object: 'contacts', mode: 'upsert' },
+    );
+    expect(r.status).toBe(202);
+    const imp = await finished(app, auth, r.body.import.id);
+    expect(imp.counts).toMatchObject({ total: 6, created: 3, updated: 1, failed: 2 });
+    const errors = (await app.http.get(`/api/imports/${imp.id}/errors`).set('Authorization', auth)).body.errors as { row: number; column: string }[];
+    expect(errors.map((e) => [e.row, e.column])).toEqual([
+      [3, 'points'],
+      [4, 'points'],
+    ]);
+    expect((await app.sql(`SELECT 1 FROM contacts WHERE email IN ('pts3@imp-points.test', 'pts4@imp-points.test')`)).length).toBe(0);
+    const points = async () =>
+      Object.fromEntries(
+        (
+          await app.sql<{ email: string; points: number; ledger: number }>(
+            `SELECT c.email, c.points, (SELECT coalesce(sum(delta), 0)::int FROM point_ledger l WHERE l.contact_id = c.id) AS ledger
+               FROM contacts c WHERE c.email LIKE '%@imp-points.test' ORDER BY c.email`,
+          )
+        ).map((c) => [c.email.split('@')[0], [c.points, c.ledger]]),
+      );
+    expect(await points()).toEqual({ pts1: [25, 25], pts2: [40, 40], pts5: [0, 0], pts6: [0, 0] });
+    const history = await app.http.get(`/api/contacts/${patId}/points/history`).set('Authorization', auth);
+    expect(history.body.pointChanges).toMatchObject([
+      {
+        delta: 15,
+        source: 'import',
+        reason: expect.stringContaining(`import ${imp.id}`),
+        details: { importId: imp.id, row: 1 },
+        by: { id: expect.any(Number) },
+      },
+      { delta: 10, source: 'manual' },
+    ]);
+    // Quin entered the point group as any change of points makes it.
+    const quin = (await app.sql<{ id: number }>(`SELECT id FROM contacts WHERE email = 'pts2@imp-points.test'`))[0].id;
+    const entered = await app.sql(
+      `SELECT 1 FROM events WHERE type = 'contact.point_group_entered' AND (data->>'contactId')::int = $1 AND (data->'pointGroup'->>'id')::int = $2`,
+      [quin, group.body.pointGroup.id],
+    );
+    expect(entered).toHaveLength(1);
+
+    // A dry run sets nothing; an empty cell with emptyValues clear sets 0 (a ledger row of the difference).
+    const dry = await upload(
+      app,
+      auth,
+      csvOf([
+        ['email', 'points'],
+        ['pts1@imp-points.test', '99'],
+      ]),
+      { object: 'contacts', mode: 'upsert', dryRun: 'true' },
+    );
+    expect((await finished(app, auth, dry.body.import.id)).counts).toMatchObject({ updated: 1, failed: 0 });
+    expect((await points()).pts1).toEqual([25, 25]);
+    const clear = await upload(
+      app,
+      auth,
+      csvOf([
+        ['email', 'points'],
+        ['pts1@imp-points.test', ''],
+        ['pts2@imp-points.test', '-7'],
+      ]),
+      { object: 'contacts', mode: 'upsert', emptyValues: 'clear' },
+    );
+    expect((await finished(app, auth, clear.body.import.id)).counts).toMatchObject({ updated: 2, failed: 0 });
+    expect(await points()).toMatchObject({ pts1: [0, 0], pts2: [-7, -7] });
+    // JSON rows take points as numbers; text is the row's error.
+    const json = await app.http
+      .post('/api/imports')
+      .set('Authorization', auth)
+      .send({
+        object: 'contacts',
+        mode: 'upsert',
+        rows: [
+          { name: 'Vic', email: 'pts7@imp-points.test', points: 12 },
+          { name: 'Wes', email: 'pts8@imp-points.test', points: '12' },
+        ],
+      });
+    expect(json.status).toBe(202);
+    expect((await finished(app, auth, json.body.import.id)).counts).toMatchObject({ created: 1, failed: 1 });
+    expect((await points()).pts7).toEqual([12, 12]);
+    expect((await app.http.delete(`/api/point-groups/${group.body.pointGroup.id}`).set('Authorization', auth)).status).toBe(200);
+  });
+
   it('JSON rows, Idempotency-Key (a replay answers the same import, another body is 422), and 400s for what cannot work', async () => {
     const body = {
       object: 'contacts',
@@ -568,7 +676,8 @@ describe('import and export jobs', () => {
       const done = await finished(empty, auth2, imp.body.import.id);
       expect(done.status).toBe('completed');
       expect(done.counts.failed).toBe(0);
-      const cols = `name, email, phone, company, title, fields`;
+      // Points too: the export's points column sets them on import (a ledger row source import).
+      const cols = `name, email, phone, company, title, fields, points`;
       const a = await app.sql(`SELECT ${cols} FROM contacts ORDER BY lower(email)`);
       const b = await empty.sql(`SELECT ${cols} FROM contacts ORDER BY lower(email)`);
       expect(b).toEqual(a);

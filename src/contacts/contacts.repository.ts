@@ -8,7 +8,7 @@ import { CONTACT_LIST_SPEC } from './contact.columns.js';
 import type { Principal } from '../common/request.js';
 import { type Db, prepared, returning, Transactions, type Tx } from '../database/transactions.js';
 import { outboxInsertSql } from '../database/outbox.js';
-import { CONTACT_COLUMNS, type ContactRow, type ContactValues, dncJson } from './contact.columns.js';
+import { CONTACT_COLUMNS, type ContactPointGroup, type ContactRow, type ContactValues, dncJson, pointGroupsSql } from './contact.columns.js';
 import { Contact, type DncReason } from './contact.entity.js';
 
 /**
@@ -29,7 +29,12 @@ export interface DncAuthor {
 }
 
 /** A contact as an export writes it: its id, its writable values and its timestamps as ISO 8601 (UTC, milliseconds). */
-export type ContactExportRow = { id: number } & Omit<ContactValues, 'companyFromRef'> & { createdAt: string; modifiedAt: string | null };
+export type ContactExportRow = { id: number } & Omit<ContactValues, 'companyFromRef'> & {
+    points: number;
+    pointGroups: ContactPointGroup[];
+    createdAt: string;
+    modifiedAt: string | null;
+  };
 
 /** Narrows the contacts list (alias `c`), e.g. to a campaign's members. */
 export type ContactListScope = (qb: SelectQueryBuilder<Contact>) => void;
@@ -276,6 +281,8 @@ export class ContactsRepository {
   exportPage(filter: CompiledFilter | undefined, afterId: number, limit: number): Promise<ContactExportRow[]> {
     const qb = this.contacts.createQueryBuilder('c').select('c.id', 'id');
     for (const w of W) qb.addSelect(`c.${w.column}`, w.property);
+    // The lead score and its tiers (columns points and pointGroups of the export; an import sets points back).
+    qb.addSelect('c.points', 'points').addSelect(pointGroupsSql('c.points'), 'pointGroups');
     // ISO 8601 text made by PostgreSQL (as iso() writes it): no Date per row on the hot path.
     qb.addSelect(`to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`, 'createdAt')
       .addSelect(`to_char(c.modified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`, 'modifiedAt')
@@ -407,6 +414,13 @@ export class ContactsRepository {
    */
   async pointsPage(afterId: number, limit: number, nonZero: boolean, tx: Tx): Promise<{ id: number; points: number }[]> {
     return tx.query(`SELECT id, points FROM contacts WHERE id > $1 ${nonZero ? 'AND points <> 0' : ''} ORDER BY id LIMIT $2 FOR UPDATE`, [afterId, limit]);
+  }
+
+  /** The points of these contacts (those that exist), their rows locked (FOR UPDATE, in id order) until `tx` ends. */
+  async lockPointsOf(ids: number[], tx: Tx): Promise<Map<number, number>> {
+    if (!ids.length) return new Map();
+    const rows: { id: number; points: number }[] = await tx.query(`SELECT id, points FROM contacts WHERE id = ANY($1::int[]) ORDER BY id FOR UPDATE`, [ids]);
+    return new Map(rows.map((r) => [r.id, r.points]));
   }
 
   /** The points of these contacts (those that exist). */

@@ -1,17 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { Transactions, type Tx } from '../database/transactions.js';
-import { auditFields, defineList, type ListQuery } from '../lists/list-spec.js';
-import { type ListPage, paginate } from '../lists/list-sql.js';
+import { returning, Transactions, type Tx } from '../database/transactions.js';
+import { auditFields, defineList } from '../lists/list-spec.js';
+import { RecordStore } from '../lists/record-store.js';
 import { Webhook } from './webhook.entity.js';
-
-/**
- * Rows of an UPDATE/DELETE ... RETURNING: TypeORM's query() answers `[rows, affected]` for those
- * statements (and plain rows for the others).
- */
-async function returning<T>(db: { query(sql: string, params?: unknown[]): Promise<unknown> }, sql: string, params: unknown[]): Promise<T[]> {
-  const r: unknown = await db.query(sql, params);
-  return (Array.isArray(r) && r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number' ? r[0] : r) as T[];
-}
 
 export const WEBHOOK_LIST_SPEC = defineList({
   name: 'webhooks',
@@ -54,34 +45,11 @@ export interface WebhookSubscription {
   createdMs: number;
 }
 
-/** Every query of the webhooks table and of the dispatcher's cursor. */
+/** Every query of the webhooks table (the shared CRUD of RecordStore, and its own) and of the dispatcher's cursor. */
 @Injectable()
-export class WebhooksRepository {
-  constructor(private readonly transactions: Transactions) {}
-
-  private repo(tx?: Tx) {
-    return this.transactions.manager(tx).getRepository(Webhook);
-  }
-
-  create(): Webhook {
-    return this.repo().create();
-  }
-
-  list(q: ListQuery): Promise<ListPage<Webhook>> {
-    return paginate(this.repo().createQueryBuilder('w'), q, WEBHOOK_LIST_SPEC);
-  }
-
-  findRecord(id: number, tx?: Tx): Promise<Webhook | null> {
-    return this.repo(tx).findOne({ where: { id } });
-  }
-
-  /** The row, locked until `tx` ends; null when absent. */
-  findForUpdate(id: number, tx: Tx): Promise<Webhook | null> {
-    return this.repo(tx).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
-  }
-
-  async save(w: Webhook, tx?: Tx): Promise<number> {
-    return (await this.repo(tx).save(w)).id;
+export class WebhooksRepository extends RecordStore<Webhook> {
+  constructor(transactions: Transactions) {
+    super(transactions, Webhook, 'w', WEBHOOK_LIST_SPEC);
   }
 
   /**

@@ -12,6 +12,7 @@ import { DealsService } from '../deals/deals.service.js';
 import { EventsService } from '../events/events.service.js';
 import { ContactFieldValuesService } from '../fields/contact-field-values.service.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
+import { type PointChangeContext, pointsProblem, ScoringService } from '../scoring/scoring.service.js';
 import { SegmentsService } from '../segments/segments.service.js';
 import { type ImportRecord, publishedCustomFields, toImportRecord } from './import-record.js';
 import { type ColumnPlan, columnOf, type ImportObject, MAX_JOB_RUNS, planColumns, rowRecord, RUNS_EXHAUSTED } from './import.rules.js';
@@ -59,6 +60,7 @@ export class ImportRunner {
     private readonly campaigns: CampaignsService,
     private readonly segments: SegmentsService,
     private readonly fieldValues: ContactFieldValuesService,
+    private readonly scoring: ScoringService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -106,7 +108,7 @@ export class ImportRunner {
         if (!(await this.repository.claimChunk(imp.id, chunk, tx))) return 'skipped' as const;
         const counts: ChunkCounts = { rows: rows.length, created: 0, updated: 0, skipped: 0, failed: 0 };
         const errors: { row: number; column: string | null; code: string; message: string }[] = [];
-        const live: ChunkRow[] = [];
+        const live: LiveRow[] = [];
         for (const r of rows) {
           if (r.record === null) {
             counts.skipped++;
@@ -120,20 +122,32 @@ export class ImportRunner {
             for (const d of bad) errors.push({ row: r.row, column: columnOf(d.field, plans), code: 'validation_failed', message: `${d.field}: ${d.message}` });
             continue;
           }
-          live.push(r);
+          // Points (contacts): set through the ledger after the row is written, not by the batch write (whose routes refuse them).
+          const { record, points, problem } = takePoints(imp.object, r.record);
+          if (problem) {
+            counts.failed++;
+            errors.push({ row: r.row, column: columnOf(POINTS, plans), code: 'validation_failed', message: `${POINTS}: ${problem}` });
+            continue;
+          }
+          live.push({ row: r.row, record, points });
         }
         if (live.length) {
           const dto: BatchWriteDto = { mode: imp.options.mode, idProperty: imp.options.idProperty, items: live.map((r) => r.record) };
+          const write = async (t: Tx) => {
+            const written = await this.batch(imp.object, dto, who, t);
+            await this.setPoints(imp, written, live, t);
+            return written;
+          };
           const answer = imp.options.dryRun
             ? await this.transactions
                 .run(async (sp) => {
-                  throw new DryRunRollback(await this.batch(imp.object, dto, who, sp));
+                  throw new DryRunRollback(await write(sp));
                 }, tx)
                 .catch((e: unknown) => {
                   if (e instanceof DryRunRollback) return e.answer;
                   throw e;
                 })
-            : await this.batch(imp.object, dto, who, tx);
+            : await write(tx);
           counts.created = answer.summary.created;
           counts.updated = answer.summary.updated;
           counts.failed += answer.summary.failed;
@@ -172,6 +186,25 @@ export class ImportRunner {
   /** The chunks of an import already committed. */
   committedChunks(id: number): Promise<Set<number>> {
     return this.repository.committedChunks(id);
+  }
+
+  /**
+   * The `points` cells of the rows written (created or updated), set as the contacts' points: a ledger
+   * row `source: import` with the difference, by the import's creator, in the chunk's transaction.
+   */
+  private async setPoints(imp: ImportRow, answer: BatchAnswer, live: readonly LiveRow[], tx: Tx): Promise<void> {
+    const targets = answer.results.flatMap((r) => {
+      const points = live[r.index]?.points;
+      if (r.error || r.id === undefined || points === undefined) return [];
+      const context: PointChangeContext = {
+        source: 'import',
+        reason: `import ${imp.id}, row ${live[r.index].row}: points set to ${points}`,
+        details: { importId: imp.id, row: live[r.index].row },
+        by: { userId: imp.principal.userId, userName: imp.principal.userName },
+      };
+      return [{ contactId: r.id, points, context }];
+    });
+    await this.scoring.setPoints(targets, tx);
   }
 
   private batch(object: ImportObject, dto: BatchWriteDto, who: Principal, tx: Tx): Promise<BatchAnswer> {
@@ -226,6 +259,29 @@ export class ImportRunner {
   get parallelChunks(): number {
     return this.config.importParallelChunks;
   }
+}
+
+/** A row to write: its record without `points`, and the points its `points` cell sets (contacts), if any. */
+interface LiveRow {
+  row: number;
+  record: Record<string, unknown>;
+  points?: number;
+}
+
+/** The property an import sets a contact's points with (SET_BY_IMPORT). */
+const POINTS = 'points';
+
+/**
+ * A row's record split into what the batch write takes and the points it sets: a contact's `points`
+ * cell is a whole number within ±2^31 (the row fails otherwise, naming the column); an empty cell
+ * with emptyValues `clear` sets 0; with `ignore` (no cell) the points stay as they are.
+ */
+function takePoints(object: ImportObject, record: Record<string, unknown>): { record: Record<string, unknown>; points?: number; problem?: string } {
+  if (object !== 'contacts' || !Object.hasOwn(record, POINTS)) return { record };
+  const { [POINTS]: value, ...rest } = record;
+  const points = value === null ? 0 : value;
+  const problem = pointsProblem(points);
+  return problem ? { record: rest, problem } : { record: rest, points: points as number };
 }
 
 /** The import's creator as the batch writes see them. */

@@ -16,7 +16,8 @@ export class ImportOptionsDto {
 
   /**
    * Column (CSV header, or JSON row key) → target: a writable property of the object, `id`,
-   * `fields.<alias>` (a published custom field) or `ignore`. An unmapped column whose name is itself
+   * `fields.<alias>` (a published custom field), for contacts `points` (set through the point ledger,
+   * source `import`) or `ignore`. An unmapped column whose name is itself
    * a target maps to it (a file exported here imports back without a mapping); other unmapped
    * columns are ignored. In a multipart upload, a JSON object as text.
    */

@@ -46,6 +46,21 @@ describe('import rules', () => {
     expect(planColumns(['id', 'name'], {}, 'contacts', FIELDS, 'id')[0].target).toEqual({ kind: 'id' });
   });
 
+  it('a contact import takes points (set through the point ledger), read as a whole number; other objects do not, and pointGroups never', () => {
+    const plans = planColumns(['email', 'points', 'pointGroups'], {}, 'contacts', FIELDS, 'email');
+    expect(plans.map((p) => p.target)).toEqual([
+      { kind: 'property', name: 'email', type: 'string' },
+      { kind: 'property', name: 'points', type: 'integer' },
+      null,
+    ]);
+    expect(rowRecord(['a@x.test', '42', '[]'], plans, 'ignore', true)).toEqual({ email: 'a@x.test', points: 42 });
+    expect(rowRecord(['a@x.test', 'many', ''], plans, 'ignore', true)).toEqual({ email: 'a@x.test', points: 'many' });
+    expect(columnOf('points', plans)).toBe('points');
+    expect(targetProblem('points', 'contacts', FIELDS)).toBeNull();
+    expect(targetProblem('points', 'companies', [])).toMatch(/is not a writable property of companies/);
+    expect(targetProblem('points', 'deals', [])).toMatch(/is not a writable property of deals/);
+  });
+
   it('refuses a mapping naming a missing column, an unknown target, two columns on one property, or nothing mapped', () => {
     expect(problems(() => planColumns(['name'], { Mail: 'email' }, 'contacts', FIELDS, 'email'))).toEqual([
       'mapping.Mail: names a column the file does not have',

@@ -67,6 +67,13 @@ export const WRITABLE: Record<ImportObject, Record<string, Kind>> = {
   },
 };
 
+/**
+ * Properties an import sets that the object's write routes refuse, per object: a contact's `points`
+ * (the lead score), which the import sets through the point ledger (a row `source: import` with the
+ * difference), in the chunk's transaction. The runner takes them out of the record before the batch write.
+ */
+export const SET_BY_IMPORT: Partial<Record<ImportObject, Record<string, Kind>>> = { contacts: { points: 'integer' } };
+
 /** Objects whose records carry custom fields (`fields.<alias>`), and the field object they use. */
 export const FIELD_OBJECT: Partial<Record<ImportObject, 'contact' | 'company'>> = { contacts: 'contact', companies: 'company' };
 
@@ -92,6 +99,8 @@ export function targetResolver(object: ImportObject, fields: readonly CustomFiel
   return (name) => {
     if (name === 'id') return { kind: 'id' };
     if (Object.hasOwn(writable, name)) return { kind: 'property', name, type: writable[name] };
+    const settable = SET_BY_IMPORT[object];
+    if (settable && Object.hasOwn(settable, name)) return { kind: 'property', name, type: settable[name] };
     if (name.startsWith('fields.') && FIELD_OBJECT[object]) {
       const f = byAlias.get(name.slice('fields.'.length));
       if (f) return { kind: 'field', alias: f.alias, type: f.type };

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { MulterModule } from '@nestjs/platform-express';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { AuthModule } from '../auth/auth.module.js';
+import { ScoringModule } from '../scoring/scoring.module.js';
 import { SegmentsModule } from '../segments/segments.module.js';
 import { CampaignsModule } from '../campaigns/campaigns.module.js';
 import { CompaniesModule } from '../companies/companies.module.js';
@@ -35,6 +36,7 @@ export class JobFilesModule {}
     DealsModule,
     CampaignsModule,
     SegmentsModule,
+    ScoringModule,
     FieldsModule,
     JobFilesModule,
     // Multipart parsing for POST /api/imports: one CSV in `file`, streamed to disk.

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Transactions, type Tx } from '../database/transactions.js';
-import { auditFields, defineList, type ListQuery } from '../lists/list-spec.js';
-import { type ListPage, paginate } from '../lists/list-sql.js';
+import { auditFields, defineList } from '../lists/list-spec.js';
+import { RecordStore } from '../lists/record-store.js';
 import { type RuleSource, ScoringRule } from './scoring-rule.entity.js';
 
 export const SCORING_RULE_LIST_SPEC = defineList({
@@ -41,37 +41,11 @@ export const SCORING_RULE_LIST_SPEC = defineList({
   ],
 });
 
-/** Every query of the scoring_rules table. */
+/** Every query of the scoring_rules table (the shared CRUD of RecordStore, and the published rules the engine applies). */
 @Injectable()
-export class ScoringRulesRepository {
-  constructor(private readonly transactions: Transactions) {}
-
-  private repo(tx?: Tx) {
-    return this.transactions.manager(tx).getRepository(ScoringRule);
-  }
-
-  create(): ScoringRule {
-    return this.repo().create();
-  }
-
-  list(q: ListQuery): Promise<ListPage<ScoringRule>> {
-    return paginate(this.repo().createQueryBuilder('r'), q, SCORING_RULE_LIST_SPEC);
-  }
-
-  findRecord(id: number, tx?: Tx): Promise<ScoringRule | null> {
-    return this.repo(tx).findOne({ where: { id } });
-  }
-
-  findForUpdate(id: number, tx: Tx): Promise<ScoringRule | null> {
-    return this.repo(tx).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
-  }
-
-  async save(r: ScoringRule, tx?: Tx): Promise<number> {
-    return (await this.repo(tx).save(r)).id;
-  }
-
-  async delete(id: number, tx?: Tx): Promise<boolean> {
-    return ((await this.repo(tx).delete({ id })).affected ?? 0) > 0;
+export class ScoringRulesRepository extends RecordStore<ScoringRule> {
+  constructor(transactions: Transactions) {
+    super(transactions, ScoringRule, 'r', SCORING_RULE_LIST_SPEC);
   }
 
   /** The published rules of one kind (of one event type or name, when given), in id order. */

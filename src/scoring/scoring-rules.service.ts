@@ -64,7 +64,7 @@ function definitionOf(r: ScoringRule, createdAt: Date | null): RuleDefinition {
   };
 }
 
-/** The jsonb expression a tracked event's properties are compiled over (ScoringRepository.propertiesMatch). */
+/** The jsonb expression a tracked event's properties are compiled over (ScoringRepository.propertiesMatching). */
 export const PROPERTIES_COLUMN = 'p.properties';
 
 /**

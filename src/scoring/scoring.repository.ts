@@ -175,17 +175,19 @@ export class ScoringRepository {
     return new Set(rows.map((r) => r.id));
   }
 
-  /** Whether a compiled filter over the jsonb `p.properties` matches these properties. */
-  async propertiesMatch(filter: CompiledFilter, properties: Record<string, unknown>, tx?: Tx): Promise<boolean> {
+  /** Of these tracked events' properties, the positions (0-based) a compiled filter over the jsonb `p.properties` matches, in one statement. */
+  async propertiesMatching(filter: CompiledFilter, properties: readonly Record<string, unknown>[], tx?: Tx): Promise<Set<number>> {
+    if (!properties.length) return new Set();
     const qb = this.transactions
       .manager(tx)
       .createQueryBuilder()
-      .select(`COALESCE((${filter.sql}), FALSE)`, 'ok')
-      .from('(SELECT CAST(:__props AS jsonb) AS properties)', 'p')
+      .select('p.n - 1', 'i')
+      .from('(SELECT e.value AS properties, e.n FROM jsonb_array_elements(CAST(:__props AS jsonb)) WITH ORDINALITY AS e(value, n))', 'p')
+      .where(`COALESCE((${filter.sql}), FALSE)`)
       .setParameters({ ...filter.params, __props: JSON.stringify(properties) });
     const [sql, params] = qb.getQueryAndParameters();
-    const rows: { ok: boolean }[] = await this.transactions.handle(tx).query(sql, params);
-    return rows[0]?.ok ?? false;
+    const rows: { i: string | number }[] = await this.transactions.handle(tx).query(sql, params);
+    return new Set(rows.map((r) => Number(r.i)));
   }
 
   /**

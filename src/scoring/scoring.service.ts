@@ -31,6 +31,13 @@ export function toPointChangeRecord(r: PointChangeRow) {
 }
 export type PointChangeRecord = ReturnType<typeof toPointChangeRecord>;
 
+/** Why a value cannot be a contact's points (an import's `points` cell), or null: a whole number within ±2^31. */
+export function pointsProblem(value: unknown): string | null {
+  return typeof value === 'number' && Number.isInteger(value) && value >= MIN_POINTS && value <= MAX_POINTS
+    ? null
+    : `must be a whole number from ${MIN_POINTS} to ${MAX_POINTS}`;
+}
+
 /** Where a change of points comes from and why (the ledger row's context). */
 export interface PointChangeContext {
   source: PointSource;
@@ -162,6 +169,34 @@ export class ScoringService {
     return moved.length;
   }
 
+  /**
+   * Sets contacts' points to the given values (an import's `points` column, source `import`), in `tx`:
+   * the rows are locked, and each contact whose points differ gets one ledger row of the difference
+   * (two when the difference does not fit the ledger's integer: only between far-apart values near
+   * ±2^31), with the tier events of the move. A set, not a change: the ±1,000,000 limit of a change
+   * does not apply; every value is within ±2^31 (pointsProblem). Answers how many contacts changed.
+   */
+  async setPoints(targets: { contactId: number; points: number; context: PointChangeContext }[], tx: Tx): Promise<number> {
+    if (!targets.length) return 0;
+    const current = await this.contacts.lockPointsOf(
+      targets.map((t) => t.contactId),
+      tx,
+    );
+    const first: { contactId: number; delta: number; context: PointChangeContext }[] = [];
+    const rest: typeof first = [];
+    for (const t of new Map(targets.map((x) => [x.contactId, x])).values()) {
+      const before = current.get(t.contactId);
+      if (before === undefined || before === t.points) continue;
+      const delta = t.points - before;
+      const head = Math.abs(delta) <= MAX_POINTS ? delta : Math.trunc(delta / 2);
+      first.push({ contactId: t.contactId, delta: head, context: t.context });
+      if (head !== delta) rest.push({ contactId: t.contactId, delta: delta - head, context: t.context });
+    }
+    const changed = await this.applyMany(first, tx);
+    await this.applyMany(rest, tx);
+    return changed;
+  }
+
   /** Sets points straight to the ledger's sum (recompute's repair: no ledger row, the ledger is the truth); tier events as for any change. */
   async repair(changes: { id: number; delta: number }[], tx: Tx): Promise<number> {
     const moved = await this.contacts.applyPointDeltas(changes, tx);
@@ -170,22 +205,50 @@ export class ScoringService {
   }
 
   /**
-   * The tracking feature's entry: applies the published rules on this tracked event's name to its
-   * contact, each at most once for this event (rule id and event id are the ledger's unique key, so a
-   * repeated call writes nothing), within the rule's repeatable, maxPerContact and cooldown. Runs in
-   * the caller's transaction when there is one. Answers how many rules gave points.
+   * Applies the published rules on this tracked event's name to its contact, each at most once for
+   * this event (rule id and event id are the ledger's unique key, so a repeated call writes nothing),
+   * within the rule's repeatable, maxPerContact and cooldown. Runs in the caller's transaction when
+   * there is one. Answers how many rules gave points.
    */
   async applyTrackedEvent(input: TrackedEventInput, tx?: Tx): Promise<number> {
-    const rules = await this.rules.published('trackedEvent', input.name, tx);
+    return this.transactions.run((t) => this.applyTrackedEvents([input], t), tx);
+  }
+
+  /**
+   * applyTrackedEvent for a batch of tracked events, in order, in `tx`: the published trackedEvent rules
+   * read once, each rule's properties filter evaluated for the batch's events of its name in one statement.
+   * Answers how many applications gave points.
+   */
+  async applyTrackedEvents(inputs: readonly TrackedEventInput[], tx: Tx): Promise<number> {
+    if (!inputs.length) return 0;
+    const names = new Set(inputs.map((i) => i.name));
+    const rules = (await this.rules.published('trackedEvent', names.size === 1 ? inputs[0].name : undefined, tx)).filter((r) => names.has(r.onName));
     if (!rules.length) return 0;
     const now = this.clock.now();
-    let applied = 0;
+    // Per rule: the positions of the inputs it applies to (its name, and its filter when it has one).
+    const targets = new Map<number, Set<number>>();
     for (const rule of rules) {
       const filter = this.rules.compile(rule, {}, now);
       if (filter === undefined) continue;
-      if (filter && !(await this.ledger.propertiesMatch(filter, input.properties ?? {}, tx))) continue;
-      const input2: RuleInput = { kind: 'trackedEvent', name: input.name, eventId: String(input.eventId), contactId: input.contactId };
-      if (await this.applyRule(rule, input2, tx)) applied++;
+      const positions = inputs.flatMap((input, i) => (input.name === rule.onName ? [i] : []));
+      if (!filter) {
+        targets.set(rule.id, new Set(positions));
+        continue;
+      }
+      const matched = await this.ledger.propertiesMatching(
+        filter,
+        positions.map((i) => inputs[i].properties ?? {}),
+        tx,
+      );
+      targets.set(rule.id, new Set([...matched].map((m) => positions[m])));
+    }
+    let applied = 0;
+    for (const [i, input] of inputs.entries()) {
+      for (const rule of rules) {
+        if (!targets.get(rule.id)?.has(i)) continue;
+        const source: RuleInput = { kind: 'trackedEvent', name: input.name, eventId: String(input.eventId), contactId: input.contactId };
+        if (await this.applyRule(rule, source, tx)) applied++;
+      }
     }
     return applied;
   }
