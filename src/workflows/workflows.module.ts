@@ -7,6 +7,7 @@ import { ContactsModule } from '../contacts/contacts.module.js';
 import { EventsModule } from '../events/events.module.js';
 import { WebhooksModule } from '../events/webhooks.module.js';
 import { NotificationsModule } from '../notifications/notifications.module.js';
+import { ScoringModule } from '../scoring/scoring.module.js';
 import { SegmentsModule } from '../segments/segments.module.js';
 import { TextMessagesModule } from '../text-messages/text-messages.module.js';
 import { ContactWorkflowsController, EnrollmentsController } from './enrollments.controller.js';
@@ -14,6 +15,7 @@ import { EnrollmentsRepository } from './enrollments.repository.js';
 import { EnrollmentsService } from './enrollments.service.js';
 import { WorkflowDryRun } from './workflow-dry-run.js';
 import { WorkflowEngine } from './workflow-engine.js';
+import { WorkflowEventWaits } from './workflow-event-waits.js';
 import { WorkflowRunner } from './workflow-runner.js';
 import { StepEffects } from './workflow-steps.js';
 import { WorkflowTriggers } from './workflow-triggers.js';
@@ -35,6 +37,7 @@ import { WorkflowsService } from './workflows.service.js';
     ActivitiesModule,
     NotificationsModule,
     TextMessagesModule,
+    ScoringModule,
     AuthModule,
   ],
   controllers: [WorkflowsController, EnrollmentsController, ContactWorkflowsController],
@@ -49,6 +52,7 @@ import { WorkflowsService } from './workflows.service.js';
     WorkflowRunner,
     WorkflowTriggers,
     WorkflowDryRun,
+    WorkflowEventWaits,
   ],
   exports: [WorkflowsService, EnrollmentsService],
 })

@@ -5,11 +5,12 @@ import { AppError, conflict, fieldError, notFound, rejectNulls } from '../common
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
+import { WebhooksService } from '../events/webhooks.service.js';
 import { parseListQuery } from '../lists/list-query.js';
 import { listEnvelope } from '../lists/list-sql.js';
 import { EnrollmentsRepository } from './enrollments.repository.js';
 import { EnrollmentsService } from './enrollments.service.js';
-import type { Definition } from './workflow-definition.js';
+import type { Definition, Step } from './workflow-definition.js';
 import { WorkflowEngine } from './workflow-engine.js';
 import { statsSummary, toWorkflowRecord, type WorkflowRecord } from './workflow-records.js';
 import { nextScheduleTick } from './workflow-schedule.js';
@@ -35,6 +36,7 @@ export class WorkflowsService {
     private readonly engine: WorkflowEngine,
     private readonly transactions: Transactions,
     private readonly events: EventsService,
+    private readonly webhooks: WebhooksService,
     private readonly clock: Clock,
   ) {}
 
@@ -70,6 +72,7 @@ export class WorkflowsService {
     this.setDefinition(w, def);
     stampCreated(w, who);
     return this.transactions.run(async (tx) => {
+      await this.bindWebhooks(def, [], w.name, who, tx);
       const id = await this.workflows.save(w, tx);
       await this.workflows.putVersion(id, 1, def, this.clock.now(), tx);
       if (w.status === 'active') await this.activated(w, tx);
@@ -120,6 +123,7 @@ export class WorkflowsService {
     const wasActive = w.status === 'active';
     this.assign(w, dto, replace);
     if (dto.status !== undefined) w.status = dto.status;
+    if (def) await this.bindWebhooks(def, w.steps, w.name, who, tx);
     if (def && JSON.stringify({ t: def.trigger, s: def.steps, x: def.settings }) !== JSON.stringify({ t: w.trigger, s: w.steps, x: w.settings })) {
       const enrolled = before.stats.entered > 0;
       if (before.status === 'draft' && !enrolled) {
@@ -148,6 +152,27 @@ export class WorkflowsService {
       await this.enrolling.enrol(w, { segmentId: w.trigger.segmentId }, tx);
     }
     if (w.id !== undefined) await this.workflows.save(w, tx);
+  }
+
+  /**
+   * Gives each `webhook { url }` step its signing subscription (step.webhookId): the one it names
+   * when that still points at the URL, else the one a step of the previous definition had for the
+   * URL, else a new one (no feed events; its secret from POST /api/webhooks/{id}/rotate-secret), in
+   * the workflow's transaction.
+   */
+  private async bindWebhooks(def: Definition, previous: Step[], name: string, who: Principal, tx: Tx): Promise<void> {
+    const known = new Map<string, number>();
+    for (const s of previous) if (s.type === 'webhook' && s.url !== undefined && s.webhookId !== undefined) known.set(s.url, s.webhookId);
+    for (const s of def.steps) {
+      if (s.type !== 'webhook' || s.url === undefined) continue;
+      const url = s.url;
+      const candidates = [s.webhookId, known.get(url)].filter((x): x is number => x !== undefined);
+      let id: number | undefined;
+      for (const c of candidates) if ((await this.webhooks.urlOf(c, tx)) === url) id ??= c;
+      id ??= await this.webhooks.createForWorkflow(url, `workflow "${name}", step ${s.key}`, who, tx);
+      known.set(url, id);
+      s.webhookId = id;
+    }
   }
 
   private setDefinition(w: Workflow, def: Definition): void {
