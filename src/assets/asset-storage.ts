@@ -69,14 +69,19 @@ export class LocalDiskStorage extends AssetStorage implements OnModuleInit {
     const id = randomUUID();
     const key = `${id.slice(0, 2)}/${id}`;
     const tmpPath = join(this.tmp, `${id}.part`);
+    // flush: fsync before close, so a renamed file is complete on disk.
+    const out = createWriteStream(tmpPath, { flags: 'wx', mode: 0o640, flush: true });
     try {
-      // flush: fsync before close, so a renamed file is complete on disk.
-      await pipeline(source, createWriteStream(tmpPath, { flags: 'wx', mode: 0o640, flush: true }));
+      await pipeline(source, out);
       await mkdir(join(this.root, key.slice(0, 2)), { recursive: true });
       await rename(tmpPath, this.pathOf(key));
       return key;
     } catch (e) {
       source.destroy();
+      // The file is opened asynchronously: a source that fails at once (an upload over the limit) can
+      // fail the pipeline before the open has created the file. Unlinking before the stream closed
+      // would find nothing and the open would then leave a .part behind, so wait for the close first.
+      if (!out.closed) await new Promise<void>((done) => out.once('close', () => done()));
       await unlink(tmpPath).catch(() => undefined);
       throw e;
     }

@@ -5,6 +5,7 @@ import { appendEvent, appendEvents } from '../database/outbox.js';
 import type { Tx } from '../database/transactions.js';
 import { changedProperties, EVENT_TYPES, type EventRecord, type EventType, isEventType, missingReadPermissions, readableEventTypes } from './event-types.js';
 import { EventsRepository } from './events.repository.js';
+import { Clock } from '../common/clock.js';
 
 /** The catalogue's names and the feed's event shape, for features that follow the feed (scoring rules). */
 export { EVENT_TYPES, isEventType, type EventRecord } from './event-types.js';
@@ -35,6 +36,7 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     private readonly events: EventsRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly clock: Clock,
   ) {}
 
   /** Writes an event in `tx`, the transaction of the change it describes. */
@@ -270,9 +272,9 @@ export class EventsService implements OnApplicationBootstrap, OnModuleDestroy {
     return (await this.events.state()).prunedThrough;
   }
 
-  /** Deletes events older than `days` days (the `events.prune` job); answers how many. */
-  prune(days: number, now = new Date()): Promise<number> {
-    return this.events.prune(new Date(now.getTime() - days * 86_400_000));
+  /** Deletes events older than `days` days by the clock (the `events.prune` job); answers how many. */
+  prune(days: number): Promise<number> {
+    return this.events.prune(new Date(this.clock.now().getTime() - days * 86_400_000));
   }
 
   /**

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleD
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { EventsService } from '../events/events.service.js';
 import { JobQueue } from '../jobs/job-queue.js';
+import { SegmentRefreshService } from './segment-refresh.service.js';
 import { REFRESH_BATCH, SegmentsService } from './segments.service.js';
 import { outsideTransaction } from '../database/transactions.js';
 import { TrackingIntakeService } from '../tracking/tracking-intake.service.js';
@@ -30,6 +31,7 @@ export class SegmentRefresher implements OnApplicationBootstrap, OnModuleDestroy
 
   constructor(
     private readonly segments: SegmentsService,
+    private readonly refresh: SegmentRefreshService,
     private readonly events: EventsService,
     private readonly jobs: JobQueue,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -87,14 +89,14 @@ export class SegmentRefresher implements OnApplicationBootstrap, OnModuleDestroy
   async pass(): Promise<void> {
     for (;;) {
       if (this.stopped) return;
-      await this.segments.buildPending();
-      const read = await this.segments.refreshChanges();
+      await this.refresh.buildPending();
+      const read = await this.refresh.refreshChanges();
       if (read < REFRESH_BATCH) break;
     }
     // Contacts with new tracked events, until the queue is empty (or held by another process).
-    while (!this.stopped && (await this.segments.refreshTracked()) >= REFRESH_BATCH);
+    while (!this.stopped && (await this.refresh.refreshTracked()) >= REFRESH_BATCH);
     // Segments whose filter depends on time, when their last such evaluation is old enough by the clock.
-    if (!this.stopped) await this.segments.refreshTimeWindows();
+    if (!this.stopped) await this.refresh.refreshTimeWindows();
   }
 
   async onModuleDestroy(): Promise<void> {

@@ -4,6 +4,7 @@ import type { Principal } from '../common/request.js';
 import { CampaignsService } from '../campaigns/campaigns.service.js';
 import { ContactsService } from '../contacts/contacts.service.js';
 import { EventsService } from '../events/events.service.js';
+import { SegmentRefreshService } from './segment-refresh.service.js';
 import { SegmentsService } from './segments.service.js';
 
 /**
@@ -14,6 +15,7 @@ import { SegmentsService } from './segments.service.js';
 describe('SegmentsService refresh (service layer, real PostgreSQL)', () => {
   let ctx: ServiceContext;
   let segments: SegmentsService;
+  let refresher: SegmentRefreshService;
   let contacts: ContactsService;
   let campaigns: CampaignsService;
   let events: EventsService;
@@ -24,6 +26,7 @@ describe('SegmentsService refresh (service layer, real PostgreSQL)', () => {
   beforeAll(async () => {
     ctx = await startServiceContext({ SEGMENT_REFRESH_INTERVAL_MS: '60000' });
     segments = ctx.get(SegmentsService);
+    refresher = ctx.get(SegmentRefreshService);
     contacts = ctx.get(ContactsService);
     campaigns = ctx.get(CampaignsService);
     events = ctx.get(EventsService);
@@ -35,10 +38,10 @@ describe('SegmentsService refresh (service layer, real PostgreSQL)', () => {
   async function refresh(): Promise<void> {
     await events.sequenceNow(true);
     for (let i = 0; i < 200; i++) {
-      await segments.buildPending();
-      const n = await segments.refreshChanges();
+      await refresher.buildPending();
+      const n = await refresher.refreshChanges();
       if (n === 0) {
-        await segments.buildPending();
+        await refresher.buildPending();
         return;
       }
       if (n < 0) await new Promise((r) => setTimeout(r, 20));

@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { useServiceSpec } from '../../test/support/service-testing.js';
 import { Clock } from '../common/clock.js';
 import { ContactsService } from '../contacts/contacts.service.js';
+import { SegmentRefreshService } from '../segments/segment-refresh.service.js';
 import { SegmentsService, TIME_REFRESH_MS } from '../segments/segments.service.js';
 import { TrackingIntakeService } from './tracking-intake.service.js';
 
@@ -18,6 +19,7 @@ describe('Behavioural filters and segments (service layer, real PostgreSQL)', ()
   const intake = () => spec.ctx.get(TrackingIntakeService);
   const contacts = () => spec.ctx.get(ContactsService);
   const segments = () => spec.ctx.get(SegmentsService);
+  const refresher = () => spec.ctx.get(SegmentRefreshService);
   const clock = () => spec.ctx.get(Clock);
   let seq = 0;
   const uid = () => `b-${++seq}-${Date.now()}`;
@@ -56,20 +58,20 @@ describe('Behavioural filters and segments (service layer, real PostgreSQL)', ()
   it('a window segment gains a contact on a new event and loses it when its events age out (clock moved, no other change)', async () => {
     const userId = uid();
     const seg = await segments().create({ name: `pricing ${userId}`, type: 'dynamic', filter: 'events.pricing.count.7d[gte]:2' }, spec.who);
-    await segments().buildPending();
+    await refresher().buildPending();
     await intake().ingest('batch', { batch: [{ type: 'track', event: 'pricing', userId }] }, spec.who);
     const id = await contactOf(userId);
-    await segments().refreshTracked();
+    await refresher().refreshTracked();
     expect(await members(seg.id)).toEqual([]);
     await intake().ingest('track', { event: 'pricing', userId }, spec.who);
-    await segments().refreshTracked();
+    await refresher().refreshTracked();
     expect(await members(seg.id)).toEqual([id]);
     // Not yet due: the window's evaluation is recent.
-    await segments().refreshTimeWindows();
+    await refresher().refreshTimeWindows();
     expect(await members(seg.id)).toEqual([id]);
     clock().travel(8 * DAY);
     try {
-      expect(await segments().refreshTimeWindows()).toBeGreaterThanOrEqual(1);
+      expect(await refresher().refreshTimeWindows()).toBeGreaterThanOrEqual(1);
       expect(await members(seg.id)).toEqual([]);
     } finally {
       clock().travel(-8 * DAY);
@@ -77,7 +79,7 @@ describe('Behavioural filters and segments (service layer, real PostgreSQL)', ()
     // Back in time (the clock moved back), the next due evaluation restores it.
     clock().travel(TIME_REFRESH_MS + 1000);
     try {
-      await segments().refreshTimeWindows();
+      await refresher().refreshTimeWindows();
       expect(await members(seg.id)).toEqual([id]);
     } finally {
       clock().travel(-(TIME_REFRESH_MS + 1000));

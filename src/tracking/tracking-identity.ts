@@ -32,8 +32,8 @@ const MAX_TRAIT_PASSES = 4;
  *   validation is left out and reported, the others are applied.
  */
 export class TrackingIdentity {
-  /** Track events attributed by anonymousId links made in this request (for the daily counts). */
-  readonly attributed: DailyCount[] = [];
+  /** Track events attributed by anonymousId links made in this request (for the daily counts and the consumers' queues). */
+  readonly attributed: (DailyCount & { eventId: string })[] = [];
   private readonly byUserId = new Map<string, number>();
   private readonly byAnonymousId = new Map<string, number>();
   private aliases: Set<string> | null = null;
@@ -113,7 +113,8 @@ export class TrackingIdentity {
       });
       return;
     }
-    for (const e of await this.repo.attributeAnonymous(anonymousId, contactId, this.tx)) this.attributed.push({ contactId, name: e.name, at: e.at });
+    for (const e of await this.repo.attributeAnonymous(anonymousId, contactId, this.tx))
+      this.attributed.push({ contactId, name: e.name, at: e.at, eventId: e.id });
   }
 
   /**

@@ -5,6 +5,7 @@ import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Transactions } from '../database/transactions.js';
 import { ContactsService } from '../contacts/contacts.service.js';
 import { WebhooksService } from '../events/webhooks.service.js';
+import { TrackedEventQueue } from './tracked-event-queue.repository.js';
 import { toTrackedEventRecord } from './tracking-record.js';
 import { TrackingIdentity } from './tracking-identity.js';
 import { type DailyCount, type NewTrackedEvent, TrackingRepository, type TrackedEventRow } from './tracking.repository.js';
@@ -24,8 +25,9 @@ const DAY_MS = 86_400_000;
  * The Segment-compatible intake (POST /api/ingest/v1/track|identify|batch): checks the whole
  * request (any fault is a 400 and nothing is stored), then in one transaction claims the
  * messageIds (a call seen before is skipped), resolves identities (tracking-identity.ts), inserts
- * the events into their monthly partitions, adds them to the daily counts and the definitions, and
- * writes the deliveries of the webhooks subscribed to them.
+ * the events into their monthly partitions, adds them to the daily counts and the definitions, queues
+ * them for the consumers interested in their names (tracked-event-queue.repository.ts), and writes the
+ * deliveries of the webhooks subscribed to them.
  * It answers once that transaction committed; listeners (the segment refresher, the webhooks) are
  * told afterwards.
  */
@@ -41,6 +43,7 @@ export class TrackingIntakeService {
     private readonly clock: Clock,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly webhooks: WebhooksService,
+    private readonly queue: TrackedEventQueue,
   ) {}
 
   /** Called after each committed intake that stored something. */
@@ -100,6 +103,17 @@ export class TrackingIntakeService {
       if (r.type === 'track' && r.contactId !== null && r.name !== null) daily.push({ contactId: r.contactId, name: r.name, at: r.occurredAt });
     await this.repo.addDaily(daily, tx);
     await this.repo.addDefinitions(definitionsOf(rows), tx);
+    // The consumers' queues (scoring rules, workflow triggers): attributed track events, and the earlier anonymous ones this request attributed.
+    await this.queue.enqueue(
+      [
+        ...identity.attributed.map((a) => ({ id: a.eventId, occurredAt: a.at, name: a.name })),
+        ...events
+          .filter((e) => e.type === 'track' && e.contactId !== null && e.name !== null)
+          .map((e) => ({ id: e.id, occurredAt: e.occurredAt, name: e.name as string })),
+      ],
+      now,
+      tx,
+    );
     const contactIds = [...new Set(daily.map((d) => d.contactId))];
     await this.repo.queueForSegments(contactIds, tx);
     // Webhooks subscribed to tracked.<name> / tracked.*: their deliveries commit with the events.

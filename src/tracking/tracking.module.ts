@@ -4,6 +4,7 @@ import { ContactsModule } from '../contacts/contacts.module.js';
 import { EventsModule } from '../events/events.module.js';
 import { WebhooksModule } from '../events/webhooks.module.js';
 import { TrackedEvent } from './tracked-event.entity.js';
+import { TrackedEventQueue } from './tracked-event-queue.repository.js';
 import { ContactTimelineController, TrackingController, TrackingIntakeController } from './tracking.controller.js';
 import { TrackingIntakeService } from './tracking-intake.service.js';
 import { TrackingProcessor } from './tracking.processor.js';
@@ -14,7 +15,7 @@ import { TrackingService } from './tracking.service.js';
 @Module({
   imports: [TypeOrmModule.forFeature([TrackedEvent]), ContactsModule, EventsModule, WebhooksModule],
   controllers: [TrackingIntakeController, TrackingController, ContactTimelineController],
-  providers: [TrackingRepository, TrackingService, TrackingIntakeService, TrackingProcessor],
-  exports: [TrackingService, TrackingIntakeService],
+  providers: [TrackingRepository, TrackingService, TrackingIntakeService, TrackingProcessor, TrackedEventQueue],
+  exports: [TrackingService, TrackingIntakeService, TrackedEventQueue],
 })
 export class TrackingModule {}

@@ -36,6 +36,7 @@ import { Scoring1763700002800 } from './1763700002800-scoring.js';
 import { Workflows1763700002900 } from './1763700002900-workflows.js';
 import { Pipelines1763700003000 } from './1763700003000-pipelines.js';
 import { ApiUsage1763700003100 } from './1763700003100-api-usage.js';
+import { TrackedEventQueue1763700003150 } from './1763700003150-tracked-event-queue.js';
 import { WorkflowEventWaits1763700003300 } from './1763700003300-workflow-event-waits.js';
 
 export const MIGRATIONS = [
@@ -73,5 +74,6 @@ export const MIGRATIONS = [
   Workflows1763700002900,
   Pipelines1763700003000,
   ApiUsage1763700003100,
+  TrackedEventQueue1763700003150,
   WorkflowEventWaits1763700003300,
 ];

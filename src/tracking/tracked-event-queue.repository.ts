@@ -1,0 +1,114 @@
+import { Injectable } from '@nestjs/common';
+import { type Db, returning, Transactions, type Tx } from '../database/transactions.js';
+import type { TrackedEventRow } from './tracking.repository.js';
+
+/** A stored track event handed to a consumer. */
+export type QueuedTrackedEvent = TrackedEventRow & { contactId: number; name: string };
+
+/** A track event to queue: its id and partition key, its name, and the contact it is attributed to. */
+export interface TrackedEventRef {
+  id: string;
+  occurredAt: Date;
+  name: string;
+}
+
+/**
+ * The tracked-event stream as its consumers (scoring's rules, workflows' triggers and waits) read it.
+ * Tracked events are not rows of the change feed (their volume would drown it), so each consumer
+ * gets its own durable queue:
+ *
+ * 1. A consumer declares the event names it acts on with {@link declare} (`'*'` for all), in the
+ *    transaction that publishes the rule or activates the workflow that needs them, so no event stored
+ *    after that commit is missed.
+ * 2. The intake, in the transaction that stores track events attributed to a contact (and an identify,
+ *    in the one that attributes an anonymousId's earlier events), adds one queue row per event and
+ *    interested consumer ({@link enqueue}: one statement; nothing when no consumer is interested).
+ * 3. The consumer claims rows with {@link claim} in the transaction that applies them: the rows are
+ *    deleted there (FOR UPDATE SKIP LOCKED, so parallel workers share the queue), and the effects commit
+ *    with the deletion or not at all: each event is applied once per consumer, whatever crashes.
+ *
+ * Queued rows are in the order the intake stored them, not in `occurredAt` order (a late event is
+ * queued when it arrives). A consumer wakes on {@link TrackingIntakeService.onTracked} in the process
+ * that took the request and polls {@link pending} or {@link claim} on its own schedule otherwise (the
+ * API and the workers may be separate processes).
+ */
+@Injectable()
+export class TrackedEventQueue {
+  constructor(private readonly transactions: Transactions) {}
+
+  private db(tx?: Tx): Db {
+    return tx ?? this.transactions.db;
+  }
+
+  /**
+   * Replaces the event names `consumer` is interested in ('*': every name) by what `names` computes
+   * in `tx`. Declarations of one consumer are serialised (a transaction lock taken before `names`
+   * runs), so two rules published at once cannot each write a list that misses the other's name:
+   * the second computes its list after the first committed (READ COMMITTED).
+   */
+  async declare(consumer: string, names: (tx: Tx) => Promise<readonly string[]>, tx: Tx): Promise<void> {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('tracked_event_interest:' || $1, 0))`, [consumer]);
+    const wanted = [...new Set(await names(tx))].sort();
+    await tx.query(`DELETE FROM tracked_event_interest WHERE consumer = $1 AND NOT (name = ANY($2::text[]))`, [consumer, wanted]);
+    if (wanted.length)
+      await tx.query(`INSERT INTO tracked_event_interest (consumer, name) SELECT $1, n FROM unnest($2::text[]) AS u(n) ORDER BY 2 ON CONFLICT DO NOTHING`, [
+        consumer,
+        wanted,
+      ]);
+  }
+
+  /** The names `consumer` declared. */
+  async interests(consumer: string, tx?: Tx): Promise<string[]> {
+    const rows: { name: string }[] = await this.db(tx).query(`SELECT name FROM tracked_event_interest WHERE consumer = $1 ORDER BY 1`, [consumer]);
+    return rows.map((r) => r.name);
+  }
+
+  /** Queues attributed track events for every consumer interested in their names (the intake's transaction). */
+  async enqueue(events: readonly TrackedEventRef[], now: Date, tx: Tx): Promise<void> {
+    if (!events.length) return;
+    await tx.query(
+      `INSERT INTO tracked_event_queue (consumer, event_id, occurred_at, queued_at)
+       SELECT i.consumer, v.id, v.o, $4::timestamptz
+         FROM unnest($1::bigint[], $2::timestamptz[], $3::text[]) WITH ORDINALITY AS v(id, o, n, k)
+         JOIN tracked_event_interest i ON i.name = v.n OR i.name = '*'
+        ORDER BY v.k, i.consumer`,
+      [events.map((e) => e.id), events.map((e) => e.occurredAt), events.map((e) => e.name), now],
+    );
+  }
+
+  /**
+   * Takes up to `limit` of `consumer`'s queued events in `tx`, oldest queued first, with their
+   * current attribution and properties; rows another transaction holds are skipped. Events whose
+   * partition retention dropped meanwhile are taken and not answered.
+   */
+  async claim(consumer: string, limit: number, tx: Tx): Promise<QueuedTrackedEvent[]> {
+    const taken = await returning<{ id: string; event_id: string; occurred_at: Date }>(
+      tx,
+      `DELETE FROM tracked_event_queue WHERE id IN (
+         SELECT id FROM tracked_event_queue WHERE consumer = $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
+       RETURNING id, event_id::text AS event_id, occurred_at`,
+      [consumer, limit],
+    );
+    if (!taken.length) return [];
+    taken.sort((a, b) => Number(a.id) - Number(b.id));
+    const rows: QueuedTrackedEvent[] = await tx.query(
+      `SELECT e.id::text AS id, e.occurred_at AS "occurredAt", e.received_at AS "receivedAt", e.type, e.name, e.contact_id AS "contactId",
+              e.user_id AS "userId", e.anonymous_id AS "anonymousId", e.message_id AS "messageId", e.properties, e.context, e.flags
+         FROM unnest($1::bigint[], $2::timestamptz[]) AS t(id, o)
+         JOIN tracked_events e ON e.occurred_at = t.o AND e.id = t.id
+        WHERE e.contact_id IS NOT NULL AND e.name IS NOT NULL`,
+      [taken.map((t) => t.event_id), taken.map((t) => t.occurred_at)],
+    );
+    const order = new Map(taken.map((t, i) => [t.event_id, i]));
+    return rows.sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0));
+  }
+
+  /** How many events wait for `consumer`, and when the oldest was queued (its lag). */
+  async pending(consumer: string): Promise<{ count: number; oldestQueuedAt: Date | null }> {
+    const rows: { count: number; oldest: Date | null }[] = await this.db().query(
+      `SELECT count(*)::int AS count, min(queued_at) AS oldest FROM tracked_event_queue WHERE consumer = $1`,
+      [consumer],
+    );
+    return { count: rows[0].count, oldestQueuedAt: rows[0].oldest };
+  }
+}
