@@ -7,6 +7,7 @@ import { SegmentsService } from '../segments/segments.service.js';
 import { EnrollmentsRepository } from './enrollments.repository.js';
 import { EnrollmentsService } from './enrollments.service.js';
 import { WorkflowEventWaits } from './workflow-event-waits.js';
+import { WorkflowTrackedFollower } from './workflow-tracked-follower.js';
 import { RECORD_EVENT_CONTACT } from './workflow-definition.js';
 import { nextScheduleTick } from './workflow-schedule.js';
 import { EXCLUDED_FILTER_FIELDS } from './workflow-validation.js';
@@ -33,6 +34,8 @@ const CONTACT_CHANGES = new Set(['contact.created', 'contact.updated', 'campaign
  * - untilEvent waits on change events: the same pass wakes the enrollments waiting for them
  *   (workflow-event-waits.ts);
  * - goals: the same pass converts running enrollments whose contact changed and now matches a goal;
+ * - tracked_event triggers and tracked untilEvent waits: the tracked-event queue
+ *   (workflow-tracked-follower.ts);
  * - schedule: each due tick enrols the segment's members, set-based, and moves to the next tick.
  */
 @Injectable()
@@ -49,6 +52,7 @@ export class WorkflowTriggers implements OnModuleInit {
     private readonly transactions: Transactions,
     private readonly clock: Clock,
     private readonly eventWaits: WorkflowEventWaits,
+    private readonly tracked: WorkflowTrackedFollower,
   ) {}
 
   onModuleInit(): void {
@@ -66,13 +70,14 @@ export class WorkflowTriggers implements OnModuleInit {
     }
   }
 
-  /** Follows the feed until caught up (or another process holds the cursor), then runs the due schedules. */
+  /** Follows the feed until caught up (or another process holds the cursor), then the tracked-event queue, then runs the due schedules. */
   async follow(): Promise<void> {
     await this.events.sequenceNow(true);
     for (let i = 0; i < 100; i++) {
       const read = await this.followOnce();
       if (read < FOLLOW_BATCH) break;
     }
+    await this.tracked.follow();
     await this.runSchedules();
   }
 

@@ -10,6 +10,7 @@ import { NotificationsModule } from '../notifications/notifications.module.js';
 import { ScoringModule } from '../scoring/scoring.module.js';
 import { SegmentsModule } from '../segments/segments.module.js';
 import { TextMessagesModule } from '../text-messages/text-messages.module.js';
+import { TrackingModule } from '../tracking/tracking.module.js';
 import { ContactWorkflowsController, EnrollmentsController } from './enrollments.controller.js';
 import { EnrollmentsRepository } from './enrollments.repository.js';
 import { EnrollmentsService } from './enrollments.service.js';
@@ -18,6 +19,7 @@ import { WorkflowEngine } from './workflow-engine.js';
 import { WorkflowEventWaits } from './workflow-event-waits.js';
 import { WorkflowRunner } from './workflow-runner.js';
 import { StepEffects } from './workflow-steps.js';
+import { WorkflowTrackedFollower } from './workflow-tracked-follower.js';
 import { WorkflowTriggers } from './workflow-triggers.js';
 import { WorkflowValidator } from './workflow-validation.js';
 import { Workflow, WorkflowEnrollment, WorkflowVersion } from './workflow.entity.js';
@@ -38,6 +40,7 @@ import { WorkflowsService } from './workflows.service.js';
     NotificationsModule,
     TextMessagesModule,
     ScoringModule,
+    TrackingModule,
     AuthModule,
   ],
   controllers: [WorkflowsController, EnrollmentsController, ContactWorkflowsController],
@@ -53,6 +56,7 @@ import { WorkflowsService } from './workflows.service.js';
     WorkflowTriggers,
     WorkflowDryRun,
     WorkflowEventWaits,
+    WorkflowTrackedFollower,
   ],
   exports: [WorkflowsService, EnrollmentsService],
 })

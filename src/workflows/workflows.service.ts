@@ -14,6 +14,7 @@ import type { Definition, Step } from './workflow-definition.js';
 import { WorkflowEngine } from './workflow-engine.js';
 import { statsSummary, toWorkflowRecord, type WorkflowRecord } from './workflow-records.js';
 import { nextScheduleTick } from './workflow-schedule.js';
+import { WorkflowTrackedFollower } from './workflow-tracked-follower.js';
 import { WorkflowValidator } from './workflow-validation.js';
 import type { CreateWorkflowDto, MigrateDto, UpdateWorkflowDto } from './workflow.dto.js';
 import type { Workflow } from './workflow.entity.js';
@@ -37,6 +38,7 @@ export class WorkflowsService {
     private readonly transactions: Transactions,
     private readonly events: EventsService,
     private readonly webhooks: WebhooksService,
+    private readonly tracked: WorkflowTrackedFollower,
     private readonly clock: Clock,
   ) {}
 
@@ -76,6 +78,7 @@ export class WorkflowsService {
       const id = await this.workflows.save(w, tx);
       await this.workflows.putVersion(id, 1, def, this.clock.now(), tx);
       if (w.status === 'active') await this.activated(w, tx);
+      await this.tracked.declare(tx);
       const record = await this.get(id, tx);
       await this.events.record(tx, 'workflow.created', record);
       return record;
@@ -140,6 +143,7 @@ export class WorkflowsService {
     else if (def) w.scheduleNextAt = nextScheduleTick(w, this.clock.now());
     stampModified(w, who);
     await this.workflows.save(w, tx);
+    await this.tracked.declare(tx);
     const after = await this.record(w, tx);
     await this.events.recordUpdate(tx, 'workflow.updated', before, after);
     return after;
@@ -209,6 +213,7 @@ export class WorkflowsService {
       if (running) await this.enrollments.endRunning(id, null, 'exited', 'workflow deleted', this.clock.now(), tx);
       const record = await this.record(w, tx);
       if (!(await this.workflows.delete(id, tx))) throw notFound('Workflow', id);
+      await this.tracked.declare(tx);
       await this.events.record(tx, 'workflow.deleted', record);
       return record;
     });
