@@ -55,11 +55,11 @@ export class WorkflowTrackedFollower {
     const events = await this.queue.claim(TRACKED_CONSUMER, TRACKED_BATCH, tx);
     if (!events.length) return 0;
     const list: TrackedEventIn[] = events.map((e) => ({
-      id: String(e.id),
+      id: e.id,
       name: e.name,
       contactId: e.contactId,
       occurredAt: e.occurredAt,
-      properties: (e.properties ?? {}) as Record<string, unknown>,
+      properties: e.properties ?? {},
     }));
     let acted = false;
     for (const w of await this.workflows.activeWithTrigger(['tracked_event'], tx)) if (await this.enrolOn(w, list, tx)) acted = true;
