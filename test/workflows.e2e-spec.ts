@@ -136,12 +136,21 @@ describe('workflows', () => {
     expect(types).toEqual(expect.arrayContaining(['workflow.created', 'workflow.updated', 'workflow.deleted']));
   });
 
-  it('answers a 400 naming the step key and field, and says which parts are not available yet', async () => {
+  it('answers a 400 naming the step key and field', async () => {
     const bad = await post('/api/workflows', { name: 'bad', trigger: { type: 'manual' }, steps: [{ key: 'a', type: 'wait', duration: '1d', next: 'ghost' }] });
     expectError(bad, 400, 'validation_failed');
     expect(bad.body.error.details[0]).toMatchObject({ field: 'steps.0.next', stepKey: 'a' });
-    const points = await post('/api/workflows', { name: 'p', trigger: { type: 'manual' }, steps: [{ key: 'p', type: 'add_points', points: 5 }] });
-    expect(points.body.error.details[0].message).toContain('not available yet');
+    const points = await post('/api/workflows', { name: 'p', trigger: { type: 'manual' }, steps: [{ key: 'p', type: 'add_points', points: 0 }] });
+    expectError(points, 400, 'validation_failed');
+    expect(points.body.error.details[0]).toMatchObject({ field: 'steps.0.points', stepKey: 'p' });
+    const url = await post('/api/workflows', { name: 'u', trigger: { type: 'manual' }, steps: [{ key: 'h', type: 'webhook', url: 'ftp://x' }] });
+    expect(url.body.error.details[0]).toMatchObject({ field: 'steps.0.url', stepKey: 'h' });
+    const merge = await post('/api/workflows', {
+      name: 'm',
+      trigger: { type: 'manual' },
+      steps: [{ key: 'h', type: 'webhook', url: receiver.url, payload: { a: ['{{contact.nope}}'] } }],
+    });
+    expect(merge.body.error.details[0]).toMatchObject({ field: 'steps.0.payload.a.0', stepKey: 'h' });
     const tz = await post('/api/workflows', {
       name: 'tz',
       trigger: { type: 'manual' },
@@ -173,6 +182,79 @@ describe('workflows', () => {
     expect(receiver.got.filter((g) => g.body.includes('"workflow.webhook"'))).toHaveLength(1);
     const detail = (await get(`/api/workflows/${w.id}/enrollments/${e.id}`)).body.enrollment as Enrollment;
     expect(detail.history?.map((h) => h.stepKey)).toEqual(['sms', 'call']);
+  });
+
+  it('adds points once per step run, in the ledger with source workflow', async () => {
+    const c = await createContact(app, auth, { name: 'Points', email: uniqueEmail() });
+    const w = await workflow({
+      steps: [
+        { key: 'warm', type: 'add_points', points: 15, reason: 'welcome', next: 'more' },
+        { key: 'more', type: 'add_points', points: -5 },
+      ],
+    });
+    await post(`/api/workflows/${w.id}/enrollments`, { contactIds: [c] });
+    const [e] = await waitFor('completed', w.id, (l) => l[0]?.status === 'completed');
+    expect((await get(`/api/contacts/${c}`)).body.contact.points).toBe(10);
+    const ledger = (await get(`/api/contacts/${c}/points/history?orderBy=id&orderByDir=asc`)).body.pointChanges as Record<string, unknown>[];
+    expect(ledger).toHaveLength(2);
+    expect(ledger[0]).toMatchObject({ delta: 15, reason: 'welcome', source: 'workflow', details: { workflowId: w.id, enrollmentId: e.id, stepKey: 'warm' } });
+    expect(ledger[1]).toMatchObject({ delta: -5, source: 'workflow', details: { enrollmentId: e.id, stepKey: 'more' } });
+  });
+
+  it('calls a webhook step given by URL: its own subscription, a payload template, signed (standardwebhooks), once per step run', async () => {
+    const phone = `+1415556${String(1000 + (Date.now() % 9000)).slice(0, 4)}`;
+    const c = await createContact(app, auth, { name: 'Url', email: uniqueEmail(), phone });
+    const w = await workflow({
+      steps: [
+        { key: 'first', type: 'webhook', url: receiver.url, payload: { hello: 'Hi {{contact.name}}', n: 1, list: ['{{contact.email}}'] }, next: 'second' },
+        { key: 'second', type: 'webhook', url: receiver.url, payload: { step: 2 } },
+      ],
+    });
+    const saved = (await get(`/api/workflows/${w.id}`)).body.workflow as { steps: { webhookId?: number; url?: string }[] };
+    const firstHookId = saved.steps[0].webhookId as number;
+    expect(firstHookId).toEqual(expect.any(Number));
+    expect(saved.steps[1].webhookId).toBe(firstHookId);
+    // Saving the steps with another URL, four times at once: one new subscription, which every answer names.
+    const steps = (to: string) => [
+      { key: 'first', type: 'webhook', url: to, payload: { hello: 'Hi {{contact.name}}', n: 1, list: ['{{contact.email}}'] }, next: 'second' },
+      { key: 'second', type: 'webhook', url: to, payload: { step: 2 } },
+    ];
+    const moved = await Promise.all(Array.from({ length: 4 }, () => patch(`/api/workflows/${w.id}`, { steps: steps(`${receiver.url}/v2`) })));
+    expect(moved.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    const ids = new Set(moved.flatMap((r) => r.body.workflow.steps.map((s: { webhookId: number }) => s.webhookId)));
+    expect(ids.size).toBe(1);
+    const hookId = [...ids][0] as number;
+    expect(hookId).not.toBe(firstHookId);
+    // Saving the same steps again (URL only, no webhookId) keeps the subscription.
+    const again = await patch(`/api/workflows/${w.id}`, { steps: steps(`${receiver.url}/v2`) });
+    expect(again.status).toBe(200);
+    expect(again.body.workflow.steps.map((s: { webhookId: number }) => s.webhookId)).toEqual([hookId, hookId]);
+    const hook = (await get(`/api/webhooks/${hookId}`)).body.webhook;
+    expect(hook).toMatchObject({ url: `${receiver.url}/v2`, events: [] });
+    const secret = (await post(`/api/webhooks/${hookId}/rotate-secret`, {})).body.webhook.secret as string;
+    await post(`/api/workflows/${w.id}/enrollments`, { contactIds: [c] });
+    const [e] = await waitFor('completed', w.id, (l) => l[0]?.status === 'completed');
+    const mine = () => receiver.got.filter((g) => g.body.includes('"workflow.webhook"') && g.body.includes(`"enrollmentId":${e.id},`));
+    await waitUntil('both calls', async () => mine().length >= 2, 15000);
+    const verified = mine().map(
+      (g) => new StandardWebhook(secret).verify(g.body, g.headers as Record<string, string>) as { id: string; data: Record<string, unknown> },
+    );
+    const first = verified.find((v) => v.data.stepKey === 'first');
+    expect(first?.data.payload).toEqual({ hello: 'Hi Url', n: 1, list: [expect.stringContaining('@')] });
+    expect(verified.find((v) => v.data.stepKey === 'second')?.data.payload).toEqual({ step: 2 });
+    expect(new Set(verified.map((v) => v.id)).size).toBe(2);
+    // Each step run is one delivery (its Webhook-Id stable), logged on the subscription.
+    const logged = await waitUntil(
+      'both deliveries recorded',
+      async () => {
+        const deliveries = (await get(`/api/webhooks/${hookId}/deliveries`)).body.deliveries as { eventId: string; status: string }[];
+        const ours = deliveries.filter((d) => verified.some((v) => v.id === d.eventId));
+        return ours.length === 2 && ours.every((d) => d.status === 'succeeded') ? ours : null;
+      },
+      15000,
+    );
+    expect(logged).toHaveLength(2);
+    expect(mine()).toHaveLength(2);
   });
 
   it('waits on the test clock, then runs the next step', async () => {
@@ -293,6 +375,125 @@ describe('workflows', () => {
     const list = await enrollmentsOf(w.id);
     expect(list).toHaveLength(1);
     expect(refused[0].body.error.details[0]).toMatchObject({ contactId: c, enrollmentId: list[0].id });
+  });
+
+  // The tracked events go through the real intake (the token as the write key); the tests below move the clock (run last).
+  const track = (userId: string, event: string, properties: Record<string, unknown>) =>
+    app.http
+      .post('/api/ingest/v1/track')
+      .set('Authorization', `Basic ${Buffer.from(`${auth.slice('Bearer '.length)}:`).toString('base64')}`)
+      .send({ userId, event, properties });
+  const trackedContact = async (name: string) => {
+    const externalId = `wf-${name}-${++seq}-${Date.now()}`;
+    return { id: await createContact(app, auth, { name, email: uniqueEmail(), externalId }), externalId };
+  };
+  const history = async (workflowId: number, id: number) =>
+    (await get(`/api/workflows/${workflowId}/enrollments/${id}`)).body.enrollment.history as {
+      stepKey: string;
+      outcome: string;
+      detail: Record<string, unknown>;
+    }[];
+
+  it('enrols on a tracked event whose properties match the filter, within seconds, once', async () => {
+    const name = `Demo Requested ${seq}`;
+    const w = await workflow({
+      trigger: { type: 'tracked_event', name, filter: 'properties.seats[gte]:5' },
+      steps: [{ key: 'tag', type: 'update_contact', set: { title: 'Demo' } }],
+    });
+    const big = await trackedContact('Big');
+    const small = await trackedContact('Small');
+    expect((await track(big.externalId, name, { seats: 10 })).status).toBe(200);
+    expect((await track(small.externalId, name, { seats: 2 })).status).toBe(200);
+    expect((await track(big.externalId, 'Other Event', { seats: 10 })).status).toBe(200);
+    const [e] = await waitFor('the enrollment', w.id, (l) => l.length > 0 && l[0].status === 'completed', 5000);
+    expect(e.contactId).toBe(big.id);
+    expect((await get(`/api/contacts/${big.id}`)).body.contact.title).toBe('Demo');
+    // A second matching event: reenrollment never, nothing more; the small contact's event a second time still does not match.
+    expect((await track(big.externalId, name, { seats: 7 })).status).toBe(200);
+    expect((await track(small.externalId, name, { seats: 1 })).status).toBe(200);
+    const marker = await trackedContact('Marker');
+    expect((await track(marker.externalId, name, { seats: 5 })).status).toBe(200);
+    const all = await waitFor('the marker enrolled after the others', w.id, (l) => l.some((x) => x.contactId === marker.id));
+    expect(all.map((x) => x.contactId).sort()).toEqual([big.id, marker.id].sort());
+    const bad = await post('/api/workflows', {
+      name: 'bad',
+      trigger: { type: 'tracked_event', name, filter: 'title[eq]:x' },
+      steps: [{ key: 'e', type: 'exit' }],
+    });
+    expectError(bad, 400, 'validation_failed');
+    expect(bad.body.error.details[0].field).toBe('trigger.filter');
+  });
+
+  it('waits for a change event of the contact (not one from before the wait), or takes timeoutNext after the timeout', async () => {
+    const w = await workflow({
+      steps: [
+        { key: 'ask', type: 'update_contact', set: { title: 'Asked' }, next: 'w' },
+        { key: 'w', type: 'wait', untilEvent: { record: 'contact.updated' }, timeout: '2d', next: 'done', timeoutNext: 'late' },
+        { key: 'done', type: 'add_points', points: 3 },
+        { key: 'late', type: 'exit' },
+      ],
+    });
+    const answers = await createContact(app, auth, { name: 'Answers', email: uniqueEmail() });
+    const silent = await createContact(app, auth, { name: 'Silent', email: uniqueEmail() });
+    const head = await feedHead(app, auth);
+    await post(`/api/workflows/${w.id}/enrollments`, { contactIds: [answers, silent] });
+    await waitFor('both waiting', w.id, (l) => l.length === 2 && l.every((x) => x.status === 'waiting'));
+    // Each contact's own contact.updated (the step's) is in the feed before its wait began: it wakes neither of them,
+    // whenever the follower reads it; the answer, later in the feed, wakes only its contact.
+    expect((await patch(`/api/contacts/${answers}`, { title: 'Answered' })).status).toBe(200);
+    const done = await waitFor('the one that answered', w.id, (l) => l.some((x) => x.contactId === answers && x.status === 'completed'));
+    expect(done.find((x) => x.contactId === silent)?.status).toBe('waiting');
+    const e = done.find((x) => x.contactId === answers) as Enrollment;
+    const updates = (await feedSince(app, auth, head, 'contact.updated')).filter((x) => x.data.id === answers) as unknown as { id: string }[];
+    expect(updates).toHaveLength(2);
+    const woke = (await history(w.id, e.id)).find((h) => h.stepKey === 'w' && h.outcome === 'completed');
+    expect(woke?.detail.event).toMatchObject({ source: 'record', type: 'contact.updated', eventId: updates[1].id });
+    expect((await get(`/api/contacts/${answers}`)).body.contact.points).toBe(3);
+    clock.travel(2 * 86_400_000 + 1000);
+    const late = await waitFor('the timeout', w.id, (l) => l.find((x) => x.contactId === silent)?.status === 'exited');
+    const s = late.find((x) => x.contactId === silent) as Enrollment;
+    expect((await history(w.id, s.id)).map((h) => [h.stepKey, h.outcome])).toEqual([
+      ['ask', 'completed'],
+      ['w', 'waiting'],
+      ['w', 'completed'],
+      ['late', 'exited'],
+    ]);
+  });
+
+  it('waits for a tracked event whose properties match, through the intake; the timeout otherwise', async () => {
+    const name = `Checkout ${seq}`;
+    const w = await workflow({
+      steps: [
+        {
+          key: 'w',
+          type: 'wait',
+          untilEvent: { tracked: name, filter: 'properties.total[gt]:0' },
+          timeout: '3d',
+          next: 'thanks',
+          timeoutNext: 'nudge',
+        },
+        { key: 'thanks', type: 'update_contact', set: { title: 'Bought' } },
+        { key: 'nudge', type: 'update_contact', set: { title: 'Nudged' } },
+      ],
+    });
+    const buyer = await trackedContact('Buyer');
+    const browser = await trackedContact('Browser');
+    await post(`/api/workflows/${w.id}/enrollments`, { contactIds: [buyer.id, browser.id] });
+    await waitFor('both waiting', w.id, (l) => l.length === 2 && l.every((x) => x.status === 'waiting'));
+    expect((await track(browser.externalId, name, { total: 0 })).status).toBe(200);
+    expect((await track(buyer.externalId, name, { total: 49.5 })).status).toBe(200);
+    const after = await waitFor('the buyer woken', w.id, (l) => l.some((x) => x.contactId === buyer.id && x.status === 'completed'), 5000);
+    expect(after.find((x) => x.contactId === browser.id)?.status).toBe('waiting');
+    expect((await get(`/api/contacts/${buyer.id}`)).body.contact.title).toBe('Bought');
+    const e = after.find((x) => x.contactId === buyer.id) as Enrollment;
+    expect((await history(w.id, e.id)).find((h) => h.stepKey === 'w' && h.outcome === 'completed')?.detail.event).toMatchObject({
+      source: 'tracked',
+      name,
+      properties: { total: 49.5 },
+    });
+    clock.travel(3 * 86_400_000 + 1000);
+    await waitFor('the timeout', w.id, (l) => l.find((x) => x.contactId === browser.id)?.status === 'completed');
+    expect((await get(`/api/contacts/${browser.id}`)).body.contact.title).toBe('Nudged');
   });
 });
 

@@ -123,6 +123,35 @@ export class WebhooksService {
     return (await this.webhooks.findRecord(id, tx)) !== null;
   }
 
+  /** The webhook's URL, or null when it does not exist (a workflow's webhook step keeps its subscription while the URL stays). */
+  async urlOf(id: number, tx?: Tx): Promise<string | null> {
+    return (await this.webhooks.findRecord(id, tx))?.url ?? null;
+  }
+
+  /**
+   * A subscription for a workflow's `webhook { url }` step, in the workflow's transaction `tx`: no
+   * feed events (`events: []`), only the step's deliveries, signed with its own secret, retried and
+   * logged like every webhook's (GET /api/webhooks/{id}/deliveries; the secret is answered by
+   * POST /api/webhooks/{id}/rotate-secret). The URL is checked as at creation (a 400 naming `url`).
+   */
+  async createForWorkflow(url: string, description: string, who: Principal, tx: Tx): Promise<number> {
+    await this.checkUrl(url);
+    const w = stampCreated(this.webhooks.create(), who);
+    Object.assign(w, {
+      url,
+      events: [],
+      description: description.slice(0, 255),
+      isActive: true,
+      secret: newWebhookSecret(),
+      previousSecret: null,
+      previousSecretExpiresAt: null,
+      disabledReason: null,
+      lastSuccessAt: null,
+      failingSince: null,
+    });
+    return this.webhooks.save(w, tx);
+  }
+
   /**
    * Writes one delivery of `body` to the webhook in `tx` (a workflow step's transaction), with a
    * stable `eventId` (its Webhook-Id): written again with the same id, nothing is added. The drain
@@ -339,8 +368,8 @@ export class WebhooksService {
     return w;
   }
 
-  /** The URL rules at creation/change: form, then every address the host resolves to. */
-  private async checkUrl(raw: string): Promise<string> {
+  /** The URL rules at creation/change: form, then every address the host resolves to (a 400 naming `url`). */
+  async checkUrl(raw: string): Promise<string> {
     try {
       await resolveTarget(raw, this.delivery.urlRules);
     } catch (e) {

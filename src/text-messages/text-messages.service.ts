@@ -213,6 +213,11 @@ export class TextMessagesService {
     }
   }
 
+  /** A template with merge fields rendered for a contact (a workflow's webhook payload strings). */
+  render(content: string, contact: MergeContact): string {
+    return renderTemplate(parseTemplate(content), contact);
+  }
+
   /** The content of a text message (a workflow's send_sms step may take its body from one); 404 when it does not exist. */
   async contentOf(id: number, tx?: Tx): Promise<string> {
     const t = await this.messages.findById(id, tx);

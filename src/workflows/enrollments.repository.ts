@@ -60,6 +60,15 @@ export interface EnrolSpec {
   onlyNew?: boolean;
 }
 
+/** One step run's history row (its sequence number is the enrollment's new step_seq). */
+export interface StepRun {
+  stepKey: string;
+  stepType: string;
+  outcome: string;
+  detail: object | null;
+  at: Date;
+}
+
 /** The changes of one step's transaction to an enrollment. */
 export interface Advance {
   status: EnrollmentStatus;
@@ -185,12 +194,31 @@ export class EnrollmentsRepository {
     return this.repo(tx).createQueryBuilder('e').where('e.id = :id AND e.workflow_id = :workflowId', { id, workflowId }).setLock('pessimistic_write').getOne();
   }
 
-  /** Writes one step's outcome to the enrollment; answers the record as jsonb-ready row for its event. */
-  async advance(id: number, a: Advance, tx: Tx): Promise<void> {
+  /**
+   * Writes one step run: its history row and the enrollment's new position, in one statement
+   * (a waiting enrollment notes when its wait began, the database's time).
+   */
+  async advance(id: number, run: StepRun, a: Advance, tx: Tx): Promise<void> {
     await tx.query(
-      `UPDATE workflow_enrollments SET status = $2, step_key = $3, next_at = $4, ended_at = $5, error = $6, step_seq = $7, attempts = 0
+      `WITH h AS (INSERT INTO workflow_step_runs (enrollment_id, seq, step_key, step_type, outcome, detail, ran_at)
+                  VALUES ($1, $7, $8, $9, $10, $11::jsonb, $12))
+       UPDATE workflow_enrollments SET status = $2, step_key = $3, next_at = $4, ended_at = $5, error = $6, step_seq = $7, attempts = 0, woken_by = NULL,
+              waiting_since = CASE WHEN $2 = 'waiting' THEN now() END
         WHERE id = $1`,
-      [id, a.status, a.stepKey, a.nextAt, a.endedAt, a.error, a.stepSeq],
+      [
+        id,
+        a.status,
+        a.stepKey,
+        a.nextAt,
+        a.endedAt,
+        a.error,
+        a.stepSeq,
+        run.stepKey,
+        run.stepType,
+        run.outcome,
+        run.detail === null ? null : JSON.stringify(run.detail),
+        run.at,
+      ],
     );
   }
 
@@ -217,20 +245,57 @@ export class EnrollmentsRepository {
     return rows[0]?.attempts ?? 0;
   }
 
-  async recordRun(
-    enrollmentId: number,
-    seq: number,
-    stepKey: string,
-    stepType: string,
-    outcome: string,
-    detail: object | null,
+  /**
+   * Wakes the enrollments of `contacts` waiting at an untilEvent step (workflow, version, step key)
+   * and not woken yet: due at `at`, with the event that woke them (the first given for a contact).
+   * An enrollment that moved on meanwhile (its timeout ran) is not touched: its row lock and the
+   * re-checked WHERE decide; nor one whose wait began after the event occurred (`occurredAt`, the
+   * database's time as the change feed's). Answers how many woke.
+   */
+  async wake(
+    w: { workflowId: number; version: number; stepKey: string },
+    contacts: { contactId: number; event: Record<string, unknown>; occurredAt?: string }[],
     at: Date,
     tx: Tx,
-  ): Promise<void> {
-    await tx.query(
-      `INSERT INTO workflow_step_runs (enrollment_id, seq, step_key, step_type, outcome, detail, ran_at) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)`,
-      [enrollmentId, seq, stepKey, stepType, outcome, detail === null ? null : JSON.stringify(detail), at],
+  ): Promise<number> {
+    if (!contacts.length) return 0;
+    const rows = await returning<{ id: string }>(
+      tx,
+      `UPDATE workflow_enrollments e SET next_at = $5, woken_by = v.ev
+         FROM (SELECT DISTINCT ON (c) c, ev, at FROM (SELECT (x->>'c')::int AS c, x->'ev' AS ev, (x->>'at')::timestamptz AS at, k
+                                                       FROM jsonb_array_elements($4::jsonb) WITH ORDINALITY AS t(x, k)) y
+                ORDER BY c, k) v
+        WHERE e.workflow_id = $1 AND e.version = $2 AND e.step_key = $3 AND e.status = 'waiting' AND e.woken_by IS NULL AND e.contact_id = v.c
+          AND (v.at IS NULL OR e.waiting_since IS NULL OR v.at >= e.waiting_since)
+        RETURNING e.id`,
+      [w.workflowId, w.version, w.stepKey, JSON.stringify(contacts.map((c) => ({ c: c.contactId, ev: c.event, at: c.occurredAt ?? null }))), at],
     );
+    return rows.length;
+  }
+
+  /** The contacts among `contacts` with an enrollment waiting at the step (a wake's candidates). */
+  async waitingAt(w: { workflowId: number; version: number; stepKey: string }, contacts: number[], tx: Tx): Promise<number[]> {
+    if (!contacts.length) return [];
+    const rows: { contact_id: number }[] = await tx.query(
+      `SELECT contact_id FROM workflow_enrollments WHERE workflow_id = $1 AND version = $2 AND step_key = $3 AND status = 'waiting' AND woken_by IS NULL
+          AND contact_id = ANY($4::int[])`,
+      [w.workflowId, w.version, w.stepKey, contacts],
+    );
+    return rows.map((r) => r.contact_id);
+  }
+
+  /** The indexes of `properties` that match a compiled filter over PROPERTIES_COLUMN (workflow-tracked.ts), one statement. */
+  async matchingProperties(filter: CompiledFilter, properties: unknown[], tx: Tx): Promise<Set<number>> {
+    if (!properties.length) return new Set();
+    const qb = this.transactions
+      .manager(tx)
+      .createQueryBuilder()
+      .select('p.k', 'k')
+      .from('(SELECT x AS properties, k FROM jsonb_array_elements(CAST(:__props AS jsonb)) WITH ORDINALITY AS t(x, k))', 'p')
+      .where(`COALESCE((${filter.sql}), FALSE)`, { ...filter.params, __props: JSON.stringify(properties) });
+    const [sql, params] = qb.getQueryAndParameters();
+    const rows: { k: string }[] = await tx.query(sql, params);
+    return new Set(rows.map((r) => Number(r.k) - 1));
   }
 
   /** Whether the contact matches a compiled contacts filter now. */

@@ -76,14 +76,34 @@ describe('workflow definitions: structure and graph', () => {
     expect(failure({ steps }).message).toContain('at most 200 steps');
   });
 
-  it('refuses an unknown step type, a step property of another type, and says which are not available yet', () => {
+  it('refuses an unknown step type and a step property of another type', () => {
     expect(failure({ steps: [{ key: 'a', type: 'teleport' }] }).details?.[0]).toMatchObject({ field: 'steps.0.type', stepKey: 'a' });
     expect(failure({ steps: [{ key: 'a', type: 'exit', duration: '1d' }] }).details?.[0]).toMatchObject({ field: 'steps.0.duration' });
-    expect(failure({ steps: [{ key: 'a', type: 'add_points', points: 5 }] }).details?.[0].message).toContain('not available yet');
-    expect(failure({ steps: [{ key: 'a', type: 'wait', untilEvent: { type: 'x' } }] }).message).toContain('not available yet');
-    expect(failure({ trigger: { type: 'tracked_event', name: 'x' }, steps: [{ key: 'a', type: 'exit' }] }).details?.[0]).toMatchObject({
-      field: 'trigger.type',
+  });
+
+  it('checks add_points, webhook, tracked_event and untilEvent shapes', () => {
+    expect(checkDefinition({ trigger: manual, steps: [{ key: 'a', type: 'add_points', points: -5, reason: 'cooled' }] }).steps[0].points).toBe(-5);
+    for (const points of [0, 1.5, 1_000_001, '5', undefined])
+      expect(failure({ steps: [{ key: 'a', type: 'add_points', points }] }).details?.[0]).toMatchObject({ field: 'steps.0.points', stepKey: 'a' });
+    expect(failure({ steps: [{ key: 'a', type: 'add_points', points: 1, reason: '' }] }).details?.[0].field).toBe('steps.0.reason');
+    expect(checkDefinition({ trigger: manual, steps: [{ key: 'h', type: 'webhook', url: 'https://example.com/x', payload: { a: 1 } }] }).steps).toHaveLength(1);
+    expect(failure({ steps: [{ key: 'h', type: 'webhook', url: 'mailto:x' }] }).details?.[0].field).toBe('steps.0.url');
+    expect(failure({ steps: [{ key: 'h', type: 'webhook' }] }).details?.[0].field).toBe('steps.0.webhookId');
+    expect(checkDefinition({ trigger: { type: 'tracked_event', name: 'Signed Up' }, steps: [{ key: 'a', type: 'exit' }] }).trigger.type).toBe('tracked_event');
+    expect(failure({ trigger: { type: 'tracked_event', name: '' }, steps: [{ key: 'a', type: 'exit' }] }).details?.[0].field).toBe('trigger.name');
+    const wait = (extra: Record<string, unknown>) => ({
+      steps: [
+        { key: 'w', type: 'wait', untilEvent: { tracked: 'Paid' }, timeout: '3d', next: 'done', ...extra },
+        { key: 'done', type: 'exit' },
+      ],
     });
+    expect(checkDefinition({ trigger: manual, ...wait({ timeoutNext: 'done' }) }).steps[0].timeoutNext).toBe('done');
+    expect(failure(wait({ timeoutNext: 'ghost' })).details?.[0].field).toBe('steps.0.timeoutNext');
+    expect(failure(wait({ timeout: undefined })).details?.[0].field).toBe('steps.0.timeout');
+    expect(failure(wait({ untilEvent: { tracked: 'Paid', record: 'contact.updated' } })).details?.[0].field).toBe('steps.0.untilEvent');
+    expect(failure(wait({ untilEvent: { record: 'nope.happened' } })).details?.[0].field).toBe('steps.0.untilEvent.record');
+    expect(failure(wait({ duration: '1d' })).details?.[0].field).toBe('steps.0.duration');
+    expect(failure({ steps: [{ key: 'w', type: 'wait', duration: '1d', timeout: '1d' }] }).details?.[0].field).toBe('steps.0.timeout');
   });
 
   it('checks waits, splits, settings and time zones', () => {

@@ -16,10 +16,10 @@ export const RUNNING_STATUSES: readonly EnrollmentStatus[] = ['active', 'waiting
 export const REENROLLMENT = ['never', 'afterExit', 'always'] as const;
 export type Reenrollment = (typeof REENROLLMENT)[number];
 
-export const TRIGGER_TYPES = ['manual', 'record_event', 'segment_entered', 'segment_exited', 'schedule'] as const;
+export const TRIGGER_TYPES = ['manual', 'record_event', 'tracked_event', 'segment_entered', 'segment_exited', 'schedule'] as const;
 export type TriggerType = (typeof TRIGGER_TYPES)[number];
-/** Triggers of the issue this engine does not run yet (a 400 says so). */
-export const TRIGGERS_NOT_YET = ['tracked_event'] as const;
+/** The longest tracked event name (as the intake takes them). */
+export const TRACKED_NAME_MAX = 255;
 
 /** Change-feed events a record_event trigger may name, and where the contact is in their data. */
 export const RECORD_EVENT_CONTACT: Record<string, string> = {
@@ -40,6 +40,7 @@ export const STEP_TYPES = [
   'wait',
   'branch',
   'send_sms',
+  'add_points',
   'update_contact',
   'add_to_campaign',
   'remove_from_campaign',
@@ -52,14 +53,15 @@ export const STEP_TYPES = [
   'exit',
 ] as const;
 export type StepType = (typeof STEP_TYPES)[number];
-/** Steps of the issue this engine does not run yet (a 400 says so). */
-export const STEPS_NOT_YET = ['add_points'] as const;
 export const MAX_STEPS = 200;
+/** The largest change of points one add_points step makes, either way (the scoring ledger's bound). */
+export const MAX_STEP_POINTS = 1_000_000;
 export const ACTIVITY_TYPES = ['call', 'email', 'meeting'] as const;
 
 export type Trigger =
   | { type: 'manual' }
   | { type: 'record_event'; event: string; filter?: unknown; changed?: string[] }
+  | { type: 'tracked_event'; name: string; filter?: unknown }
   | { type: 'segment_entered'; segmentId: number; enrollExisting?: boolean }
   | { type: 'segment_exited'; segmentId: number }
   | { type: 'schedule'; cron: string; segmentId: number };
@@ -74,6 +76,10 @@ export interface Step {
   duration?: string;
   until?: string;
   untilTimeOfDay?: string;
+  /** Waits for a tracked event (filter on its properties) or a change-feed event of the contact (filter on the contact), at most `timeout`. */
+  untilEvent?: UntilEvent;
+  timeout?: string;
+  timeoutNext?: string;
   // branch
   branches?: { filter?: unknown; next: string; percentage?: number }[];
   split?: { percentage: number; next: string }[];
@@ -81,6 +87,8 @@ export interface Step {
   // actions
   body?: string;
   textMessageId?: number;
+  points?: number;
+  reason?: string;
   set?: Record<string, unknown>;
   campaignId?: number;
   segmentId?: number;
@@ -91,10 +99,13 @@ export interface Step {
   userId?: number;
   message?: string;
   webhookId?: number;
+  url?: string;
   payload?: Record<string, unknown>;
   // goal
   filter?: unknown;
 }
+
+export type UntilEvent = { tracked: string; filter?: unknown } | { record: string; filter?: unknown };
 
 export interface Settings {
   reenrollment: Reenrollment;
@@ -110,9 +121,10 @@ export interface Definition {
 
 /** The properties each step type takes besides key, type and name. */
 const STEP_PROPERTIES: Record<StepType, readonly string[]> = {
-  wait: ['next', 'duration', 'until', 'untilTimeOfDay'],
+  wait: ['next', 'duration', 'until', 'untilTimeOfDay', 'untilEvent', 'timeout', 'timeoutNext'],
   branch: ['branches', 'split', 'defaultNext'],
   send_sms: ['next', 'body', 'textMessageId'],
+  add_points: ['next', 'points', 'reason'],
   update_contact: ['next', 'set'],
   add_to_campaign: ['next', 'campaignId'],
   remove_from_campaign: ['next', 'campaignId'],
@@ -120,7 +132,7 @@ const STEP_PROPERTIES: Record<StepType, readonly string[]> = {
   remove_from_segment: ['next', 'segmentId'],
   create_activity: ['next', 'activityType', 'subject', 'due', 'notes'],
   notify_user: ['next', 'userId', 'message'],
-  webhook: ['next', 'webhookId', 'payload'],
+  webhook: ['next', 'url', 'webhookId', 'payload'],
   goal: ['filter'],
   exit: [],
 };
@@ -128,6 +140,7 @@ const STEP_PROPERTIES: Record<StepType, readonly string[]> = {
 const TRIGGER_PROPERTIES: Record<TriggerType, readonly string[]> = {
   manual: [],
   record_event: ['event', 'filter', 'changed'],
+  tracked_event: ['name', 'filter'],
   segment_entered: ['segmentId', 'enrollExisting'],
   segment_exited: ['segmentId'],
   schedule: ['cron', 'segmentId'],
@@ -190,10 +203,6 @@ function checkTrigger(raw: unknown, p: Problems): Trigger {
     return { type: 'manual' };
   }
   const type = raw.type as string;
-  if ((TRIGGERS_NOT_YET as readonly string[]).includes(type)) {
-    p.add('trigger.type', `${type} triggers are not available yet`);
-    return { type: 'manual' };
-  }
   if (!TRIGGER_TYPES.includes(type as TriggerType)) {
     p.add('trigger.type', `must be one of ${TRIGGER_TYPES.join(', ')}`);
     return { type: 'manual' };
@@ -204,6 +213,8 @@ function checkTrigger(raw: unknown, p: Problems): Trigger {
   if (type === 'segment_entered' && raw.enrollExisting !== undefined && typeof raw.enrollExisting !== 'boolean')
     p.add('trigger.enrollExisting', 'must be a boolean');
   if (type === 'schedule' && (typeof raw.cron !== 'string' || !raw.cron.trim())) p.add('trigger.cron', 'must be a cron pattern (5 fields)');
+  if (type === 'tracked_event' && (typeof raw.name !== 'string' || !raw.name.trim() || raw.name.length > TRACKED_NAME_MAX))
+    p.add('trigger.name', `must be a tracked event name (1 to ${TRACKED_NAME_MAX} characters)`);
   if (type === 'record_event') {
     if (typeof raw.event !== 'string' || !Object.hasOwn(RECORD_EVENT_CONTACT, raw.event))
       p.add('trigger.event', `must be one of ${Object.keys(RECORD_EVENT_CONTACT).join(', ')}`);
@@ -218,8 +229,7 @@ function checkStepShape(raw: Record<string, unknown>, i: number, key: string, p:
   const type = raw.type as StepType;
   for (const k of Object.keys(raw)) {
     if (k === 'key' || k === 'type' || k === 'name') continue;
-    if (k === 'untilEvent' && type === 'wait') p.add(f(k), 'untilEvent waits are not available yet', key);
-    else if (!STEP_PROPERTIES[type].includes(k)) p.add(f(k), `is not a property of a ${type} step`, key);
+    if (!STEP_PROPERTIES[type].includes(k)) p.add(f(k), `is not a property of a ${type} step`, key);
   }
   if (raw.name !== undefined && (typeof raw.name !== 'string' || raw.name.length > 255)) p.add(f('name'), 'must be a text of at most 255 characters', key);
   const text = (name: string, max: number, required: boolean) => {
@@ -232,8 +242,10 @@ function checkStepShape(raw: Record<string, unknown>, i: number, key: string, p:
   };
   switch (type) {
     case 'wait': {
-      const given = ['duration', 'until', 'untilTimeOfDay'].filter((k) => raw[k] !== undefined);
-      if (given.length !== 1) p.add(f('duration'), 'a wait takes exactly one of duration, until, untilTimeOfDay', key);
+      const given = ['duration', 'until', 'untilTimeOfDay', 'untilEvent'].filter((k) => raw[k] !== undefined);
+      if (given.length !== 1) p.add(f('duration'), 'a wait takes exactly one of duration, until, untilTimeOfDay, untilEvent', key);
+      if (raw.untilEvent !== undefined) checkUntilEvent(raw, f, key, p);
+      else for (const k of ['timeout', 'timeoutNext']) if (raw[k] !== undefined) p.add(f(k), 'is a property of an untilEvent wait', key);
       if (raw.duration !== undefined && parseDuration(raw.duration) === null)
         p.add(f('duration'), 'must be a positive duration of at most a year: a number and s, m, h, d or w (e.g. "2d")', key);
       if (raw.until !== undefined && (typeof raw.until !== 'string' || !/[zZ]|[+-]\d{2}:\d{2}$/.test(raw.until) || Number.isNaN(Date.parse(raw.until))))
@@ -274,6 +286,11 @@ function checkStepShape(raw: Record<string, unknown>, i: number, key: string, p:
       text('body', 1600, false);
       if (raw.textMessageId !== undefined) id('textMessageId');
       break;
+    case 'add_points':
+      if (!Number.isInteger(raw.points) || raw.points === 0 || Math.abs(raw.points as number) > MAX_STEP_POINTS)
+        p.add(f('points'), `must be a whole number other than 0, at most ${MAX_STEP_POINTS} either way`, key);
+      text('reason', 255, false);
+      break;
     case 'update_contact':
       if (!isObject(raw.set) || !Object.keys(raw.set).length) p.add(f('set'), 'must be an object of contact properties (or fields.<alias>) to set', key);
       break;
@@ -296,7 +313,13 @@ function checkStepShape(raw: Record<string, unknown>, i: number, key: string, p:
       text('message', 2000, true);
       break;
     case 'webhook':
-      id('webhookId');
+      // `url`: the step gets its own signing subscription on save (its id is answered as webhookId);
+      // `webhookId` alone: an existing subscription's URL and secret.
+      if (raw.url !== undefined) {
+        if (typeof raw.url !== 'string' || !/^https?:\/\//i.test(raw.url) || raw.url.length > 2048)
+          p.add(f('url'), 'must be an http(s) URL of at most 2048 characters', key);
+        if (raw.webhookId !== undefined) id('webhookId');
+      } else id('webhookId');
       if (raw.payload !== undefined && !isObject(raw.payload)) p.add(f('payload'), 'must be a JSON object', key);
       break;
     case 'goal':
@@ -307,6 +330,23 @@ function checkStepShape(raw: Record<string, unknown>, i: number, key: string, p:
   }
 }
 
+/** `{ untilEvent: { tracked | record, filter? }, timeout, timeoutNext? }`. */
+function checkUntilEvent(raw: Record<string, unknown>, f: (name: string) => string, key: string, p: Problems): void {
+  const u = raw.untilEvent;
+  if (!isObject(u) || (u.tracked === undefined) === (u.record === undefined)) {
+    p.add(f('untilEvent'), 'must be { tracked: "<event name>", filter? } or { record: "<change event type>", filter? }', key);
+    return;
+  }
+  for (const k of Object.keys(u)) if (!['tracked', 'record', 'filter'].includes(k)) p.add(f(`untilEvent.${k}`), 'is not a property of untilEvent', key);
+  if (u.tracked !== undefined && (typeof u.tracked !== 'string' || !u.tracked.trim() || u.tracked.length > TRACKED_NAME_MAX))
+    p.add(f('untilEvent.tracked'), `must be a tracked event name (1 to ${TRACKED_NAME_MAX} characters)`, key);
+  if (u.record !== undefined && (typeof u.record !== 'string' || !Object.hasOwn(RECORD_EVENT_CONTACT, u.record)))
+    p.add(f('untilEvent.record'), `must be one of ${Object.keys(RECORD_EVENT_CONTACT).join(', ')}`, key);
+  if (raw.timeout === undefined || parseDuration(raw.timeout) === null)
+    p.add(f('timeout'), 'is required: how long to wait for the event at most, e.g. "3d" (at most a year)', key);
+  if (raw.timeoutNext !== undefined && typeof raw.timeoutNext !== 'string') p.add(f('timeoutNext'), 'must be a step key', key);
+}
+
 /** The keys a step leads to, with the field that names each. */
 export function exitsOf(s: Step): { field: string; key: string }[] {
   const out: { field: string; key: string }[] = [];
@@ -314,6 +354,7 @@ export function exitsOf(s: Step): { field: string; key: string }[] {
   s.branches?.forEach((b, j) => out.push({ field: `branches.${j}.next`, key: b.next }));
   s.split?.forEach((b, j) => out.push({ field: `split.${j}.next`, key: b.next }));
   if (s.defaultNext !== undefined) out.push({ field: 'defaultNext', key: s.defaultNext });
+  if (s.timeoutNext !== undefined) out.push({ field: 'timeoutNext', key: s.timeoutNext });
   return out;
 }
 
@@ -397,16 +438,13 @@ export function checkDefinition(input: { trigger: unknown; steps: unknown; setti
     if (typeof s.key !== 'string' || !KEY.test(s.key)) p.add(`steps.${i}.key`, 'must be 1 to 64 letters, digits, _ or -', key);
     else if (keys.has(s.key)) p.add(`steps.${i}.key`, `is used by another step`, key);
     else keys.add(s.key);
-    if ((STEPS_NOT_YET as readonly string[]).includes(s.type as string)) {
-      p.add(`steps.${i}.type`, `${String(s.type)} steps are not available yet`, key);
-      return;
-    }
     if (!STEP_TYPES.includes(s.type as StepType)) {
       p.add(`steps.${i}.type`, `unknown step type; one of ${STEP_TYPES.join(', ')}`, key);
       return;
     }
     checkStepShape(s, i, key, p);
-    for (const k of ['next', 'defaultNext']) if (s[k] !== undefined && typeof s[k] !== 'string') p.add(`steps.${i}.${k}`, 'must be a step key', key);
+    for (const k of ['next', 'defaultNext', 'timeoutNext'])
+      if (s[k] !== undefined && typeof s[k] !== 'string') p.add(`steps.${i}.${k}`, 'must be a step key', key);
   });
   p.throwIfAny();
   const steps = list as Step[];

@@ -35,8 +35,10 @@ function describe(s: Step): string {
       return `would create the ${s.activityType} activity "${s.subject}"`;
     case 'notify_user':
       return `would notify user ${s.userId}`;
+    case 'add_points':
+      return `would add ${s.points} points`;
     case 'webhook':
-      return `would call webhook ${s.webhookId}`;
+      return s.url !== undefined ? `would call ${s.url}` : `would call webhook ${s.webhookId}`;
     default:
       return '';
   }
@@ -105,6 +107,20 @@ export class WorkflowDryRun {
       switch (step.type) {
         case 'wait': {
           const due = waitDue(step, t, def.settings.timezone);
+          if (step.untilEvent !== undefined) {
+            // No event can be foreseen: the path the timeout takes, with the event's way named.
+            const u = step.untilEvent;
+            const what = 'tracked' in u ? `the tracked event "${u.tracked}"` : `a ${u.record} event of the contact`;
+            path.push({
+              key: step.key,
+              type: step.type,
+              decision: `waits for ${what} (→ ${step.next ?? 'the end'}) until the timeout (→ ${step.timeoutNext ?? 'the end'}); the dry run follows the timeout`,
+              dueAt: due.toISOString(),
+            });
+            t = due;
+            next = step.timeoutNext;
+            break;
+          }
           const over = due.getTime() <= t.getTime();
           path.push({ key: step.key, type: step.type, decision: over ? 'the wait is already over' : 'waits', dueAt: due.toISOString() });
           if (!over) t = due;

@@ -15,6 +15,11 @@ import { WorkflowsRepository } from './workflows.repository.js';
 
 /** Steps one claim runs in a row for one enrollment before letting it go (a loop of waits that are already over). */
 const MAX_STEPS_PER_CLAIM = 100;
+/**
+ * Steps of one enrollment run in one transaction, one after another (each still behind its own
+ * savepoint): fewer commits, and the chain's effects commit together or not at all.
+ */
+export const STEPS_PER_TRANSACTION = 10;
 /** A step that failed for a passing reason is tried again this many times, then the enrollment fails. */
 export const MAX_ATTEMPTS = 5;
 
@@ -22,6 +27,12 @@ export const MAX_ATTEMPTS = 5;
 export interface VersionDefinition {
   steps: Step[];
   settings: Settings;
+}
+
+/** What the steps of one transaction share: the enrollment as the last step left it, and its workflow. */
+interface Chain {
+  enrollment?: WorkflowEnrollment;
+  workflow?: Workflow;
 }
 
 /** What became of one claimed enrollment. */
@@ -43,7 +54,7 @@ export function isStepFailure(e: unknown): boolean {
 }
 
 /**
- * Runs the steps of one claimed enrollment. Each step is one transaction: the enrollment row is
+ * Runs the steps of one claimed enrollment, up to STEPS_PER_TRANSACTION in one transaction. Each step: the enrollment row is
  * locked and checked to be still ours (the claim token: a claim whose lease passed may have been
  * taken over), the workflow's goals are checked, the step's effect is written, then its history row,
  * its event and the enrollment's new position, so a step's effect commits exactly when the
@@ -85,11 +96,18 @@ export class WorkflowEngine {
 
   /** Runs the claimed enrollment's due steps until it waits, ends, is not due, or MAX_STEPS_PER_CLAIM ran. */
   async process(id: number, token: string): Promise<ProcessOutcome> {
-    for (let i = 0; i < MAX_STEPS_PER_CLAIM; i++) {
+    for (let i = 0; i < MAX_STEPS_PER_CLAIM; i += STEPS_PER_TRANSACTION) {
       const webhooks = new Set<number>();
       let outcome: ProcessOutcome | 'continue';
       try {
-        outcome = await this.transactions.run((tx) => this.step(id, token, webhooks, tx));
+        outcome = await this.transactions.run(async (tx) => {
+          const chain: Chain = {};
+          for (let j = 0; j < STEPS_PER_TRANSACTION; j++) {
+            const o = await this.step(id, token, webhooks, tx, chain);
+            if (o !== 'continue') return o;
+          }
+          return 'continue' as const;
+        });
       } catch (e) {
         return this.passingFailure(id, token, e);
       }
@@ -111,14 +129,20 @@ export class WorkflowEngine {
     return 'retry';
   }
 
-  /** One step in `tx`; 'continue' when the enrollment is due again at once. */
-  private async step(id: number, token: string, webhooks: Set<number>, tx: Tx): Promise<ProcessOutcome | 'continue'> {
-    const e = await this.enrollments.lockClaimed(id, token, tx);
+  /**
+   * One step in `tx`; 'continue' when the enrollment is due again at once. The chain keeps the
+   * enrollment (locked by the first step of the transaction, changed by each) and its workflow for
+   * the next steps of the same transaction.
+   */
+  private async step(id: number, token: string, webhooks: Set<number>, tx: Tx, chain: Chain): Promise<ProcessOutcome | 'continue'> {
+    const e = chain.enrollment ?? (await this.enrollments.lockClaimed(id, token, tx));
     if (!e) return 'lost';
     const now = this.clock.now();
     if (e.nextAt && e.nextAt.getTime() > now.getTime()) return 'released';
-    const w = await this.workflows.findRecord(e.workflowId, tx);
+    const w = chain.workflow ?? (await this.workflows.findRecord(e.workflowId, tx));
     if (!w || w.status !== 'active') return 'released';
+    chain.enrollment = e;
+    chain.workflow = w;
     const def = await this.version(e.workflowId, e.version, tx);
     const step = def?.steps.find((s) => s.key === e.stepKey);
     if (!def || !step) {
@@ -137,6 +161,7 @@ export class WorkflowEngine {
       workflowName: w.name,
       contactId: e.contactId,
       waiting: e.status === 'waiting',
+      woken: e.wokenBy,
       seq: e.stepSeq + 1,
       settings: def.settings,
       now,
@@ -150,7 +175,6 @@ export class WorkflowEngine {
     } catch (err) {
       if (!isStepFailure(err)) throw err;
       const message = err instanceof Error ? err.message : String(err);
-      webhooks.clear();
       await this.end(e, 'failed', message.slice(0, 2000), { key: step.key, type: step.type }, now, tx);
       return 'ended';
     }
@@ -165,13 +189,12 @@ export class WorkflowEngine {
       return 'ended';
     }
     const outcome = r.kind === 'wait' ? 'waiting' : r.outcome;
-    await this.enrollments.recordRun(ctx.enrollmentId, ctx.seq, step.key, step.type, outcome, r.detail, now, tx);
     let a: Advance;
     if (r.kind === 'wait') a = { status: 'waiting', stepKey: step.key, nextAt: r.until, endedAt: null, error: null, stepSeq: ctx.seq };
     else if (r.next === undefined) a = { status: 'completed', stepKey: step.key, nextAt: null, endedAt: now, error: null, stepSeq: ctx.seq };
     else a = { status: 'active', stepKey: r.next, nextAt: now, endedAt: null, error: null, stepSeq: ctx.seq };
-    await this.enrollments.advance(ctx.enrollmentId, a, tx);
-    const record = toEnrollmentRecord(Object.assign(e, a));
+    await this.enrollments.advance(ctx.enrollmentId, { stepKey: step.key, stepType: step.type, outcome, detail: r.detail, at: now }, a, tx);
+    const record = toEnrollmentRecord(Object.assign(e, a, { wokenBy: null, attempts: 0 }));
     await this.events.record(tx, 'workflow.step_completed', { enrollment: record, step: { key: step.key, type: step.type, outcome, detail: r.detail } });
     if (a.status === 'completed') {
       await this.events.record(tx, 'workflow.completed', record);
@@ -190,9 +213,9 @@ export class WorkflowEngine {
     tx: Tx,
   ): Promise<void> {
     const seq = e.stepSeq + 1;
-    await this.enrollments.recordRun(Number(e.id), seq, step?.key ?? e.stepKey ?? '', step?.type ?? 'unknown', status, error ? { error } : null, now, tx);
     const a: Advance = { status, stepKey: e.stepKey, nextAt: null, endedAt: now, error, stepSeq: seq };
-    await this.enrollments.advance(Number(e.id), a, tx);
+    const run = { stepKey: step?.key ?? e.stepKey ?? '', stepType: step?.type ?? 'unknown', outcome: status, detail: error ? { error } : null, at: now };
+    await this.enrollments.advance(Number(e.id), run, a, tx);
     await this.events.record(tx, `workflow.${status}`, toEnrollmentRecord(Object.assign(e, a)));
   }
 

@@ -5,6 +5,7 @@ import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { outsideTransaction } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
 import { JobQueue } from '../jobs/job-queue.js';
+import { TrackingIntakeService } from '../tracking/tracking-intake.service.js';
 import { EnrollmentsRepository } from './enrollments.repository.js';
 import { EnrollmentsService } from './enrollments.service.js';
 import { WorkflowEngine } from './workflow-engine.js';
@@ -25,7 +26,8 @@ const LANES = 4;
  *
  * Each pass first follows the triggers (workflow-triggers.ts: the change feed, due schedules).
  * A pass starts at once when work appears: an enrolment or trigger in this process (kick), a new
- * event numbered by this process's sequencer (enrolments and steps elsewhere write events), and
+ * event numbered by this process's sequencer (enrolments and steps elsewhere write events), tracked
+ * events stored by this process's intake, and
  * at the earliest due time it knows of; otherwise every WORKFLOW_POLL_INTERVAL_MS.
  */
 @Injectable()
@@ -36,6 +38,7 @@ export class WorkflowRunner implements OnApplicationBootstrap, OnModuleDestroy {
   private again = false;
   private stopped = false;
   private unsubscribe: (() => void) | null = null;
+  private unsubscribeTracked: (() => void) | null = null;
 
   constructor(
     private readonly engine: WorkflowEngine,
@@ -45,6 +48,7 @@ export class WorkflowRunner implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly events: EventsService,
     private readonly jobs: JobQueue,
     private readonly clock: Clock,
+    private readonly intake: TrackingIntakeService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -56,6 +60,7 @@ export class WorkflowRunner implements OnApplicationBootstrap, OnModuleDestroy {
   onApplicationBootstrap(): void {
     if (!this.enabled) return;
     this.unsubscribe = this.events.onSequenced(() => this.kick());
+    this.unsubscribeTracked = this.intake.onTracked(() => this.kick());
     this.enrolling.onEnrolled(() => this.kick());
     this.arm(0);
   }
@@ -120,6 +125,7 @@ export class WorkflowRunner implements OnApplicationBootstrap, OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
     this.unsubscribe?.();
+    this.unsubscribeTracked?.();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.running;

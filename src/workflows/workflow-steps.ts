@@ -7,6 +7,7 @@ import { ContactsService } from '../contacts/contacts.service.js';
 import type { Tx } from '../database/transactions.js';
 import { WebhooksService } from '../events/webhooks.service.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
+import { ScoringService } from '../scoring/scoring.service.js';
 import { SegmentsService } from '../segments/segments.service.js';
 import { TextMessagesService } from '../text-messages/text-messages.service.js';
 import { EnrollmentsRepository } from './enrollments.repository.js';
@@ -23,6 +24,8 @@ export interface StepContext {
   contactId: number;
   /** Whether the enrollment is waiting at this step (a wait whose time has come). */
   waiting: boolean;
+  /** The event that woke the enrollment waiting at an untilEvent step (null: it waits, or its timeout ran out). */
+  woken: Record<string, unknown> | null;
   /** The step run's sequence number in the enrollment (its external effects' stable id derives from it). */
   seq: number;
   settings: Settings;
@@ -40,6 +43,7 @@ export type StepResult =
 
 /** When a wait step started now is due (null: a wait that takes no time, e.g. an `until` in the past). */
 export function waitDue(step: Step, now: Date, timezone: string): Date {
+  if (step.untilEvent !== undefined) return new Date(now.getTime() + (parseDuration(step.timeout) ?? 0));
   if (step.duration !== undefined) return new Date(now.getTime() + (parseDuration(step.duration) ?? 0));
   if (step.until !== undefined) return new Date(step.until);
   return nextTimeOfDay(now, parseTimeOfDay(step.untilTimeOfDay) ?? 0, timezone);
@@ -64,6 +68,7 @@ export class StepEffects {
     private readonly textMessages: TextMessagesService,
     private readonly webhooks: WebhooksService,
     private readonly enrollments: EnrollmentsRepository,
+    private readonly scoring: ScoringService,
   ) {}
 
   /** Whether the contact matches a filter over contacts now (branches, goals). */
@@ -76,6 +81,10 @@ export class StepEffects {
     const done = (detail: Record<string, unknown> = {}): StepResult => ({ kind: 'next', next: step.next, outcome: 'completed', detail });
     switch (step.type) {
       case 'wait': {
+        if (step.untilEvent !== undefined && ctx.waiting) {
+          if (ctx.woken) return done({ waited: true, event: ctx.woken });
+          return { kind: 'next', next: step.timeoutNext, outcome: 'completed', detail: { waited: true, timedOut: true } };
+        }
         if (ctx.waiting) return done({ waited: true });
         const until = waitDue(step, ctx.now, ctx.settings.timezone);
         if (until.getTime() <= ctx.now.getTime()) return done({ waited: false, dueAt: until.toISOString() });
@@ -85,6 +94,20 @@ export class StepEffects {
         return this.branch(step, ctx, tx);
       case 'exit':
         return { kind: 'exit', detail: {} };
+      case 'add_points': {
+        // A ledger row (source workflow) and the contact's points, in this step's transaction.
+        const added = await this.scoring.addPoints(
+          ctx.contactId,
+          step.points as number,
+          {
+            source: 'workflow',
+            reason: step.reason ?? `workflow "${ctx.workflowName}", step ${step.key}`,
+            details: { workflowId: ctx.workflowId, enrollmentId: ctx.enrollmentId, stepKey: step.key, stepRun: ctx.seq },
+          },
+          tx,
+        );
+        return done({ points: step.points, pointChangeId: added?.change.id ?? null, total: added?.points ?? null });
+      }
       case 'update_contact': {
         const contact = await this.contacts.patch(ctx.contactId, contactEditOf(step.set ?? {}), ctx.who, tx);
         return done({ set: Object.keys(step.set ?? {}), contactModifiedAt: contact.modifiedAt });
@@ -172,7 +195,17 @@ export class StepEffects {
   /** A signed delivery to the webhook, with a Webhook-Id stable for this enrollment and step run. */
   private async webhook(step: Step, ctx: StepContext, tx: Tx): Promise<StepResult> {
     const id = stepRunId(ctx.enrollmentId, ctx.seq);
+    if (step.webhookId === undefined) throw fieldError('webhookId', `step "${step.key}" has no webhook subscription (save the workflow again)`);
     const contact = await this.contacts.get(ctx.contactId);
+    const merge = { ...(contact as unknown as Record<string, unknown>), fields: contact.fields };
+    const render = (v: unknown): unknown =>
+      typeof v === 'string'
+        ? this.textMessages.render(v, merge)
+        : Array.isArray(v)
+          ? v.map(render)
+          : typeof v === 'object' && v !== null
+            ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, render(x)]))
+            : v;
     const body = JSON.stringify({
       id,
       type: 'workflow.webhook',
@@ -183,12 +216,12 @@ export class StepEffects {
         enrollmentId: ctx.enrollmentId,
         stepKey: step.key,
         contact,
-        payload: step.payload ?? null,
+        payload: step.payload === undefined ? null : render(step.payload),
       },
     });
-    if (!(await this.webhooks.queueDirectDelivery(step.webhookId as number, id, 'workflow.webhook', body, tx)))
+    if (!(await this.webhooks.queueDirectDelivery(step.webhookId, id, 'workflow.webhook', body, tx)))
       throw fieldError('webhookId', `webhook ${step.webhookId} does not exist`);
-    ctx.webhooks.add(step.webhookId as number);
+    ctx.webhooks.add(step.webhookId);
     return { kind: 'next', next: step.next, outcome: 'completed', detail: { webhookId: step.webhookId, webhookEventId: id } };
   }
 }

@@ -6,6 +6,8 @@ import { EventsService } from '../events/events.service.js';
 import { SegmentsService } from '../segments/segments.service.js';
 import { EnrollmentsRepository } from './enrollments.repository.js';
 import { EnrollmentsService } from './enrollments.service.js';
+import { WorkflowEventWaits } from './workflow-event-waits.js';
+import { WorkflowTrackedFollower } from './workflow-tracked-follower.js';
 import { RECORD_EVENT_CONTACT } from './workflow-definition.js';
 import { nextScheduleTick } from './workflow-schedule.js';
 import { EXCLUDED_FILTER_FIELDS } from './workflow-validation.js';
@@ -29,7 +31,11 @@ const CONTACT_CHANGES = new Set(['contact.created', 'contact.updated', 'campaign
  *   dispatcher), with its own cursor, enrols the contact of each matching event (the event's type,
  *   `changed` names in its `previous`, the filter on the contact as it is when read), in one
  *   transaction with the cursor's move;
+ * - untilEvent waits on change events: the same pass wakes the enrollments waiting for them
+ *   (workflow-event-waits.ts);
  * - goals: the same pass converts running enrollments whose contact changed and now matches a goal;
+ * - tracked_event triggers and tracked untilEvent waits: the tracked-event queue
+ *   (workflow-tracked-follower.ts);
  * - schedule: each due tick enrols the segment's members, set-based, and moves to the next tick.
  */
 @Injectable()
@@ -45,6 +51,8 @@ export class WorkflowTriggers implements OnModuleInit {
     private readonly events: EventsService,
     private readonly transactions: Transactions,
     private readonly clock: Clock,
+    private readonly eventWaits: WorkflowEventWaits,
+    private readonly tracked: WorkflowTrackedFollower,
   ) {}
 
   onModuleInit(): void {
@@ -62,13 +70,14 @@ export class WorkflowTriggers implements OnModuleInit {
     }
   }
 
-  /** Follows the feed until caught up (or another process holds the cursor), then runs the due schedules. */
+  /** Follows the feed until caught up (or another process holds the cursor), then the tracked-event queue, then runs the due schedules. */
   async follow(): Promise<void> {
     await this.events.sequenceNow(true);
     for (let i = 0; i < 100; i++) {
       const read = await this.followOnce();
       if (read < FOLLOW_BATCH) break;
     }
+    await this.tracked.follow();
     await this.runSchedules();
   }
 
@@ -79,7 +88,8 @@ export class WorkflowTriggers implements OnModuleInit {
       if (!cursor) return -1;
       const triggered = await this.workflows.activeWithTrigger(['record_event'], tx);
       const withGoals = await this.workflows.activeWithGoals(tx);
-      if (!triggered.length && !withGoals.length) {
+      const waits = await this.eventWaits.waits('record', tx);
+      if (!triggered.length && !withGoals.length && !waits.length) {
         // Nothing listens: the cursor moves to the feed's head without reading the events.
         if (cursor.feedSequence > cursor.lastSequence) await this.workflows.advanceTriggerCursor(cursor.feedSequence, tx);
         return 0;
@@ -93,6 +103,7 @@ export class WorkflowTriggers implements OnModuleInit {
         return 0;
       }
       for (const w of triggered) await this.recordEvents(w, events, tx);
+      if (waits.length && (await this.eventWaits.recordEvents(waits, events, tx))) this.enrolling.notify();
       const changed = [...new Set(events.filter((e) => CONTACT_CHANGES.has(e.type)).map((e) => contactOf(e)))].filter((c): c is number => c !== null);
       if (changed.length) for (const w of withGoals) await this.checkGoals(w, changed, tx);
       await this.workflows.advanceTriggerCursor(events[events.length - 1].sequence, tx);

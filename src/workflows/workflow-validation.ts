@@ -12,6 +12,7 @@ import type { FilterNode } from '../lists/filter-syntax.js';
 import { SegmentsService } from '../segments/segments.service.js';
 import { TextMessagesService } from '../text-messages/text-messages.service.js';
 import { checkDefinition, type Definition, type Step, stepError } from './workflow-definition.js';
+import { compilePropertiesFilter } from './workflow-tracked.js';
 
 /** Filter fields a workflow's filters cannot use (as for segments: segment.id). */
 export const EXCLUDED_FILTER_FIELDS = ['segment.id'] as const;
@@ -25,6 +26,15 @@ export function contactEditOf(set: Record<string, unknown>): Record<string, unkn
       fields[k.slice('fields.'.length)] = v;
     } else out[k] = v;
   }
+  return out;
+}
+
+/** Every string of a webhook step's payload (its templates), with its path (`payload.a.0`), at most 1,000. */
+export function templateStrings(v: unknown, path: string, out: [string, string][] = []): [string, string][] {
+  if (out.length >= 1000) return out;
+  if (typeof v === 'string') out.push([path, v]);
+  else if (Array.isArray(v)) v.forEach((x, i) => templateStrings(x, `${path}.${i}`, out));
+  else if (typeof v === 'object' && v !== null) for (const [k, x] of Object.entries(v)) templateStrings(x, `${path}.${k}`, out);
   return out;
 }
 
@@ -64,11 +74,25 @@ export class WorkflowValidator {
     }
   }
 
+  /** A filter over a tracked event's properties compiled (a 400 naming `field` otherwise); answers its JSON form. */
+  private propertiesFilter(raw: unknown, fail: (message: string) => AppError): FilterNode {
+    try {
+      return compilePropertiesFilter(raw).node;
+    } catch (e) {
+      if (e instanceof AppError && e.status === 400) throw fail(`the filter does not compile (it names properties.<name> of the event): ${e.message}`);
+      throw e;
+    }
+  }
+
   private async checkTrigger(d: Definition): Promise<void> {
     const t = d.trigger;
     const fail = (field: string) => (message: string) =>
       new AppError('validation_failed', `trigger.${field}: ${message}`, [{ field: `trigger.${field}`, message }]);
     if (t.type === 'record_event' && t.filter !== undefined && t.filter !== null) t.filter = await this.filter(t.filter, fail('filter'));
+    if (t.type === 'tracked_event') {
+      t.name = t.name.trim();
+      if (t.filter !== undefined && t.filter !== null) t.filter = this.propertiesFilter(t.filter, fail('filter'));
+    }
     if (t.type === 'schedule') {
       try {
         CronExpressionParser.parse(t.cron, { tz: d.settings.timezone, strict: false });
@@ -85,6 +109,15 @@ export class WorkflowValidator {
   private async checkStep(steps: Step[], s: Step): Promise<void> {
     const fail = (field: string) => (message: string) => stepError(steps, s.key, field, message);
     switch (s.type) {
+      case 'wait': {
+        const u = s.untilEvent;
+        if (u && u.filter !== undefined && u.filter !== null) {
+          if ('tracked' in u) u.filter = this.propertiesFilter(u.filter, fail('untilEvent.filter'));
+          else u.filter = await this.filter(u.filter, fail('untilEvent.filter'));
+        }
+        if (u && 'tracked' in u) u.tracked = u.tracked.trim();
+        break;
+      }
       case 'branch':
         if (s.branches) for (const [j, b] of s.branches.entries()) b.filter = await this.filter(b.filter, fail(`branches.${j}.filter`));
         break;
@@ -128,7 +161,15 @@ export class WorkflowValidator {
         );
         break;
       case 'webhook':
-        await this.exists(this.webhooks.exists(s.webhookId as number), fail('webhookId'), `webhook ${s.webhookId}`);
+        if (s.url !== undefined) {
+          try {
+            await this.webhooks.checkUrl(s.url);
+          } catch (e) {
+            if (e instanceof AppError && e.status === 400) throw fail('url')(e.details?.[0]?.message ?? e.message);
+            throw e;
+          }
+        } else await this.exists(this.webhooks.exists(s.webhookId as number), fail('webhookId'), `webhook ${s.webhookId}`);
+        for (const [path, text] of templateStrings(s.payload ?? {}, 'payload')) this.rethrowAs(() => this.textMessages.checkTemplate(text, path), fail(path));
         break;
       default:
         break;

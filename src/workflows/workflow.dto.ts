@@ -27,7 +27,8 @@ const TRIGGER_PROPERTY = {
   description:
     `One of: { type: "manual" }; { type: "record_event", event, filter?, changed? } (event one of contact.created, contact.updated, contact.owner_changed, ` +
     `deal.created|updated|stage_changed|won|lost, activity.created, campaign.contact_added|contact_removed; filter over the contact; changed: property names ` +
-    `of which one must be in the event's previous); { type: "segment_entered", segmentId, enrollExisting? }; { type: "segment_exited", segmentId }; ` +
+    `of which one must be in the event's previous); { type: "tracked_event", name, filter? } (filter over the event's properties.<name>); ` +
+    `{ type: "segment_entered", segmentId, enrollExisting? }; { type: "segment_exited", segmentId }; ` +
     `{ type: "schedule", cron, segmentId } (the cron in the workflow's time zone). Types: ${TRIGGER_TYPES.join(', ')}.`,
   additionalProperties: true,
   properties: { type: { type: 'string', enum: [...TRIGGER_TYPES] } },

@@ -95,6 +95,14 @@ export class WorkflowEnrollment {
 
   @Column({ type: 'int' })
   attempts: number;
+
+  /** The event that woke the enrollment waiting at an untilEvent step (null while it waits or after a timeout). */
+  @Column({ name: 'woken_by', type: 'jsonb', nullable: true })
+  wokenBy: Record<string, unknown> | null;
+
+  /** When the enrollment began waiting (the database's time), null when it does not wait. */
+  @Column({ name: 'waiting_since', type: 'timestamptz', nullable: true })
+  waitingSince: Date | null;
 }
 
 registerConstraints({

@@ -26,8 +26,8 @@ import { WorkflowsService } from './workflows.service.js';
 const RULES =
   'The definition is checked on save; a 400 names the step key and field: every next names a step, every step is reachable from the first, ' +
   'no cycle without a wait, at most 200 steps, known step types with their properties, filters that compile (the contacts filter language), ' +
-  'segments, campaigns, users, webhooks and text messages that exist, a cron that parses, an IANA time zone. tracked_event triggers, ' +
-  'untilEvent waits and add_points steps are not available yet (400). Saving the trigger, steps or settings of a workflow that is not a ' +
+  'segments, campaigns, users, webhooks and text messages that exist, a webhook URL the webhook rules allow, a cron that parses, an IANA time zone. ' +
+  'A webhook step given by url gets its own webhook subscription on save (answered as the step’s webhookId). Saving the trigger, steps or settings of a workflow that is not a ' +
   'draft creates a new version: running enrollments stay on theirs (see POST /api/workflows/{id}/migrate). Becoming active, a ' +
   'segment_entered workflow enrols the segment’s current members (unless trigger.enrollExisting is false).';
 

@@ -7,15 +7,19 @@ import { ContactsModule } from '../contacts/contacts.module.js';
 import { EventsModule } from '../events/events.module.js';
 import { WebhooksModule } from '../events/webhooks.module.js';
 import { NotificationsModule } from '../notifications/notifications.module.js';
+import { ScoringModule } from '../scoring/scoring.module.js';
 import { SegmentsModule } from '../segments/segments.module.js';
 import { TextMessagesModule } from '../text-messages/text-messages.module.js';
+import { TrackingModule } from '../tracking/tracking.module.js';
 import { ContactWorkflowsController, EnrollmentsController } from './enrollments.controller.js';
 import { EnrollmentsRepository } from './enrollments.repository.js';
 import { EnrollmentsService } from './enrollments.service.js';
 import { WorkflowDryRun } from './workflow-dry-run.js';
 import { WorkflowEngine } from './workflow-engine.js';
+import { WorkflowEventWaits } from './workflow-event-waits.js';
 import { WorkflowRunner } from './workflow-runner.js';
 import { StepEffects } from './workflow-steps.js';
+import { WorkflowTrackedFollower } from './workflow-tracked-follower.js';
 import { WorkflowTriggers } from './workflow-triggers.js';
 import { WorkflowValidator } from './workflow-validation.js';
 import { Workflow, WorkflowEnrollment, WorkflowVersion } from './workflow.entity.js';
@@ -35,6 +39,8 @@ import { WorkflowsService } from './workflows.service.js';
     ActivitiesModule,
     NotificationsModule,
     TextMessagesModule,
+    ScoringModule,
+    TrackingModule,
     AuthModule,
   ],
   controllers: [WorkflowsController, EnrollmentsController, ContactWorkflowsController],
@@ -49,6 +55,8 @@ import { WorkflowsService } from './workflows.service.js';
     WorkflowRunner,
     WorkflowTriggers,
     WorkflowDryRun,
+    WorkflowEventWaits,
+    WorkflowTrackedFollower,
   ],
   exports: [WorkflowsService, EnrollmentsService],
 })

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { auditFields, defineList, type ListQuery } from '../lists/list-spec.js';
 import { type ListPage, paginate } from '../lists/list-sql.js';
-import { type Settings, type Step, type Trigger, TRIGGER_TYPES, WORKFLOW_STATUSES } from './workflow-definition.js';
+import { type Settings, type Step, type Trigger, TRIGGER_TYPES, type UntilEvent, WORKFLOW_STATUSES } from './workflow-definition.js';
 import { Workflow, WorkflowVersion } from './workflow.entity.js';
 
 export const WORKFLOW_LIST_SPEC = defineList({
@@ -152,6 +152,31 @@ export class WorkflowsRepository {
 
   async advanceTriggerCursor(sequence: number, tx: Tx): Promise<void> {
     await tx.query(`UPDATE workflow_trigger_state SET last_sequence = GREATEST(last_sequence, $1)`, [sequence]);
+  }
+
+  /**
+   * The untilEvent wait steps enrollments may be waiting at: every version of the active and paused
+   * workflows (waits keep counting while paused), with the step's key and its untilEvent.
+   */
+  async eventWaits(tx?: Tx): Promise<{ workflowId: number; version: number; stepKey: string; untilEvent: UntilEvent }[]> {
+    const rows: { workflow_id: number; version: number; key: string; until_event: UntilEvent }[] = await this.transactions.handle(tx).query(
+      `SELECT v.workflow_id, v.version, s->>'key' AS key, s->'untilEvent' AS until_event
+         FROM workflows w JOIN workflow_versions v ON v.workflow_id = w.id, jsonb_array_elements(v.steps) s
+        WHERE w.status IN ('active', 'paused') AND s ? 'untilEvent'
+        ORDER BY 1, 2, 3`,
+    );
+    return rows.map((r) => ({ workflowId: r.workflow_id, version: r.version, stepKey: r.key, untilEvent: r.until_event }));
+  }
+
+  /** The tracked event names the workflows act on: active tracked_event triggers, and untilEvent waits of active and paused workflows. */
+  async trackedNames(tx: Tx): Promise<string[]> {
+    const rows: { name: string }[] = await tx.query(
+      `SELECT trigger->>'name' AS name FROM workflows WHERE status = 'active' AND trigger->>'type' = 'tracked_event'
+       UNION
+       SELECT s->'untilEvent'->>'tracked' FROM workflows w JOIN workflow_versions v ON v.workflow_id = w.id, jsonb_array_elements(v.steps) s
+        WHERE w.status IN ('active', 'paused') AND s->'untilEvent' ? 'tracked'`,
+    );
+    return rows.map((r) => r.name).filter((n) => typeof n === 'string');
   }
 
   /** The workflows among `ids`, by id (their names, for a contact's enrollments). */

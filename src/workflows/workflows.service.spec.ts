@@ -331,4 +331,62 @@ describe('WorkflowsService and the engine (service layer, real PostgreSQL)', () 
     expect((await enrollmentOf(w.id, c)).status).toBe('completed');
     expect((await contacts.get(c)).title).toBe('resumed');
   });
+
+  it('adds points in the step transaction: a ledger row per step run, source workflow; beyond the bounds the enrollment fails and nothing is written', async () => {
+    const w = await create({ steps: [{ key: 'p', type: 'add_points', points: 7, reason: 'hello' }] });
+    const c = await contact();
+    await enrollments.enrolByHand(w.id, [c]);
+    await settle();
+    const e = await enrollmentOf(w.id, c);
+    expect(e.status).toBe('completed');
+    const ledger = await ctx.query<{ delta: number; source: string; details: Record<string, unknown> }>(
+      `SELECT delta, source, details FROM point_ledger WHERE contact_id = $1`,
+      [c],
+    );
+    expect(ledger).toEqual([{ delta: 7, source: 'workflow', details: expect.objectContaining({ enrollmentId: Number(e.id), stepKey: 'p' }) }]);
+    const full = await contact();
+    await ctx.query(`UPDATE contacts SET points = 2147483000 WHERE id = $1`, [full]);
+    const over = await create({ steps: [{ key: 'p', type: 'add_points', points: 1000 }] });
+    await enrollments.enrolByHand(over.id, [full]);
+    await settle();
+    const failed = await enrollmentOf(over.id, full);
+    expect(failed.status).toBe('failed');
+    expect(failed.error).toContain('delta');
+    expect(await ctx.query(`SELECT 1 FROM point_ledger WHERE contact_id = $1`, [full])).toHaveLength(0);
+  });
+
+  it('an untilEvent wait racing its timeout ends one way only, once; an event before the wait began does not wake it', async () => {
+    const w = await create({
+      steps: [
+        { key: 'ask', type: 'update_contact', set: { title: 'asked' }, next: 'w' },
+        { key: 'w', type: 'wait', untilEvent: { record: 'contact.updated' }, timeout: '1h', next: 'yes', timeoutNext: 'no' },
+        { key: 'yes', type: 'add_points', points: 1 },
+        { key: 'no', type: 'add_points', points: -1 },
+      ],
+    });
+    const ids = await Promise.all(Array.from({ length: 6 }, () => contact()));
+    await enrollments.enrolByHand(w.id, ids);
+    await settle();
+    // The step's own contact.updated precedes each wait: following the feed wakes nobody.
+    await triggers.follow();
+    for (const c of ids) expect((await enrollmentOf(w.id, c)).status).toBe('waiting');
+    for (const c of ids) await contacts.patch(c, { title: 'answered' }, who);
+    clock.travel(3_600_000 + 1000);
+    // The follower (waking) and two runners (timing out) at once.
+    await Promise.all([triggers.follow(), runner.runDue(), runner.runDue(), triggers.follow()]);
+    await triggers.follow();
+    await settle();
+    for (const c of ids) {
+      const e = await enrollmentOf(w.id, c);
+      expect(e.status).toBe('completed');
+      const runs = await ctx.query<{ step_key: string; outcome: string }>(
+        `SELECT step_key, outcome FROM workflow_step_runs WHERE enrollment_id = $1 ORDER BY seq`,
+        [e.id],
+      );
+      expect(runs.filter((r) => r.step_key === 'w' && r.outcome === 'completed')).toHaveLength(1);
+      expect(runs.filter((r) => r.step_key === 'yes' || r.step_key === 'no')).toHaveLength(1);
+      const points = await ctx.query<{ delta: number }>(`SELECT delta FROM point_ledger WHERE contact_id = $1`, [c]);
+      expect(points).toHaveLength(1);
+    }
+  });
 });

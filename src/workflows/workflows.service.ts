@@ -5,14 +5,16 @@ import { AppError, conflict, fieldError, notFound, rejectNulls } from '../common
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
+import { WebhooksService } from '../events/webhooks.service.js';
 import { parseListQuery } from '../lists/list-query.js';
 import { listEnvelope } from '../lists/list-sql.js';
 import { EnrollmentsRepository } from './enrollments.repository.js';
 import { EnrollmentsService } from './enrollments.service.js';
-import type { Definition } from './workflow-definition.js';
+import type { Definition, Step } from './workflow-definition.js';
 import { WorkflowEngine } from './workflow-engine.js';
 import { statsSummary, toWorkflowRecord, type WorkflowRecord } from './workflow-records.js';
 import { nextScheduleTick } from './workflow-schedule.js';
+import { WorkflowTrackedFollower } from './workflow-tracked-follower.js';
 import { WorkflowValidator } from './workflow-validation.js';
 import type { CreateWorkflowDto, MigrateDto, UpdateWorkflowDto } from './workflow.dto.js';
 import type { Workflow } from './workflow.entity.js';
@@ -35,6 +37,8 @@ export class WorkflowsService {
     private readonly engine: WorkflowEngine,
     private readonly transactions: Transactions,
     private readonly events: EventsService,
+    private readonly webhooks: WebhooksService,
+    private readonly tracked: WorkflowTrackedFollower,
     private readonly clock: Clock,
   ) {}
 
@@ -70,9 +74,11 @@ export class WorkflowsService {
     this.setDefinition(w, def);
     stampCreated(w, who);
     return this.transactions.run(async (tx) => {
+      await this.bindWebhooks(def, [], w.name, who, tx);
       const id = await this.workflows.save(w, tx);
       await this.workflows.putVersion(id, 1, def, this.clock.now(), tx);
       if (w.status === 'active') await this.activated(w, tx);
+      await this.tracked.declare(tx);
       const record = await this.get(id, tx);
       await this.events.record(tx, 'workflow.created', record);
       return record;
@@ -120,6 +126,7 @@ export class WorkflowsService {
     const wasActive = w.status === 'active';
     this.assign(w, dto, replace);
     if (dto.status !== undefined) w.status = dto.status;
+    if (def) await this.bindWebhooks(def, w.steps, w.name, who, tx);
     if (def && JSON.stringify({ t: def.trigger, s: def.steps, x: def.settings }) !== JSON.stringify({ t: w.trigger, s: w.steps, x: w.settings })) {
       const enrolled = before.stats.entered > 0;
       if (before.status === 'draft' && !enrolled) {
@@ -136,6 +143,7 @@ export class WorkflowsService {
     else if (def) w.scheduleNextAt = nextScheduleTick(w, this.clock.now());
     stampModified(w, who);
     await this.workflows.save(w, tx);
+    await this.tracked.declare(tx);
     const after = await this.record(w, tx);
     await this.events.recordUpdate(tx, 'workflow.updated', before, after);
     return after;
@@ -148,6 +156,27 @@ export class WorkflowsService {
       await this.enrolling.enrol(w, { segmentId: w.trigger.segmentId }, tx);
     }
     if (w.id !== undefined) await this.workflows.save(w, tx);
+  }
+
+  /**
+   * Gives each `webhook { url }` step its signing subscription (step.webhookId): the one it names
+   * when that still points at the URL, else the one a step of the previous definition had for the
+   * URL, else a new one (no feed events; its secret from POST /api/webhooks/{id}/rotate-secret), in
+   * the workflow's transaction.
+   */
+  private async bindWebhooks(def: Definition, previous: Step[], name: string, who: Principal, tx: Tx): Promise<void> {
+    const known = new Map<string, number>();
+    for (const s of previous) if (s.type === 'webhook' && s.url !== undefined && s.webhookId !== undefined) known.set(s.url, s.webhookId);
+    for (const s of def.steps) {
+      if (s.type !== 'webhook' || s.url === undefined) continue;
+      const url = s.url;
+      const candidates = [s.webhookId, known.get(url)].filter((x): x is number => x !== undefined);
+      let id: number | undefined;
+      for (const c of candidates) if ((await this.webhooks.urlOf(c, tx)) === url) id ??= c;
+      id ??= await this.webhooks.createForWorkflow(url, `workflow "${name}", step ${s.key}`, who, tx);
+      known.set(url, id);
+      s.webhookId = id;
+    }
   }
 
   private setDefinition(w: Workflow, def: Definition): void {
@@ -184,6 +213,7 @@ export class WorkflowsService {
       if (running) await this.enrollments.endRunning(id, null, 'exited', 'workflow deleted', this.clock.now(), tx);
       const record = await this.record(w, tx);
       if (!(await this.workflows.delete(id, tx))) throw notFound('Workflow', id);
+      await this.tracked.declare(tx);
       await this.events.record(tx, 'workflow.deleted', record);
       return record;
     });

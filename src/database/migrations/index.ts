@@ -37,6 +37,7 @@ import { Workflows1763700002900 } from './1763700002900-workflows.js';
 import { Pipelines1763700003000 } from './1763700003000-pipelines.js';
 import { ApiUsage1763700003100 } from './1763700003100-api-usage.js';
 import { TrackedEventQueue1763700003150 } from './1763700003150-tracked-event-queue.js';
+import { WorkflowEventWaits1763700003300 } from './1763700003300-workflow-event-waits.js';
 import { TrackedIntake1763700003500 } from './1763700003500-tracked-intake.js';
 import { ContactRecordHistory1763700003510 } from './1763700003510-contact-record-history.js';
 import { DealStageTotals1763700003700 } from './1763700003700-deal-stage-totals.js';
@@ -80,6 +81,7 @@ export const MIGRATIONS = [
   Pipelines1763700003000,
   ApiUsage1763700003100,
   TrackedEventQueue1763700003150,
+  WorkflowEventWaits1763700003300,
   TrackedIntake1763700003500,
   ContactRecordHistory1763700003510,
   DealStageTotals1763700003700,
