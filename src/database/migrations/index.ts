@@ -36,6 +36,7 @@ import { Scoring1763700002800 } from './1763700002800-scoring.js';
 import { Workflows1763700002900 } from './1763700002900-workflows.js';
 import { Pipelines1763700003000 } from './1763700003000-pipelines.js';
 import { ApiUsage1763700003100 } from './1763700003100-api-usage.js';
+import { ConsoleImportUploads1763700003400 } from './1763700003400-console-import-uploads.js';
 
 export const MIGRATIONS = [
   Platform1763700000000,
@@ -72,4 +73,5 @@ export const MIGRATIONS = [
   Workflows1763700002900,
   Pipelines1763700003000,
   ApiUsage1763700003100,
+  ConsoleImportUploads1763700003400,
 ];
