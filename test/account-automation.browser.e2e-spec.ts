@@ -101,7 +101,7 @@ describe('account console imports and workflows in Chromium', () => {
       await page.waitForLoadState();
       await b.record('imports');
       await page.getByLabel('Records').selectOption('contacts');
-      await page.getByLabel('CSV file').setInputFiles({ name: 'people.csv', mimeType: 'text/csv', buffer: Buffer.from(csv()) });
+      await page.getByLabel('CSV file', { exact: true }).setInputFiles({ name: 'people.csv', mimeType: 'text/csv', buffer: Buffer.from(csv()) });
       await page.getByRole('button', { name: 'Upload and map columns' }).click();
       await page.waitForLoadState();
       expect(new URL(page.url()).pathname).toMatch(/^\/account\/imports\/uploads\/\d+$/);
@@ -109,7 +109,7 @@ describe('account console imports and workflows in Chromium', () => {
       await expect(page.getByLabel('Name', { exact: true }).inputValue()).resolves.toBe('name');
       await expect(page.getByLabel('Email', { exact: true }).inputValue()).resolves.toBe('email');
       await expect(page.getByLabel('Score', { exact: true }).inputValue()).resolves.toBe('fields.score');
-      await page.getByLabel(/^Upsert/).check();
+      await page.getByRole('radio', { name: /Upsert/ }).check();
       await b.record('import-mapping');
       let loads = 0;
       await page.getByRole('button', { name: 'Start import' }).click();
@@ -121,7 +121,13 @@ describe('account console imports and workflows in Chromium', () => {
       await first.release();
       // Four chunks commit, the fifth waits for the second lock (40 of 60 rows): the page's script moves the bar, without a reload.
       const held = Math.round((40 / ROWS) * 100);
-      await page.waitForFunction(`document.getElementById('import-progress').value === ${held}`, undefined, { timeout: 25_000 });
+      await page.waitForFunction(
+        (want) =>
+          (globalThis as unknown as { document: { getElementById(id: string): { value: number } | null } }).document.getElementById('import-progress')
+            ?.value === want,
+        held,
+        { timeout: 25_000 },
+      );
       expect(loads).toBe(0);
       await expect(page.locator('#import-progress').getAttribute('value')).resolves.toBe(String(held));
       await expect(page.locator('#import-processed').textContent()).resolves.toBe('40');
@@ -153,17 +159,17 @@ describe('account console imports and workflows in Chromium', () => {
     const { page } = b;
     await page.goto(`${app.url}/account/imports`);
     await page.getByLabel('Records').selectOption('contacts');
-    await page.getByLabel('CSV file').setInputFiles({ name: 'more.csv', mimeType: 'text/csv', buffer: Buffer.from('Name,Score\nZed,4\n') });
+    await page.getByLabel('CSV file', { exact: true }).setInputFiles({ name: 'more.csv', mimeType: 'text/csv', buffer: Buffer.from('Name,Score\nZed,4\n') });
     await page.getByRole('button', { name: 'Upload and map columns' }).click();
     await page.waitForLoadState();
-    await page.getByLabel(/^Update/).check();
+    await page.getByRole('radio', { name: /Update/ }).check();
     // Score is a custom field, but not a unique identifier: it cannot name the records to update.
     await page.getByLabel('Id property (update and upsert)').selectOption('score');
     await page.getByRole('button', { name: 'Start import' }).click();
     await page.waitForLoadState();
     await expect(page.locator('#idProperty-error').textContent()).resolves.toMatch(/unique-identifier/);
     await expect(page.getByLabel('Id property (update and upsert)').getAttribute('aria-invalid')).resolves.toBe('true');
-    await expect(page.getByLabel(/^Update/).isChecked()).resolves.toBe(true);
+    await expect(page.getByRole('radio', { name: /Update/ }).isChecked()).resolves.toBe(true);
     await expect(page.getByLabel('Score', { exact: true }).inputValue()).resolves.toBe('fields.score');
     await b.record('import-mapping-error');
   });
