@@ -311,7 +311,8 @@ function runAccountCommand(config: AppConfig, command: (app: INestApplicationCon
   return withDatabase(config, async (url) => {
     await runMigrations(url);
     @Module({
-      imports: [ConfigModule.forRoot(config), DatabaseModule.forRoot({ ...config, databasePoolSize: 2 }, url), RedisModule, AuthModule],
+      // CommonModule: the Clock, which the console's sessions and invitations read.
+      imports: [ConfigModule.forRoot(config), DatabaseModule.forRoot({ ...config, databasePoolSize: 2 }, url), RedisModule, CommonModule, AuthModule],
       providers: [ConsoleRepository, ConsoleService],
     })
     class CliModule {}

@@ -311,8 +311,11 @@ describe('account console integrator pages in Chromium', () => {
     await page.getByLabel('Import id').fill(String(id));
     await page.getByRole('button', { name: 'Open' }).click();
     await page.waitForLoadState();
-    // The page reloads itself while the import runs.
-    await page.locator('#import-state', { hasText: 'completed' }).waitFor({ timeout: 30_000 });
+    // While the import runs, the page's script follows its progress, then reloads the page once it has ended:
+    // wait for a page rendered after the end (no progress to follow).
+    await page.locator('section[aria-labelledby="import-h"]:not([data-progress])').waitFor({ timeout: 30_000 });
+    await page.waitForLoadState();
+    await expect(page.locator('#import-state').textContent()).resolves.toBe('completed');
     await expect(page.locator('#import-progress').getAttribute('value')).resolves.toBe('100');
     await expect(page.locator('#count-created').textContent()).resolves.toBe('1');
     await expect(page.locator('#count-failed').textContent()).resolves.toBe('2');

@@ -2,7 +2,8 @@
  * The account console in a real Chromium, driven by playwright-core: sign in, generate a
  * token with two permissions, copy it, use it (200 on an allowed route, 403 on another), revoke it
  * (401 at once), notifications, sign out; a wrong password; a CSRF refusal; a session cookie refused
- * by /api. Screenshots of every page go to test-artifacts/screenshots/ (kept out of git).
+ * by /api. Every page is photographed at 1280 and 375 px into test-artifacts/screenshots/ (kept out of
+ * git), checked for horizontal overflow at 375 px and with axe-core (test/support/browser.ts).
  *
  * Chromium: CHROMIUM_PATH or /usr/bin/chromium (.ci/run installs it with apt-get when absent).
  */
@@ -12,11 +13,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { PERMISSIONS } from '../src/common/route-access.js';
-import { ROOT, startApp, type TestApp } from './support/app.js';
+import { startApp, type TestApp } from './support/app.js';
+import { type PageRecorder, pageRecorder, SHOTS } from './support/browser.js';
 import { setPassword } from './support/console.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const SHOTS = join(ROOT, 'test-artifacts', 'screenshots');
 const EMAIL = 'eve@example.com';
 const PASSWORD = 'a long and happy passphrase';
 
@@ -27,7 +28,9 @@ describe('account console in Chromium', () => {
   let profile: string;
   const cspViolations: string[] = [];
 
-  const shot = (name: string, fullPage = true) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage });
+  let recorder: PageRecorder;
+  /** A console page at 1280 and 375 px (test-artifacts/screenshots/account-<name>-<width>.png), its overflow and axe-core's check. */
+  const shot = (name: string) => recorder.record(name);
   const api = (path: string, secret: string) => fetch(app.url + path, { headers: { Authorization: `Bearer ${secret}` } });
 
   beforeAll(async () => {
@@ -53,6 +56,7 @@ describe('account console in Chromium', () => {
     });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url });
     page = context.pages()[0] ?? (await context.newPage());
+    recorder = pageRecorder(page, 'account');
     page.on('console', (m) => {
       if (/Content[ -]Security[ -]Policy/i.test(m.text())) cspViolations.push(m.text());
     });
@@ -164,10 +168,6 @@ describe('account console in Chromium', () => {
     // The four accepted API calls made with the token (three above, one before the revocation) count against the account's limit.
     await expect(page.locator('#usage-meter').getAttribute('value')).resolves.toBe('4');
     await shot('overview');
-    await page.setViewportSize({ width: 390, height: 844 });
-    await page.goto(`${app.url}/account/tokens`);
-    await shot('tokens-phone');
-    await page.setViewportSize({ width: 1280, height: 800 });
   });
 
   it('refuses a form whose CSRF token was tampered with (403) and creates nothing', async () => {
@@ -193,7 +193,7 @@ describe('account console in Chromium', () => {
   it('is linked from the API reference', async () => {
     await page.goto(`${app.url}/api/docs/`);
     await page.locator('a[href="/account"]').first().waitFor({ timeout: 20_000 });
-    await shot('api-docs', false);
+    await page.screenshot({ path: join(SHOTS, 'account-api-docs.png') });
   });
 
   it('signs out: the session ends and the pages ask to sign in again', async () => {
@@ -207,5 +207,38 @@ describe('account console in Chromium', () => {
     await page.goto(`${app.url}/account/tokens`);
     expect(new URL(page.url()).pathname).toBe('/account/login');
     expect(cspViolations).toEqual([]);
+  });
+
+  it('an invitation link opens the password form, which sets the password and signs in', async () => {
+    expect((await app.cli(['user:create', '--email', 'ivo@example.com', '--name', 'Ivo'])).code).toBe(0);
+    const r = await app.cli(['user:invite', '--email', 'ivo@example.com']);
+    expect(r.code).toBe(0);
+    const link = new URL(r.stdout.trim().split('\n').pop()!);
+    await page.goto(`${app.url}${link.pathname}${link.hash}`);
+    await shot('invitation');
+    await page.getByLabel('New password').fill('a brand new long passphrase');
+    await page.getByLabel('Repeat the password').fill('a brand new long passphrase');
+    await page.getByRole('button', { name: 'Set password and sign in' }).click();
+    await page.waitForLoadState();
+    expect(new URL(page.url()).pathname).toBe('/account/tokens');
+  });
+
+  it('every page fits 375 px, and axe-core finds no serious or critical violation on any', () => {
+    if (!recorder.axe) throw new Error('axe-core is not installed: add it as a pinned devDependency (npm install --save-dev --save-exact axe-core)');
+    expect(recorder.overflow).toEqual([]);
+    expect(recorder.accessibility.map((a) => a.page)).toEqual([
+      'login',
+      'login-error',
+      'tokens-empty',
+      'token-new',
+      'token-secret',
+      'tokens',
+      'token-revoke',
+      'notifications',
+      'overview',
+      'csrf-refused',
+      'invitation',
+    ]);
+    expect(recorder.accessibility.filter((a) => a.violations.length)).toEqual([]);
   });
 });

@@ -5,6 +5,7 @@ import { ApiTokensService } from '../auth/api-tokens.service.js';
 import { Consumes } from '../server/content-type.guard.js';
 import { AppError, fieldError } from '../common/errors.js';
 import { IdPipe } from '../common/id.pipe.js';
+import { Clock } from '../common/clock.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
 import { chromeOf, clearSessionCookie, field, fields, FORM, seeOther, sendPage, sessionCookieOf } from './console-http.js';
@@ -32,6 +33,7 @@ export class ConsolePagesController {
     private readonly usage: ConsoleUsageService,
     private readonly tokens: ApiTokensService,
     private readonly notifications: NotificationsService,
+    private readonly clock: Clock,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -63,7 +65,7 @@ export class ConsolePagesController {
   @Get('tokens/new')
   newToken(@Req() req: ConsoleRequest, @Res() res: Response): void {
     const p = signedIn(req).principal.permissions;
-    sendPage(res, 200, newTokenPage(chromeOf(req), { mayGrantAll: p.has('*'), granted: p }));
+    sendPage(res, 200, newTokenPage(chromeOf(req), { mayGrantAll: p.has('*'), granted: p, nowMs: this.clock.nowMs() }));
   }
 
   /** Creates the token and answers the page with its secret: the only time it is ever shown (never in a URL). */
@@ -81,7 +83,13 @@ export class ConsolePagesController {
       sendPage(
         res,
         e.status,
-        newTokenPage(chromeOf(req), { mayGrantAll: principal.permissions.has('*'), granted: principal.permissions, values, error: e.message }),
+        newTokenPage(chromeOf(req), {
+          mayGrantAll: principal.permissions.has('*'),
+          granted: principal.permissions,
+          nowMs: this.clock.nowMs(),
+          values,
+          error: e.message,
+        }),
       );
     }
   }

@@ -112,6 +112,18 @@ form.inline { display:inline-flex; flex-wrap:wrap; gap:.5rem; align-items:center
 ol.plain-list { list-style:none; padding:0; }
 .delivery-head { display:flex; flex-wrap:wrap; gap:.5rem; align-items:center; }
 .breakable { word-break:break-all; }
+.graph-wrap { overflow-x:auto; background:var(--card); border:1px solid var(--line); border-radius:4px; margin:0 0 1rem; }
+svg.workflow-graph { display:block; margin:0 auto; }
+svg.workflow-graph .step rect { fill:#fff; stroke:var(--blue); stroke-width:2; }
+svg.workflow-graph .step-goal rect, svg.workflow-graph .step-exit rect { stroke:var(--green); }
+svg.workflow-graph .step-wait rect { stroke-dasharray:6 3; }
+svg.workflow-graph text { font-family:sans-serif; fill:var(--text); }
+svg.workflow-graph .step-name { font-size:14px; font-weight:bold; }
+svg.workflow-graph .step-type { font-size:12px; fill:var(--muted); }
+svg.workflow-graph .step-counts { font-size:13px; }
+svg.workflow-graph .edge { fill:none; stroke:#6b7280; stroke-width:1.5; }
+svg.workflow-graph .arrow { fill:#6b7280; }
+svg.workflow-graph .edge-label { font-size:11px; fill:var(--muted); }
 @media (max-width: 40rem) {
   h1 { font-size:1.4rem; }
   table, thead, tbody, tr, th, td { display:block; }
@@ -196,6 +208,37 @@ document.addEventListener('DOMContentLoaded', function () {
     var link = document.getElementById('refresh');
     if (link) link.hidden = true;
     setTimeout(function () { location.reload(); }, Number(refresh.getAttribute('data-refresh')) || 2000);
+  }
+  // A running import's page: polls its progress and moves the bar and the counts; once the import has
+  // ended, reloads the page (final counts, row errors). Without this script: its Refresh link.
+  var tracked = document.querySelector('[data-progress]');
+  if (tracked) {
+    var again = document.getElementById('refresh');
+    if (again) again.hidden = true;
+    var every = Number(tracked.getAttribute('data-interval')) || 1000;
+    var bar = document.getElementById('import-progress');
+    var put = function (id, value) { var el = document.getElementById(id); if (el && value !== null && value !== undefined) el.textContent = Number(value).toLocaleString('en-US'); };
+    var pollImport = function () {
+      fetch(tracked.getAttribute('data-progress'), { credentials: 'same-origin', headers: { Accept: 'application/json' } }).then(function (r) {
+        if (!r.ok) throw new Error('status ' + r.status);
+        return r.json();
+      }).then(function (p) {
+        if (bar) { bar.value = p.progress; bar.textContent = p.progress + '%'; }
+        var state = document.getElementById('import-state');
+        if (state) state.textContent = p.status;
+        put('import-processed', p.counts.processed);
+        put('import-total', p.counts.total);
+        put('count-created', p.counts.created);
+        put('count-updated', p.counts.updated);
+        put('count-skipped', p.counts.skipped);
+        put('count-failed', p.counts.failed);
+        if (['queued', 'validating', 'running'].indexOf(p.status) < 0) { location.reload(); return; }
+        setTimeout(pollImport, every);
+      }, function () {
+        if (again) again.hidden = false;
+      });
+    };
+    setTimeout(pollImport, every);
   }
   // Invitation links carry their secret in the fragment (never sent to the server): move it into the form.
   var invitation = document.getElementById('invitation-token');

@@ -20,19 +20,40 @@ export function signedIn(req: ConsoleRequest): ConsoleSession {
 }
 
 const CONSOLE_KEY = 'sf:console';
-type ConsoleAccess = 'session' | 'form' | 'open';
+type ConsoleAccess = 'session' | 'upload' | 'form' | 'open';
 
 /**
  * A console page for a signed-in user. The global chain sees it as public-with-a-label ("session" in
  * GET /api/endpoints): API tokens open no console page; ConsoleGuard checks the session cookie.
  */
 export const SignedIn = () => applyDecorators(SignedInSession(), SetMetadata(CONSOLE_KEY, 'session'));
+/**
+ * A signed-in multipart form (a file upload). Its body is not parsed when the guards run (multer parses
+ * it in the route's interceptor, which must not stream a file anywhere for a forged form), so the
+ * guard checks the session and the origin, and the form's CSRF token is checked from the parsed
+ * fields: by multer's fileFilter before a byte of the file is stored (the token field comes first in
+ * the form), and by ConsoleUploadCsrf before the handler runs (consoleUploadOptions, console-upload.ts).
+ */
+export const SignedInUpload = () => applyDecorators(SignedInSession(), SetMetadata(CONSOLE_KEY, 'upload'));
 /** A form anyone may post (sign-in, invitation): only its CSRF token (double-submit cookie) is checked. */
 export const AnonymousForm = () => applyDecorators(Public(), SetMetadata(CONSOLE_KEY, 'form'));
 /** A page or asset anyone may read. */
 export const OpenPage = () => applyDecorators(Public(), SetMetadata(CONSOLE_KEY, 'open'));
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** The `_csrf` field of a parsed form body ('' without one). */
+function formToken(req: ConsoleRequest): string {
+  const body = req.body as Record<string, unknown> | undefined;
+  return typeof body?._csrf === 'string' ? body._csrf : '';
+}
+
+const expiredForm = () => new AppError('forbidden', 'The form has expired or did not come from this site; reload the page and try again');
+
+/** Throws 403 unless the parsed form carries the signed-in session's CSRF token (for SignedInUpload routes, once multer has read the fields). */
+export function checkUploadToken(req: ConsoleRequest): void {
+  if (!req.console || !sameToken(formToken(req), req.console.csrfToken)) throw expiredForm();
+}
 
 /**
  * The console's credential check, after the global guards: a Bearer token is never a console
@@ -57,18 +78,17 @@ export class ConsoleGuard implements CanActivate {
     }
     const cookies = parseCookies(req.headers.cookie);
     let session: ConsoleSession | null = null;
-    if (access === 'session') {
+    if (access === 'session' || access === 'upload') {
       session = await this.account.resolve(cookies.get(SESSION_COOKIE));
       if (!session) throw new AppError('unauthorized', 'Sign in to continue');
       req.console = session;
     }
     if (SAFE.has(req.method) || access === 'open') return true;
     this.checkOrigin(req);
-    const sent = typeof (req.body as Record<string, unknown> | undefined)?._csrf === 'string' ? (req.body as Record<string, string>)._csrf : '';
+    // A multipart body is parsed after the guards: its token is checked then (see SignedInUpload).
+    if (access === 'upload' && req.is('multipart/form-data')) return true;
     const expected = session ? session.csrfToken : (cookies.get(LOGIN_CSRF_COOKIE) ?? '');
-    if (!sameToken(sent, expected)) {
-      throw new AppError('forbidden', 'The form has expired or did not come from this site; reload the page and try again');
-    }
+    if (!sameToken(formToken(req), expected)) throw expiredForm();
     return true;
   }
 

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
 import { TokensService } from '../auth/tokens.service.js';
 import { UsersService } from '../auth/users.service.js';
+import { Clock } from '../common/clock.js';
 import { ConsoleService } from './console.service.js';
 import { hashToken } from './session.rules.js';
 
@@ -101,5 +102,32 @@ describe('ConsoleService (service layer, real PostgreSQL)', () => {
     await expect(account.acceptInvitation(new URL(old.url).hash.slice(1), 'third long password', 'third long password', meta)).rejects.toMatchObject({
       status: 404,
     });
+  });
+
+  it("sessions and invitations keep the Clock's time: a session used within its idle lifetime lives on, one idle past it ends; an invitation expires after 72 h", async () => {
+    const clock = ctx.get(Clock);
+    await userWithPassword('s5@example.com');
+    await users.create({ name: 'inv5', email: 'inv5@example.com' });
+    const s = await account.signIn('s5@example.com', PASSWORD, meta);
+    const token = new URL((await account.invite('inv5@example.com')).url).hash.slice(1);
+    let moved = 0;
+    const travel = (ms: number) => {
+      clock.travel(ms);
+      moved += ms;
+    };
+    try {
+      travel(599_000);
+      expect(await account.resolve(s.token)).not.toBeNull();
+      // The use above was stamped with the clock's time, so 599 s more is still within the 600 s idle lifetime.
+      travel(599_000);
+      expect(await account.resolve(s.token)).not.toBeNull();
+      travel(601_000);
+      expect(await account.resolve(s.token)).toBeNull();
+      expect(await account.invitationUsable(token)).toBe(true);
+      travel(72 * 3600_000);
+      expect(await account.invitationUsable(token)).toBe(false);
+    } finally {
+      clock.travel(-moved);
+    }
   });
 });

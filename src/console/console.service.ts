@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { AppError, fieldError } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
@@ -43,6 +44,7 @@ export class ConsoleService {
     private readonly users: UsersService,
     private readonly tokens: TokensService,
     private readonly transactions: Transactions,
+    private readonly clock: Clock,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -56,13 +58,14 @@ export class ConsoleService {
     // Checked and provisionally counted as a failure under the rows' locks, so parallel attempts
     // cannot all pass the check before any of them is counted; a success takes it back.
     const wait = await this.transactions.run(async (tx) => {
-      const counts = await this.repo.lockFailureCounts(keys, tx);
-      const now = Date.now();
+      const at = this.clock.now();
+      const counts = await this.repo.lockFailureCounts(keys, at, tx);
+      const now = at.getTime();
       const w = Math.max(
         signInWait(counts.get(keys[0]) ?? null, this.config.account.signInFreeAttemptsPerAccount, now),
         signInWait(counts.get(keys[1]) ?? null, this.config.account.signInFreeAttemptsPerAddress, now),
       );
-      if (w === 0) await this.repo.recordFailure(keys, SIGN_IN_WINDOW_MS, tx);
+      if (w === 0) await this.repo.recordFailure(keys, SIGN_IN_WINDOW_MS, at, tx);
       return w;
     });
     if (wait > 0) {
@@ -85,16 +88,18 @@ export class ConsoleService {
 
   private async openSession(userId: number, meta: { ip: string | null; userAgent: string | null }): Promise<NewSession> {
     const token = newOpaqueToken();
+    const now = this.clock.now();
     await this.repo.insertSession({
       userId,
       tokenHash: hashToken(token),
       csrfToken: newOpaqueToken(),
-      expiresAt: sessionExpiry(Date.now(), this.config.account.sessionAbsoluteSeconds),
+      createdAt: now,
+      expiresAt: sessionExpiry(now.getTime(), this.config.account.sessionAbsoluteSeconds),
       ip: meta.ip,
       userAgent: meta.userAgent?.slice(0, 300) ?? null,
     });
     // Fire and forget: on a connection of its own, whatever unit of work the caller is in.
-    void outsideTransaction(() => this.repo.deleteStale()).catch((e: unknown) =>
+    void outsideTransaction(() => this.repo.deleteStale(now)).catch((e: unknown) =>
       this.logger.warn({ msg: 'could not delete stale sessions', err: e instanceof Error ? e.message : String(e) }),
     );
     return { token };
@@ -104,11 +109,11 @@ export class ConsoleService {
   async resolve(token: string | undefined): Promise<ConsoleSession | null> {
     if (!token || token.length > 100) return null;
     const s = await this.repo.findSession(hashToken(token));
-    const now = Date.now();
+    const now = this.clock.nowMs();
     if (!s || sessionState(s, now, this.config.account.sessionIdleSeconds) !== 'active') return null;
     const user = await this.users.findById(s.userId);
     if (!user) return null;
-    if (needsTouch(s.lastSeenAt, now, this.config.account.sessionIdleSeconds)) await this.repo.touchSession(s.id);
+    if (needsTouch(s.lastSeenAt, now, this.config.account.sessionIdleSeconds)) await this.repo.touchSession(s.id, new Date(now));
     return { sessionId: s.id, csrfToken: s.csrfToken, user, principal: await this.principalOf(user) };
   }
 
@@ -157,7 +162,7 @@ export class ConsoleService {
     const user = await this.users.findByEmail(email);
     if (!user) throw new AppError('not_found', `No user with the email ${email}`);
     const token = newOpaqueToken();
-    const expiresAt = new Date(Date.now() + INVITATION_TTL_MS);
+    const expiresAt = new Date(this.clock.nowMs() + INVITATION_TTL_MS);
     await this.repo.insertInvitation(user.id, hashToken(token), expiresAt);
     return { user, url: `${this.config.baseUrl}/account/invitation#${token}`, expiresAt };
   }
@@ -166,7 +171,7 @@ export class ConsoleService {
   async acceptInvitation(token: string, password: string, confirm: string, meta: { ip: string | null; userAgent: string | null }): Promise<NewSession> {
     const invalid = new AppError('not_found', 'This invitation link is unknown, used or expired; ask an administrator for a new one');
     if (!token || token.length > 100) throw invalid;
-    const pending = await this.repo.findUsableInvitation(hashToken(token));
+    const pending = await this.repo.findUsableInvitation(hashToken(token), this.clock.now());
     if (!pending) throw invalid;
     const user = await this.users.findById(pending.userId);
     if (!user) throw invalid;
@@ -175,7 +180,7 @@ export class ConsoleService {
     if (password !== confirm) throw fieldError('confirm', 'does not match the password');
     const hash = await hashPassword(password);
     await this.transactions.run(async (tx) => {
-      if (!(await this.repo.claimInvitation(hashToken(token), tx))) throw invalid;
+      if (!(await this.repo.claimInvitation(hashToken(token), this.clock.now(), tx))) throw invalid;
       await this.repo.setPassword(user.id, hash, tx);
       await this.repo.revokeUserSessions(user.id, tx);
     });
@@ -183,6 +188,6 @@ export class ConsoleService {
   }
 
   async invitationUsable(token: string): Promise<boolean> {
-    return !!token && token.length <= 100 && (await this.repo.findUsableInvitation(hashToken(token))) !== null;
+    return !!token && token.length <= 100 && (await this.repo.findUsableInvitation(hashToken(token), this.clock.now())) !== null;
   }
 }

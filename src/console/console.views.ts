@@ -26,7 +26,7 @@ export interface Chrome {
   user?: { name: string; email: string };
   csrf?: string;
   /** Which navigation entry is current. */
-  current?: 'overview' | 'tokens' | 'notifications' | 'usage' | 'webhooks' | 'events' | 'exports' | 'imports';
+  current?: 'overview' | 'tokens' | 'notifications' | 'usage' | 'webhooks' | 'events' | 'exports' | 'imports' | 'workflows';
 }
 
 export const when = (iso: string | null) =>
@@ -51,7 +51,7 @@ export function layout(title: string, body: Html, chrome: Chrome = {}): string {
     <a class="brand" href="/account">SalesFlow <span>account</span></a>
     ${
       chrome.user
-        ? h`<nav aria-label="Account">${nav('overview', '/account', 'Overview')}${nav('tokens', '/account/tokens', 'API tokens')}${nav('webhooks', '/account/webhooks', 'Webhooks')}${nav('events', '/account/events', 'Events')}${nav('imports', '/account/imports', 'Imports')}${nav('exports', '/account/exports/new', 'Exports')}${nav('usage', '/account/usage', 'Usage')}${nav('notifications', '/account/notifications', 'Notifications')}<a href="/api/docs/">API reference</a></nav>
+        ? h`<nav aria-label="Account">${nav('overview', '/account', 'Overview')}${nav('tokens', '/account/tokens', 'API tokens')}${nav('webhooks', '/account/webhooks', 'Webhooks')}${nav('events', '/account/events', 'Events')}${nav('imports', '/account/imports', 'Imports')}${nav('exports', '/account/exports/new', 'Exports')}${nav('workflows', '/account/workflows', 'Workflows')}${nav('usage', '/account/usage', 'Usage')}${nav('notifications', '/account/notifications', 'Notifications')}<a href="/api/docs/">API reference</a></nav>
     <form method="post" action="/account/logout" class="signout"><input type="hidden" name="_csrf" value="${chrome.csrf}"><button type="submit" class="btn btn-ghost">Sign out <span class="sr-only">${chrome.user.email}</span></button></form>`
         : h`<nav aria-label="Links"><a href="/api/docs/">API reference</a></nav>`
     }
@@ -176,7 +176,14 @@ ${
 
 export function newTokenPage(
   chrome: Chrome,
-  opts: { mayGrantAll: boolean; granted: ReadonlySet<string>; values?: { name?: string; permissions?: string[]; expires?: string }; error?: string | null },
+  opts: {
+    mayGrantAll: boolean;
+    granted: ReadonlySet<string>;
+    /** The clock's time (the Clock, not Date.now()): the earliest expiry offered is the next day. */
+    nowMs: number;
+    values?: { name?: string; permissions?: string[]; expires?: string };
+    error?: string | null;
+  },
 ): string {
   const checked = new Set(opts.values?.permissions ?? []);
   const label = (r: string) => r.replace(/([A-Z])/g, ' $1').replace(/^./, (c) => c.toUpperCase());
@@ -187,7 +194,7 @@ export function newTokenPage(
           h`<label class="check"><input type="checkbox" name="permissions" value="${p.value}"${checked.has(p.value) ? raw(' checked') : ''}> ${p.action}</label>`,
       )}</fieldset>`,
   );
-  const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+  const tomorrow = new Date(opts.nowMs + 86_400_000).toISOString().slice(0, 10);
   return layout(
     'Generate an API token',
     h`${errorBox(opts.error ?? null)}

@@ -8,7 +8,7 @@ const checkboxes = (html: string) => [...html.matchAll(/<input type="checkbox" n
 describe('the console token form', () => {
   it('has a checkbox for every permission the API accepts (the registry), grouped by resource', () => {
     const everything = new Set<string>(PERMISSIONS);
-    const html = newTokenPage({ csrf: 'x' }, { mayGrantAll: true, granted: everything });
+    const html = newTokenPage({ csrf: 'x' }, { mayGrantAll: true, granted: everything, nowMs: Date.parse('2026-01-01T00:00:00Z') });
     expect(checkboxes(html).sort()).toEqual([...PERMISSIONS].sort());
     for (const p of ['imports:read', 'imports:write', 'exports:read', 'exports:write', 'events:read', 'webhooks:delete']) expect(checkboxes(html)).toContain(p);
     const groups = permissionGroups(everything);
@@ -18,7 +18,10 @@ describe('the console token form', () => {
   });
 
   it('offers only what the user may grant: no * without a * token, no permission outside the granted set', () => {
-    const html = newTokenPage({ csrf: 'x' }, { mayGrantAll: false, granted: new Set(['contacts:read', 'exports:read']) });
+    const html = newTokenPage(
+      { csrf: 'x' },
+      { mayGrantAll: false, granted: new Set(['contacts:read', 'exports:read']), nowMs: Date.parse('2026-01-01T00:00:00Z') },
+    );
     expect(checkboxes(html)).toEqual(['contacts:read', 'exports:read']);
   });
 });

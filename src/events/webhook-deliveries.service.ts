@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { Agent } from 'node:http';
+import { Clock } from '../common/clock.js';
 import { iso, isoRequired } from '../common/dates.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Transactions } from '../database/transactions.js';
@@ -81,6 +82,7 @@ export class WebhookDeliveriesService {
     private readonly transactions: Transactions,
     private readonly jobs: JobQueue,
     private readonly notifications: NotificationsService,
+    private readonly clock: Clock,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -121,7 +123,7 @@ export class WebhookDeliveriesService {
       if (!(e instanceof WebhookUrlError)) throw e;
       return refused(e);
     }
-    return postWebhook(target, signatureHeaders(signingSecrets(w), eventId, body), body, this.config.webhookTimeoutMs);
+    return postWebhook(target, signatureHeaders(signingSecrets(w, this.clock.now()), eventId, body), body, this.config.webhookTimeoutMs);
   }
 
   /**
@@ -243,7 +245,7 @@ export class WebhookDeliveriesService {
       agents.set(key, agent);
     }
     const pool = agent;
-    const secrets = signingSecrets(w);
+    const secrets = signingSecrets(w, this.clock.now());
     let next = 0;
     let gone = false;
     const lane = async () => {

@@ -2,8 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { waitUntil } from '../../test/support/wait.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Clock } from '../common/clock.js';
 import type { Principal } from '../common/request.js';
 import { type ServiceContext, startServiceContext } from '../../test/support/service-testing.js';
+import { signingSecrets } from './webhook-deliveries.service.js';
 import { WebhooksService } from './webhooks.service.js';
 
 /**
@@ -72,5 +74,34 @@ describe('WebhooksService: disabling after 72 h without a success', () => {
     const got = await svc.get(w.id);
     expect(got).toMatchObject({ isActive: true, failingSince: null });
     expect(got.lastSuccessAt).not.toBeNull();
+  });
+
+  it("a rotated secret's predecessor keeps signing for 24 h of the Clock's time, and the record says so until then", async () => {
+    const svc = ctx.get(WebhooksService);
+    const clock = ctx.get(Clock);
+    const w = await svc.create({ url: `${base}/rotated`, events: ['deal.won'] }, who);
+    const rotated = await svc.rotateSecret(w.id, who);
+    const expires = Date.parse(rotated.previousSecretExpiresAt!);
+    expect(Math.abs(expires - (clock.nowMs() + 24 * 3600_000))).toBeLessThan(60_000);
+    const stored = async () =>
+      (
+        await ctx.query<{ secret: string; previousSecret: string; previousSecretExpiresAt: Date }>(
+          `SELECT secret, previous_secret AS "previousSecret", previous_secret_expires_at AS "previousSecretExpiresAt" FROM webhooks WHERE id = $1`,
+          [w.id],
+        )
+      )[0];
+    let moved = 0;
+    try {
+      clock.travel(23 * 3600_000);
+      moved += 23 * 3600_000;
+      expect((await svc.get(w.id)).previousSecretExpiresAt).toBe(rotated.previousSecretExpiresAt);
+      expect(signingSecrets(await stored(), clock.now())).toHaveLength(2);
+      clock.travel(2 * 3600_000);
+      moved += 2 * 3600_000;
+      expect((await svc.get(w.id)).previousSecretExpiresAt).toBeNull();
+      expect(signingSecrets(await stored(), clock.now())).toEqual([rotated.secret]);
+    } finally {
+      clock.travel(-moved);
+    }
   });
 });

@@ -24,8 +24,8 @@ export const PREVIOUS_SECRET_TTL_MS = 24 * 3600_000;
 export const TEST_EVENT_TYPE = 'webhook.test';
 
 /** The one mapper from a stored webhook to the API record (never with its secret). */
-export function toWebhookRecord(w: Webhook) {
-  const previousActive = w.previousSecret && w.previousSecretExpiresAt && w.previousSecretExpiresAt.getTime() > Date.now();
+export function toWebhookRecord(w: Webhook, nowMs: number) {
+  const previousActive = w.previousSecret && w.previousSecretExpiresAt && w.previousSecretExpiresAt.getTime() > nowMs;
   return {
     id: w.id,
     url: w.url,
@@ -198,11 +198,16 @@ export class WebhooksService {
   async list(query: Record<string, unknown>) {
     const q = parseListQuery(query, WEBHOOK_LIST_SPEC);
     const page = await this.webhooks.list(q);
-    return listEnvelope(q, 'webhooks', page, page.items.map(toWebhookRecord));
+    return listEnvelope(
+      q,
+      'webhooks',
+      page,
+      page.items.map((w) => toWebhookRecord(w, this.clock.nowMs())),
+    );
   }
 
   async get(id: number): Promise<WebhookRecord> {
-    return toWebhookRecord(await this.found(id));
+    return toWebhookRecord(await this.found(id), this.clock.nowMs());
   }
 
   /** Creates a webhook; the answer carries its signing secret, the only time it is shown. */
@@ -224,7 +229,7 @@ export class WebhooksService {
       failingSince: null,
     });
     const id = await this.webhooks.save(w);
-    return { ...toWebhookRecord(await this.found(id)), secret: w.secret };
+    return { ...toWebhookRecord(await this.found(id), this.clock.nowMs()), secret: w.secret };
   }
 
   /**
@@ -254,7 +259,7 @@ export class WebhooksService {
       stampModified(w, who);
       await this.webhooks.save(w, tx);
       const requeued = enabling && dto.requeueDead ? await this.deliveries.requeueDead(id, tx) : 0;
-      return { record: toWebhookRecord(w), requeued };
+      return { record: toWebhookRecord(w, this.clock.nowMs()), requeued };
     });
     if (requeued) await this.delivery.queueDrainsQuietly([id]);
     return record;
@@ -280,7 +285,7 @@ export class WebhooksService {
       Object.assign(w, { url, events, description: dto.description ?? null, isActive });
       stampModified(w, who);
       await this.webhooks.save(w, tx);
-      return toWebhookRecord(w);
+      return toWebhookRecord(w, this.clock.nowMs());
     });
     if (replaced) return { created: false, webhook: replaced };
     return { created: true, webhook: await this.create(dto, who) };
@@ -299,7 +304,7 @@ export class WebhooksService {
       return (await this.webhooks.remove(id, tx)) !== null;
     });
     if (!removed) throw notFound('Webhook', id);
-    return toWebhookRecord(w);
+    return toWebhookRecord(w, this.clock.nowMs());
   }
 
   /** A new secret; the previous one keeps signing beside it for 24 h (both signatures are sent). */
@@ -308,11 +313,11 @@ export class WebhooksService {
       const w = await this.webhooks.findForUpdate(id, tx);
       if (!w) throw notFound('Webhook', id);
       w.previousSecret = w.secret;
-      w.previousSecretExpiresAt = new Date(Date.now() + PREVIOUS_SECRET_TTL_MS);
+      w.previousSecretExpiresAt = new Date(this.clock.nowMs() + PREVIOUS_SECRET_TTL_MS);
       w.secret = newWebhookSecret();
       stampModified(w, who);
       await this.webhooks.save(w, tx);
-      return { ...toWebhookRecord(w), secret: w.secret };
+      return { ...toWebhookRecord(w, this.clock.nowMs()), secret: w.secret };
     });
   }
 
@@ -323,7 +328,7 @@ export class WebhooksService {
     const body = JSON.stringify({
       id: eventId,
       type: TEST_EVENT_TYPE,
-      occurredAt: new Date().toISOString(),
+      occurredAt: this.clock.now().toISOString(),
       sequence: null,
       data: { webhookId: w.id, message: 'This is a test delivery.' },
       previous: null,

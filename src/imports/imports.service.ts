@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { stringify } from 'csv-stringify/sync';
 import type { Response } from 'express';
+import type { StorageEngine } from 'multer';
 import { jobCredentialOf } from '../auth/tokens.service.js';
 import { missingReferenceMessage } from '../common/documented-rules.js';
 import { AppError, fieldError, notFound } from '../common/errors.js';
@@ -19,10 +20,24 @@ import { JobQueue } from '../jobs/job-queue.js';
 import { SegmentsService } from '../segments/segments.service.js';
 import { CreateImportDto, ImportOptionsDto } from './import.dto.js';
 import { type ImportRecord, publishedCustomFields, toErrorRecord, toImportRecord } from './import-record.js';
-import type { StoredImportFile } from './import-upload.engine.js';
-import { defaultIdProperty, ID_PROPERTIES, type ImportObject, neutraliseFormula, targetProblem } from './import.rules.js';
+import { ImportUploadEngine, type StoredImportFile } from './import-upload.engine.js';
+import { openSource } from './import-source.js';
+import {
+  defaultIdProperty,
+  ID_PROPERTIES,
+  IMPORT_MODES,
+  IMPORT_OBJECTS,
+  type ImportObject,
+  neutraliseFormula,
+  targetProblem,
+  WRITABLE,
+} from './import.rules.js';
 import { type ImportErrorRow, type ImportOptions, type ImportRow, ImportsRepository, type StoredPrincipal } from './imports.repository.js';
 import { JobFiles } from './job-files.js';
+
+export type { StoredImportFile };
+/** What an import writes (contacts, companies, deals) and how (create, update, upsert), for forms that offer them. */
+export const IMPORT_CHOICES = { objects: IMPORT_OBJECTS, modes: IMPORT_MODES };
 
 /** The permission importing into an object needs (besides imports:write). */
 const WRITE_PERMISSION: Record<ImportObject, string> = { contacts: 'contacts:write', companies: 'companies:write', deals: 'deals:write' };
@@ -75,28 +90,69 @@ export class ImportsService {
   async createFromUpload(body: unknown, file: StoredImportFile | undefined, who: Principal): Promise<ImportRecord> {
     try {
       if (!file) throw fieldError('file', 'is required: upload the CSV file in the form field "file"');
-      // Reserved names (`__proto__`, `toString`, ...) and text that is not valid UTF-8: a 400, as in a JSON body.
-      assertFormFields(body);
-      const form = (body ?? {}) as Record<string, unknown>;
-      const typedForm: Record<string, unknown> = { ...form };
-      if (typeof form.mapping === 'string') {
-        try {
-          typedForm.mapping = JSON.parse(form.mapping) as unknown;
-        } catch {
-          throw fieldError('mapping', 'must be a JSON object of column → property');
-        }
-      }
-      for (const k of ['campaignId', 'segmentId']) {
-        if (typeof form[k] === 'string' && /^\d{1,10}$/.test(form[k])) typedForm[k] = Number(form[k]);
-      }
-      if (form.dryRun === 'true' || form.dryRun === 'false') typedForm.dryRun = form.dryRun === 'true';
-      const dto = (await this.pipe.transform(typedForm, { type: 'body', metatype: ImportOptionsDto, data: '' })) as ImportOptionsDto;
-      const options = await this.checkOptions(dto, who);
-      return await this.insertAndQueue(dto.object, 'csv', file, options, who);
+      return await this.createFromStoredFile(body, file, who);
     } catch (e) {
       await this.files.delete(file?.storageKey ?? null).catch(() => undefined);
       throw e;
     }
+  }
+
+  /**
+   * An import of a CSV already in the job files (an upload, or one the console kept while its user
+   * mapped the columns), with the options as form fields (`mapping` as JSON text). On a refusal the
+   * file is left where it is: the caller decides whether to keep it (the console shows the form again).
+   */
+  async createFromStoredFile(body: unknown, file: StoredImportFile, who: Principal): Promise<ImportRecord> {
+    // Reserved names (`__proto__`, `toString`, ...) and text that is not valid UTF-8: a 400, as in a JSON body.
+    assertFormFields(body);
+    const form = (body ?? {}) as Record<string, unknown>;
+    const typedForm: Record<string, unknown> = { ...form };
+    if (typeof form.mapping === 'string') {
+      try {
+        typedForm.mapping = JSON.parse(form.mapping) as unknown;
+      } catch {
+        throw fieldError('mapping', 'must be a JSON object of column → property');
+      }
+    }
+    for (const k of ['campaignId', 'segmentId']) {
+      if (typeof form[k] === 'string' && /^\d{1,10}$/.test(form[k])) typedForm[k] = Number(form[k]);
+    }
+    if (form.dryRun === 'true' || form.dryRun === 'false') typedForm.dryRun = form.dryRun === 'true';
+    const dto = (await this.pipe.transform(typedForm, { type: 'body', metatype: ImportOptionsDto, data: '' })) as ImportOptionsDto;
+    const options = await this.checkOptions(dto, who);
+    return await this.insertAndQueue(dto.object, 'csv', file, options, who);
+  }
+
+  /**
+   * The header line of a stored CSV (the delimiter detected, cells trimmed), read as the worker will
+   * read it; a file that is not UTF-8 CSV, or has no header, is a 400 naming the field `file`.
+   */
+  async headerOf(storageKey: string): Promise<string[]> {
+    const source = await openSource(this.files, storageKey, 'csv', null);
+    // Started, then ended: only a started generator runs its cleanup (closing the parser and the file).
+    await source.rows.next().catch(() => undefined);
+    await source.rows.return(undefined);
+    return source.header;
+  }
+
+  /** Removes a stored upload that will not be imported (nothing when it is already gone). */
+  async discardFile(storageKey: string): Promise<void> {
+    await this.files.delete(storageKey).catch(() => undefined);
+  }
+
+  /** What a column may be mapped to in an import of `object`: its writable properties, `id`, its published custom fields (`fields.<alias>`). */
+  async mappingTargets(object: ImportObject): Promise<{ properties: string[]; fields: string[]; idProperties: string[] }> {
+    const fields = await publishedCustomFields(this.fieldValues, object);
+    return {
+      properties: ['id', ...Object.keys(WRITABLE[object])],
+      fields: fields.map((f) => `fields.${f.alias}`),
+      idProperties: [...ID_PROPERTIES[object]],
+    };
+  }
+
+  /** A multer storage engine for CSV uploads (size limit, UTF-8 check, streamed to the job files), for the console's upload form. */
+  uploadStorage(): StorageEngine {
+    return new ImportUploadEngine(this.files, this.config.importMaxBytes);
   }
 
   private async insertAndQueue(object: ImportObject, format: 'csv' | 'jsonl', file: StoredImportFile, options: ImportOptions, who: Principal) {

@@ -98,6 +98,20 @@ export class WorkflowsService {
     });
   }
 
+  /**
+   * Pause (active → paused) or resume (paused → active), as PATCH with the status does, but only from
+   * the expected status, checked under the workflow's row lock (409 otherwise): the console's buttons,
+   * whose parallel or stale posts must not activate a draft or an archived workflow.
+   */
+  async transition(id: number, from: 'active' | 'paused', to: 'active' | 'paused', who: Principal): Promise<WorkflowRecord> {
+    return this.transactions.run(async (tx) => {
+      const w = await this.workflows.findForUpdate(id, tx);
+      if (!w) throw notFound('Workflow', id);
+      if (w.status !== from) throw conflict(`Workflow ${id} is ${w.status}, not ${from}`, [{ field: 'status', message: `is ${w.status}` }]);
+      return this.write(w, { status: to }, null, false, who, tx);
+    });
+  }
+
   async put(id: number, dto: CreateWorkflowDto, who: Principal): Promise<{ created: boolean; workflow: WorkflowRecord }> {
     const def = await this.validator.check(dto);
     const replaced = await this.transactions.run(async (tx) => {

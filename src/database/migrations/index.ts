@@ -38,6 +38,7 @@ import { Pipelines1763700003000 } from './1763700003000-pipelines.js';
 import { ApiUsage1763700003100 } from './1763700003100-api-usage.js';
 import { TrackedEventQueue1763700003150 } from './1763700003150-tracked-event-queue.js';
 import { WorkflowEventWaits1763700003300 } from './1763700003300-workflow-event-waits.js';
+import { ConsoleImportUploads1763700003400 } from './1763700003400-console-import-uploads.js';
 import { TrackedIntake1763700003500 } from './1763700003500-tracked-intake.js';
 import { ContactRecordHistory1763700003510 } from './1763700003510-contact-record-history.js';
 import { DealStageTotals1763700003700 } from './1763700003700-deal-stage-totals.js';
@@ -82,6 +83,7 @@ export const MIGRATIONS = [
   ApiUsage1763700003100,
   TrackedEventQueue1763700003150,
   WorkflowEventWaits1763700003300,
+  ConsoleImportUploads1763700003400,
   TrackedIntake1763700003500,
   ContactRecordHistory1763700003510,
   DealStageTotals1763700003700,
