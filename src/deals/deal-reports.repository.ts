@@ -33,6 +33,12 @@ export interface FunnelRow {
   p90_seconds: number | null;
 }
 
+/** A funnel row from the rollups: the finished stays by length bucket (sf_stay_bucket) in place of percentiles. */
+export interface RolledFunnelRow extends FunnelRow {
+  buckets: number[];
+  bucket_stays: number[];
+}
+
 export interface SnapshotRow {
   stage_id: number;
   count: number;
@@ -144,19 +150,6 @@ export class DealReportsRepository {
   }
 
   /**
-   * Ledger rows of the pipeline on the UTC days that [from, to) touches, from deal_funnel_days: at
-   * least the rows in the window (the funnel reads them exactly when few, from the rollups otherwise).
-   */
-  async funnelEntriesAround(pipelineId: number, from: Date, to: Date): Promise<number> {
-    const [row] = await this.transactions.db.query<{ n: string | null }[]>(
-      `SELECT sum(entries)::text AS n FROM deal_funnel_days
-       WHERE pipeline_id = $1 AND day >= ($2::timestamptz AT TIME ZONE 'UTC')::date AND day <= ($3::timestamptz AT TIME ZONE 'UTC')::date`,
-      [pipelineId, from, to],
-    );
-    return Number(row?.n ?? 0);
-  }
-
-  /**
    * Per stage, the deals that entered it in [from, to) and what became of them afterwards (up to
    * now), exactly: distinct deals that entered; moved on (their next change went to a stage that is
    * not lost), lost (to a lost stage), reached a later stage or a won stage; median and p90 of the
@@ -186,44 +179,43 @@ export class DealReportsRepository {
   }
 
   /**
-   * The funnel of a large window, unfiltered: deal_funnel_days for the whole UTC days in [from, to)
-   * plus the ledger rows of the partial days at its ends. Counts are of entries (a deal that entered
-   * a stage twice in the window counts twice); no percentiles (see stayBuckets).
+   * The funnel of a window, unfiltered, from the rollups: deal_funnel_days and deal_stay_buckets for
+   * the whole UTC days in [from, to) plus the ledger rows of the partial days at its ends (read
+   * once). Counts are of entries (a deal that entered a stage twice in the window counts twice);
+   * per stage, the finished stays by length bucket (sf_stay_bucket) instead of percentiles.
    */
-  funnelFromRollups(pipelineId: number, stages: readonly ReportStage[], w: DayWindow): Promise<FunnelRow[]> {
-    return this.transactions.db.query<FunnelRow[]>(
-      `${funnelStages(6)}, r AS (
-         SELECT f.stage_id, f.next_stage_id, f.later_stage_ids, sum(f.entries) AS n FROM deal_funnel_days f
-         WHERE f.pipeline_id = $1 AND f.day >= ($4::timestamptz AT TIME ZONE 'UTC')::date AND f.day < ($5::timestamptz AT TIME ZONE 'UTC')::date GROUP BY 1, 2, 3
+  funnelFromRollups(pipelineId: number, stages: readonly ReportStage[], w: DayWindow): Promise<RolledFunnelRow[]> {
+    const days = (alias: string) =>
+      `${alias}.pipeline_id = $1 AND ${alias}.day >= ($4::timestamptz AT TIME ZONE 'UTC')::date AND ${alias}.day < ($5::timestamptz AT TIME ZONE 'UTC')::date`;
+    return this.transactions.db.query<RolledFunnelRow[]>(
+      `${funnelStages(6)}, part AS MATERIALIZED (
+         SELECT l.to_stage_id, l.next_stage_id, l.later_stage_ids, l.at, l.left_at FROM deal_stage_changes l
+         WHERE l.pipeline_id = $1 AND ((l.at >= $2 AND l.at < $4) OR (l.at >= $5 AND l.at < $3))
+       ), r AS (
+         SELECT f.stage_id, f.next_stage_id, f.later_stage_ids, sum(f.entries) AS n FROM deal_funnel_days f WHERE ${days('f')} GROUP BY 1, 2, 3
          UNION ALL
-         SELECT l.to_stage_id, COALESCE(l.next_stage_id, 0), l.later_stage_ids, count(*) FROM deal_stage_changes l
-         WHERE l.pipeline_id = $1 AND ((l.at >= $2 AND l.at < $4) OR (l.at >= $5 AND l.at < $3)) GROUP BY 1, 2, 3
+         SELECT p.to_stage_id, COALESCE(p.next_stage_id, 0), p.later_stage_ids, count(*) FROM part p GROUP BY 1, 2, 3
+       ), b AS (
+         SELECT x.stage_id, x.bucket, sum(x.n) AS n FROM (
+           SELECT k.stage_id, k.bucket, sum(k.stays) AS n FROM deal_stay_buckets k WHERE ${days('k')} GROUP BY 1, 2
+           UNION ALL
+           SELECT p.to_stage_id, sf_stay_bucket(extract(epoch FROM p.left_at - p.at)::float8), count(*) FROM part p WHERE p.left_at IS NOT NULL GROUP BY 1, 2
+         ) x GROUP BY 1, 2
+       ), c AS (
+         SELECT r.stage_id,
+                sum(r.n)::int AS entered,
+                (sum(r.n) FILTER (WHERE r.next_stage_id <> 0 AND nx.type IS DISTINCT FROM 'lost'))::int AS moved_on,
+                (sum(r.n) FILTER (WHERE nx.type = 'lost'))::int AS lost,
+                (sum(r.n) FILTER (WHERE r.later_stage_ids && s.after_ids OR r.later_stage_ids && s.won_ids))::int AS reached_next,
+                (sum(r.n) FILTER (WHERE s.type = 'won' OR r.later_stage_ids && s.won_ids))::int AS reached_won
+         FROM r JOIN stage_sets s ON s.id = r.stage_id LEFT JOIN st nx ON nx.id = r.next_stage_id
+         GROUP BY r.stage_id
        )
-       SELECT r.stage_id,
-              sum(r.n)::int AS entered,
-              (sum(r.n) FILTER (WHERE r.next_stage_id <> 0 AND nx.type IS DISTINCT FROM 'lost'))::int AS moved_on,
-              (sum(r.n) FILTER (WHERE nx.type = 'lost'))::int AS lost,
-              (sum(r.n) FILTER (WHERE r.later_stage_ids && s.after_ids OR r.later_stage_ids && s.won_ids))::int AS reached_next,
-              (sum(r.n) FILTER (WHERE s.type = 'won' OR r.later_stage_ids && s.won_ids))::int AS reached_won,
-              NULL::float8 AS median_seconds, NULL::float8 AS p90_seconds
-       FROM r JOIN stage_sets s ON s.id = r.stage_id LEFT JOIN st nx ON nx.id = r.next_stage_id
-       GROUP BY r.stage_id`,
+       SELECT c.*, NULL::float8 AS median_seconds, NULL::float8 AS p90_seconds,
+              ARRAY(SELECT b.bucket FROM b WHERE b.stage_id = c.stage_id ORDER BY b.bucket) AS buckets,
+              ARRAY(SELECT b.n::float8 FROM b WHERE b.stage_id = c.stage_id ORDER BY b.bucket) AS bucket_stays
+       FROM c`,
       [pipelineId, w.from, w.to, w.firstDay, w.endDay, ...stageParams(stages)],
-    );
-  }
-
-  /** Finished stays by stage and length bucket (sf_stay_bucket) of the rows that funnelFromRollups counts. */
-  stayBuckets(pipelineId: number, w: DayWindow): Promise<{ stage_id: number; bucket: number; n: string }[]> {
-    return this.transactions.db.query(
-      `SELECT stage_id, bucket, sum(n)::text AS n FROM (
-         SELECT b.stage_id, b.bucket, sum(b.stays) AS n FROM deal_stay_buckets b
-         WHERE b.pipeline_id = $1 AND b.day >= ($4::timestamptz AT TIME ZONE 'UTC')::date AND b.day < ($5::timestamptz AT TIME ZONE 'UTC')::date GROUP BY 1, 2
-         UNION ALL
-         SELECT l.to_stage_id, sf_stay_bucket(extract(epoch FROM l.left_at - l.at)::float8), count(*) FROM deal_stage_changes l
-         WHERE l.pipeline_id = $1 AND ((l.at >= $2 AND l.at < $4) OR (l.at >= $5 AND l.at < $3)) AND l.left_at IS NOT NULL
-         GROUP BY 1, 2
-       ) x GROUP BY 1, 2 ORDER BY 1, 2`,
-      [pipelineId, w.from, w.to, w.firstDay, w.endDay],
     );
   }
 

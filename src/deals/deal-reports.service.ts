@@ -9,8 +9,8 @@ import { DealReportsRepository, type FunnelRow, type ReportFilters, type ReportS
 export const MAX_WINDOW_MS = 5 * 365.25 * 86_400_000;
 const DAY_MS = 86_400_000;
 /**
- * A funnel over at most this many ledger rows (counted on the whole UTC days the window touches)
- * is computed exactly from the rows; above it, unfiltered funnels read the daily rollups (README
+ * An unfiltered funnel whose window holds at most this many ledger rows (counted from the rollups)
+ * is computed exactly from the rows; above it, it answers from the daily rollups (README
  * "Pipelines": counts of entries, percentiles from length buckets within 4.9%).
  */
 export const FUNNEL_EXACT_ROWS = 20_000;
@@ -150,16 +150,12 @@ export class DealReportsService {
    * holds few ledger rows; otherwise from the daily rollups, with percentiles from the stays' length buckets.
    */
   private async funnelRows(pipelineId: number, stages: ReportStage[], from: Date, to: Date, f: ReportFilters): Promise<{ rows: FunnelRow[]; exact: boolean }> {
-    const filtered = f.ownerId !== null || f.companyId !== null;
-    if (filtered || (await this.reports.funnelEntriesAround(pipelineId, from, to)) <= this.funnelExactRows) {
-      return { rows: await this.reports.funnelExact(pipelineId, stages, from, to, f), exact: true };
-    }
-    const w = dayWindow(from, to);
-    const [rows, buckets] = await Promise.all([this.reports.funnelFromRollups(pipelineId, stages, w), this.reports.stayBuckets(pipelineId, w)]);
-    const byStage = new Map<number, { bucket: number; n: number }[]>();
-    for (const b of buckets) byStage.set(b.stage_id, [...(byStage.get(b.stage_id) ?? []), { bucket: b.bucket, n: Number(b.n) }]);
+    const exact = async () => ({ rows: await this.reports.funnelExact(pipelineId, stages, from, to, f), exact: true });
+    if (f.ownerId !== null || f.companyId !== null) return exact();
+    const rows = await this.reports.funnelFromRollups(pipelineId, stages, dayWindow(from, to));
+    if (rows.reduce((n, r) => n + r.entered, 0) <= this.funnelExactRows) return exact();
     for (const r of rows) {
-      const stays = byStage.get(r.stage_id) ?? [];
+      const stays = r.buckets.map((bucket, i) => ({ bucket, n: r.bucket_stays[i] }));
       r.median_seconds = bucketPercentile(stays, 0.5);
       r.p90_seconds = bucketPercentile(stays, 0.9);
     }
