@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { Clock } from '../common/clock.js';
+import { Transactions } from '../database/transactions.js';
 import { ContactsService } from '../contacts/contacts.service.js';
 import { PointGroupsService } from '../point-groups/point-groups.service.js';
 import { useServiceSpec } from '../../test/support/service-testing.js';
@@ -143,6 +144,34 @@ describe('ScoringService (service layer, real PostgreSQL)', () => {
       ['rule', rule.id, 't1'],
     ]);
     await rules.remove(rule.id);
+  });
+
+  it('applyTrackedEvents: a batch of names and properties, each rule on its name and filter, in order; the batch again applies nothing', async () => {
+    const [a, b] = [await spec.ctx.contact('Batch A'), await spec.ctx.contact('Batch B')];
+    const pro = await rules.create({ name: 'pro', on: { trackedEvent: 'Viewed', filter: 'properties.seats[gte]:5' }, delta: 10, maxPerContact: 2 }, spec.who);
+    const any = await rules.create({ name: 'signup', on: { trackedEvent: 'Signed Up' }, delta: 3 }, spec.who);
+    const ev = (eventId: string, contactId: number, name: string, properties: Record<string, unknown> = {}) => ({
+      source: 'tracked' as const,
+      name,
+      properties,
+      contactId,
+      eventId,
+      occurredAt: clock.now(),
+    });
+    const batch = [
+      ev('b1', a, 'Viewed', { seats: 10 }),
+      ev('b2', a, 'Viewed', { seats: 1 }),
+      ev('b3', b, 'Signed Up'),
+      ev('b4', a, 'Viewed', { seats: 7 }),
+      ev('b5', a, 'Viewed', { seats: 9 }), // maxPerContact 2 reached by b1 and b4
+      ev('b6', b, 'Other', { seats: 50 }),
+    ];
+    expect(await spec.ctx.get(Transactions).run((tx) => scoring.applyTrackedEvents(batch, tx))).toBe(3);
+    expect(await spec.ctx.get(Transactions).run((tx) => scoring.applyTrackedEvents(batch, tx))).toBe(0);
+    expect([await points(a), await points(b)]).toEqual([20, 3]);
+    expect((await scoring.history(a, {})).pointChanges.map((c) => c.sourceEventId)).toEqual(['b4', 'b1']);
+    await rules.remove(pro.id);
+    await rules.remove(any.id);
   });
 
   it('applies a recordEvent rule with a contact filter from the change feed, exactly once', async () => {
