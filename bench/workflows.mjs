@@ -2,9 +2,8 @@
  * Workflows benchmark, on a database of its own (created, migrated and dropped here):
  *
  * 1. BENCH_CONTACTS contacts (with phones) enrolled by hand (10,000 per request) in a five-step
- *    workflow without waits: a branch on the title, update a field, add to a campaign, create an
- *    activity (add_points is not available yet: the activity stands in for it), an SMS with the log
- *    provider. Measured: from the first enrolment to every enrollment completed, as steps/s.
+ *    workflow without waits: a branch on the title, update a field, add points, add to a campaign,
+ *    an SMS with the log provider. Measured: from the first enrolment to every enrollment completed, as steps/s.
  * 2. BENCH_CONTACTS enrollments due at the same instant (a wait `until` a time a few seconds ahead):
  *    from that instant to every enrollment completed, and how late the first and last ran.
  *
@@ -95,9 +94,9 @@ async function main() {
         trigger: { type: 'manual' },
         steps: [
           { key: 'split', type: 'branch', branches: [{ filter: 'title[eq]:CEO', next: 'field' }], defaultNext: 'field' },
-          { key: 'field', type: 'update_contact', set: { title: 'Lead' }, next: 'join' },
-          { key: 'join', type: 'add_to_campaign', campaignId: campaign.id, next: 'task' },
-          { key: 'task', type: 'create_activity', activityType: 'call', subject: 'Call', next: 'sms' },
+          { key: 'field', type: 'update_contact', set: { title: 'Lead' }, next: 'points' },
+          { key: 'points', type: 'add_points', points: 5, reason: 'bench', next: 'join' },
+          { key: 'join', type: 'add_to_campaign', campaignId: campaign.id, next: 'sms' },
           { key: 'sms', type: 'send_sms', body: 'Hello {{contact.name}}' },
         ],
       })
