@@ -48,6 +48,14 @@ export class ScoringRulesRepository extends RecordStore<ScoringRule> {
     super(transactions, ScoringRule, 'r', SCORING_RULE_LIST_SPEC);
   }
 
+  /** The distinct event names (types) the published rules of one kind react to, in name order. */
+  async publishedNames(kind: RuleSource, tx?: Tx): Promise<string[]> {
+    const rows: { name: string }[] = await this.transactions
+      .handle(tx)
+      .query(`SELECT DISTINCT on_name AS name FROM scoring_rules WHERE is_published AND on_kind = $1 ORDER BY 1`, [kind]);
+    return rows.map((r) => r.name);
+  }
+
   /** The published rules of one kind (of one event type or name, when given), in id order. */
   published(kind: RuleSource, name?: string, tx?: Tx): Promise<ScoringRule[]> {
     return this.repo(tx).find({ where: { isPublished: true, onKind: kind, ...(name !== undefined ? { onName: name } : {}) }, order: { id: 'ASC' } });
