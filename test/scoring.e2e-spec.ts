@@ -180,6 +180,58 @@ describe('lead scoring', () => {
     await app.http.delete(`/api/scoring-rules/${rule.id}`).set('Authorization', auth);
   });
 
+  it('a rule on a tracked event, through the intake: properties filter, maxPerContact and cooldown (clock moved), a replayed messageId applied once', async () => {
+    const writeKey = `Basic ${Buffer.from(`${auth.slice('Bearer '.length)}:`).toString('base64')}`;
+    const pricing = (
+      await post('/api/scoring-rules', {
+        name: 'Pricing pro',
+        on: { trackedEvent: 'Pricing Viewed', filter: 'properties.plan[eq]:pro' },
+        delta: 100,
+        maxPerContact: 2,
+        cooldown: '1d',
+      })
+    ).body.scoringRule;
+    // Every stored view gives 1 point (no filter, no limit): the points tell how many events were applied.
+    const anyView = (await post('/api/scoring-rules', { name: 'Any view', on: { trackedEvent: 'Pricing Viewed' }, delta: 1 })).body.scoringRule;
+    const userId = `scored-${Date.now()}`;
+    let n = 0;
+    const track = async (plan: string, messageId = `${userId}-${++n}`) => {
+      const r = await app.http
+        .post('/api/ingest/v1/track')
+        .set('Authorization', writeKey)
+        .send({ userId, event: 'Pricing Viewed', properties: { plan }, messageId, timestamp: clock.now().toISOString() });
+      expect(r.status).toBe(200);
+      return messageId;
+    };
+    const applied = (points: number) =>
+      waitUntil(
+        `${points} points`,
+        async () => {
+          const c = (await app.http.get(`/api/contacts?filter=externalId[eq]:${userId}`).set('Authorization', auth)).body.contacts[0] as
+            { id: number; points: number } | undefined;
+          return c?.points === points ? c.id : null;
+        },
+        5_000,
+      );
+    const first = await track('pro');
+    const id = await applied(101);
+    await track('pro', first); // the same messageId again: stored once, applied once
+    await track('pro'); // within the cooldown: only the 1 point
+    await track('free'); // the filter does not match: only the 1 point
+    await applied(103);
+    clock.travel(DAY + 1_000);
+    await track('pro'); // the cooldown passed: the second of maxPerContact 2
+    await applied(204);
+    clock.travel(DAY + 1_000);
+    await track('pro'); // maxPerContact reached
+    await applied(205);
+    const history = await app.http.get(`/api/contacts/${id}/points/history?filter=ruleId[eq]:${pricing.id}`).set('Authorization', auth);
+    expect(history.body.total).toBe(2);
+    expect(history.body.pointChanges[0]).toMatchObject({ source: 'rule', delta: 100, details: { trackedEvent: 'Pricing Viewed' } });
+    expect(new Set(history.body.pointChanges.map((c: { sourceEventId: string }) => c.sourceEventId)).size).toBe(2);
+    for (const r of [pricing, anyView]) await app.http.delete(`/api/scoring-rules/${r.id}`).set('Authorization', auth);
+  });
+
   it('decays once per contact and period as ledger rows (clock moved)', async () => {
     const id = await createContact(app, auth);
     await post(`/api/contacts/${id}/points`, { delta: 200, reason: 'base' });

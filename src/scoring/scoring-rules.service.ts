@@ -14,6 +14,7 @@ import { CreateScoringRuleDto, UpdateScoringRuleDto } from './scoring.dto.js';
 import { SCORING_RULE_LIST_SPEC, ScoringRulesRepository } from './scoring-rules.repository.js';
 import { durationMs, MAX_DELTA, propertiesRegistry, readFilter } from './scoring.rules.js';
 import { FilterSyntaxError } from '../lists/filter-syntax.js';
+import { TrackedEventQueue } from '../tracking/tracked-event-queue.repository.js';
 
 /** A scoring rule as the API returns it (the one mapper from row to record). */
 export function toScoringRuleRecord(r: ScoringRule) {
@@ -66,6 +67,8 @@ function definitionOf(r: ScoringRule, createdAt: Date | null): RuleDefinition {
 
 /** The jsonb expression a tracked event's properties are compiled over (ScoringRepository.propertiesMatching). */
 export const PROPERTIES_COLUMN = 'p.properties';
+/** The scoring rules' consumer name on the tracked-event queue. */
+export const SCORING_CONSUMER = 'scoring';
 
 /**
  * Scoring rules: their resource (`/api/scoring-rules`) and the checks a rule's body gets (exactly one
@@ -78,7 +81,17 @@ export class ScoringRulesService {
     private readonly transactions: Transactions,
     private readonly events: EventsService,
     private readonly contacts: ContactsService,
+    private readonly trackedQueue: TrackedEventQueue,
   ) {}
+
+  /**
+   * Rewrites the tracked event names scoring consumes (the published trackedEvent rules' names) in
+   * `tx`, the transaction that changed a rule, after its row is written: an event stored after that
+   * commit is queued for scoring (docs/decisions/tracked-event-stream.md).
+   */
+  private declareTracked(tx: Tx): Promise<void> {
+    return this.trackedQueue.declare(SCORING_CONSUMER, (t) => this.rules.publishedNames('trackedEvent', t), tx);
+  }
 
   async list(query: Record<string, unknown>) {
     const q = parseListQuery(query, SCORING_RULE_LIST_SPEC);
@@ -99,6 +112,7 @@ export class ScoringRulesService {
     return this.transactions.run(async (t) => {
       const record = await this.get(await this.rules.save(r, t), t);
       await this.events.record(t, 'scoring_rule.created', record);
+      await this.declareTracked(t);
       return record;
     }, tx);
   }
@@ -112,6 +126,7 @@ export class ScoringRulesService {
       stampModified(r, who);
       const after = await this.get(await this.rules.save(r, tx), tx);
       await this.events.recordUpdate(tx, 'scoring_rule.updated', before, after);
+      await this.declareTracked(tx);
       return after;
     });
   }
@@ -125,6 +140,7 @@ export class ScoringRulesService {
       stampModified(r, who);
       const after = await this.get(await this.rules.save(r, tx), tx);
       await this.events.recordUpdate(tx, 'scoring_rule.updated', before, after);
+      await this.declareTracked(tx);
       return { created: false, scoringRule: after };
     });
   }
@@ -136,6 +152,7 @@ export class ScoringRulesService {
       if (!r || !(await this.rules.delete(id, tx))) throw notFound('Scoring rule', id);
       const record = toScoringRuleRecord(r);
       await this.events.record(tx, 'scoring_rule.deleted', record);
+      await this.declareTracked(tx);
       return record;
     });
   }

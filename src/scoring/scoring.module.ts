@@ -3,6 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { ContactsModule } from '../contacts/contacts.module.js';
 import { EventsModule } from '../events/events.module.js';
 import { PointGroupsModule } from '../point-groups/point-groups.module.js';
+import { TrackingModule } from '../tracking/tracking.module.js';
 import { ContactPointsController } from './contact-points.controller.js';
 import { PointChange } from './point-change.entity.js';
 import { ScoringApplier } from './scoring-applier.js';
@@ -18,10 +19,10 @@ import { ScoringService } from './scoring.service.js';
 
 /**
  * Lead scoring: the point ledger and contacts' points, scoring rules applied from the change feed
- * (and, through ScoringService.applyTrackedEvent, from tracked events), tiers, decay, recompute and what-if.
+ * and from the tracked events queued for scoring, tiers, decay, recompute and what-if.
  */
 @Module({
-  imports: [EventsModule, ContactsModule, PointGroupsModule, TypeOrmModule.forFeature([ScoringRule, PointChange])],
+  imports: [EventsModule, ContactsModule, PointGroupsModule, TrackingModule, TypeOrmModule.forFeature([ScoringRule, PointChange])],
   controllers: [ScoringRulesController, ContactPointsController, ScoringController],
   providers: [ScoringService, ScoringRulesService, ScoringJobsService, ScoringRepository, ScoringRulesRepository, ScoringApplier, ScoringProcessor],
   exports: [ScoringService, ScoringRulesService],

@@ -10,7 +10,8 @@ import type { CompiledFilter, FilterRegistry } from '../lists/filter-sql.js';
 import { parseListQuery } from '../lists/list-query.js';
 import { listEnvelope } from '../lists/list-sql.js';
 import { PointGroupsRepository } from '../point-groups/point-groups.repository.js';
-import { type RuleDefinition, ScoringRulesService } from './scoring-rules.service.js';
+import { TrackedEventQueue } from '../tracking/tracked-event-queue.repository.js';
+import { type RuleDefinition, SCORING_CONSUMER, ScoringRulesService } from './scoring-rules.service.js';
 import { type NewPointChange, POINT_HISTORY_LIST_SPEC, type PointChangeRow, ScoringRepository } from './scoring.repository.js';
 import { contactIdOf, durationMs, type GroupRange, MAX_DELTA, MAX_POINTS, MIN_POINTS, type PointSource, tierChanges } from './scoring.rules.js';
 
@@ -52,7 +53,7 @@ export interface PointChangeContext {
   by?: { userId: number | null; userName: string } | null;
 }
 
-/** A tracked event as the tracking feature hands it to scoring (ScoringService.applyTrackedEvent). */
+/** A tracked event as scoring applies it (taken from the scoring queue by applyQueuedTracked). */
 export interface TrackedEventInput {
   source: 'tracked';
   /** The tracked event's name (a rule's `on.trackedEvent`). */
@@ -93,6 +94,7 @@ export class ScoringService {
     private readonly events: EventsService,
     private readonly transactions: Transactions,
     private readonly clock: Clock,
+    private readonly trackedQueue: TrackedEventQueue,
   ) {}
 
   /**
@@ -251,6 +253,29 @@ export class ScoringService {
       }
     }
     return applied;
+  }
+
+  /**
+   * Applies the tracked events queued for scoring (the intake queues those whose name a published
+   * trackedEvent rule names): up to `limit` taken and applied in one transaction, so each is applied
+   * once whatever crashes (docs/decisions/tracked-event-stream.md). Answers how many it took.
+   */
+  async applyQueuedTracked(limit = APPLY_BATCH): Promise<number> {
+    return this.transactions.run(async (tx) => {
+      const events = await this.trackedQueue.claim(SCORING_CONSUMER, limit, tx);
+      await this.applyTrackedEvents(
+        events.map((e) => ({
+          source: 'tracked',
+          name: e.name,
+          properties: e.properties ?? {},
+          contactId: e.contactId,
+          eventId: e.id,
+          occurredAt: e.occurredAt,
+        })),
+        tx,
+      );
+      return events.length;
+    });
   }
 
   /**
