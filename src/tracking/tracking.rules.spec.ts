@@ -18,6 +18,32 @@ function refused(body: unknown, route: 'batch' | 'track' | 'identify' = 'batch')
 }
 
 describe('tracking rules', () => {
+  it("measures a batch's size as its JSON text's (each call serialised once): 500 KB passes, one byte more is refused", () => {
+    const call = (i: number, pad: string) => ({ type: 'track', event: 'é', userId: `u${i}`, messageId: `m${i}`, properties: { pad, ü: [1, { x: null }] } });
+    const body = (pad: string) => ({
+      sentAt: NOW.toISOString(),
+      context: { library: { name: 'ß' } },
+      batch: Array.from({ length: 40 }, (_, i) => call(i, i ? 'x' : pad)),
+    });
+    const size = (b: unknown) => Buffer.byteLength(JSON.stringify(b));
+    // Pad the first call until the whole text is exactly the limit (its multi-byte characters included).
+    const need = TRACKING_LIMITS.batchBytes - size(body(''));
+    const euros = Math.floor(need / 3) - 10;
+    const pad = '€'.repeat(euros) + 'a'.repeat(need - 3 * euros);
+    expect(size(body(pad))).toBe(TRACKING_LIMITS.batchBytes);
+    expect(() => readRequest(body(pad), 'batch', NOW)).toThrow(/batch\.0 is \d+ bytes; a call may be at most/);
+    // Spread over calls under 32 KB each.
+    const spread = (n: number) => ({ batch: Array.from({ length: 20 }, (_, i) => call(i, '€'.repeat(n + (i === 0 ? 1 : 0)))) });
+    let n = 8000;
+    while (size(spread(n)) > TRACKING_LIMITS.batchBytes) n--;
+    const under = spread(n);
+    expect(readRequest(under, 'batch', NOW)).toHaveLength(20);
+    const over = { ...under, writeKey: 'k'.repeat(TRACKING_LIMITS.batchBytes - size(under) - ',"writeKey":""'.length + 1) };
+    expect(size(over)).toBe(TRACKING_LIMITS.batchBytes + 1);
+    expect(() => readRequest(over, 'batch', NOW)).toThrow(`is ${TRACKING_LIMITS.batchBytes + 1} bytes; a batch may be at most`);
+    expect(refused(over)).toEqual(['batch']);
+  });
+
   it('reads Segment calls: ids as strings, the client clock skew corrected by sentAt, a far future clamped', () => {
     const [call] = readRequest(
       { userId: 42, event: ' Signed Up ', properties: { plan: 'pro' }, timestamp: '2026-11-27T09:00:00Z', sentAt: '2026-11-27T09:30:00Z' },

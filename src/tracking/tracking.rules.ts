@@ -88,7 +88,7 @@ function checkBag(v: unknown, field: string, problems: ErrorDetail[]): Record<st
  * One call of a request, checked: `at` is its path in the answer's error details (`batch.3`, or
  * empty for a single call), `type` the route's type for /track and /identify (a batch item names
  * its own). `receivedAt` is the clock's time; with `sentAt`, the client's clock skew is corrected
- * as Segment does (`timestamp + (receivedAt - sentAt)`).
+ * as Segment does (`timestamp + (receivedAt - sentAt)`). `knownBytes`: its JSON size, when the caller measured it.
  */
 export function readCall(
   raw: unknown,
@@ -97,11 +97,12 @@ export function readCall(
   routeType: CallType | null,
   receivedAt: Date,
   sentAt: Date | null,
+  knownBytes?: number,
 ): TrackedCall | ErrorDetail[] {
   const f = (name: string) => (at ? `${at}.${name}` : name);
   const problems: ErrorDetail[] = [];
   if (!isObject(raw)) return [{ field: at || 'body', message: 'must be an object (a track or identify call)' }];
-  const bytes = Buffer.byteLength(JSON.stringify(raw));
+  const bytes = knownBytes ?? Buffer.byteLength(JSON.stringify(raw));
   if (bytes > TRACKING_LIMITS.itemBytes)
     return [{ field: at || 'body', message: `is ${bytes} bytes; a call may be at most ${TRACKING_LIMITS.itemBytes} bytes (32 KB)` }];
   // A batch call without `type` is a track when it names an event, else an identify.
@@ -131,7 +132,7 @@ export function readCall(
     if (!isObject(raw.context)) problems.push({ field: f('context'), message: 'must be an object' });
     else context = raw.context;
   }
-  let messageId: string = randomUUID();
+  let messageId: string | null = null;
   if (raw.messageId !== undefined && raw.messageId !== null) {
     if (typeof raw.messageId !== 'string' || raw.messageId === '' || raw.messageId.length > TRACKING_LIMITS.messageIdLength) {
       problems.push({ field: f('messageId'), message: `must be a non-empty string of at most ${TRACKING_LIMITS.messageIdLength} characters` });
@@ -139,6 +140,8 @@ export function readCall(
   }
   const time = readTimestamp(raw.timestamp, f('timestamp'), receivedAt, sentAt, problems);
   if (problems.length) return problems;
+  // A call without a messageId gets one (so that it is stored once even if the request is retried within it).
+  messageId ??= randomUUID();
   return { index, type, name, userId, anonymousId, messageId, properties, traits, context, occurredAt: time.at, clampedFrom: time.clampedFrom };
 }
 
@@ -184,7 +187,12 @@ export function readRequest(body: unknown, route: 'batch' | CallType, receivedAt
     if (Array.isArray(call)) fail(call);
     return [call as TrackedCall];
   }
-  const bytes = Buffer.byteLength(JSON.stringify(body));
+  // Each call is serialised once: its size is checked against a call's limit, and the batch's size is
+  // the sum with the rest of the body (a JSON text's size does not depend on the order of its keys).
+  const itemBytes = Array.isArray(body.batch) ? body.batch.map((raw) => Buffer.byteLength(JSON.stringify(raw) ?? 'null')) : null;
+  const bytes = itemBytes
+    ? Buffer.byteLength(JSON.stringify({ ...body, batch: [] })) + itemBytes.reduce((a, b) => a + b, 0) + Math.max(0, itemBytes.length - 1)
+    : Buffer.byteLength(JSON.stringify(body));
   if (bytes > TRACKING_LIMITS.batchBytes)
     fail([{ field: 'batch', message: `is ${bytes} bytes; a batch may be at most ${TRACKING_LIMITS.batchBytes} bytes (500 KB)` }]);
   if (!Array.isArray(body.batch)) fail([{ field: 'batch', message: 'is required: an array of track and identify calls' }]);
@@ -194,7 +202,7 @@ export function readRequest(body: unknown, route: 'batch' | CallType, receivedAt
   const problems: ErrorDetail[] = [];
   const shared = isObject(body.context) ? body.context : null;
   items.forEach((raw, i) => {
-    const call = readCall(raw, i, `batch.${i}`, null, receivedAt, sentAt);
+    const call = readCall(raw, i, `batch.${i}`, null, receivedAt, sentAt, itemBytes?.[i]);
     if (Array.isArray(call)) problems.push(...call);
     else calls.push(shared && !call.context ? { ...call, context: shared } : call);
   });
