@@ -44,7 +44,7 @@ legend { font-weight:bold; padding:0 .25rem; }
 .perm-group { margin:0; padding:.25rem .5rem .5rem; }
 .perm-group legend { font-weight:normal; font-size:.9rem; color:var(--muted); }
 label.check { display:inline-flex; align-items:center; gap:.35rem; font-weight:normal; margin:.15rem .75rem .15rem 0; min-height:1.75rem; }
-label.check input { width:1.1rem; height:1.1rem; }
+label.check input { width:1.1rem; height:1.1rem; flex:none; }
 label.star { display:flex; font-weight:bold; }
 .actions { display:flex; flex-wrap:wrap; gap:.5rem; align-items:center; margin-top:1rem; }
 .btn { display:inline-block; font:inherit; font-size:.95rem; font-weight:bold; padding:.5rem 1rem; border-radius:4px; border:2px solid transparent; cursor:pointer; text-decoration:none; line-height:1.3; }
@@ -131,6 +131,7 @@ svg.workflow-graph .edge-label { font-size:11px; fill:var(--muted); }
   tr { border-bottom:2px solid var(--line); padding:.5rem 0; }
   td, tbody th { border:0; padding:.25rem .75rem; }
   td[data-label]::before { content: attr(data-label) ": "; font-weight:bold; display:inline; }
+  caption { display:block; text-align:left; padding:.5rem .75rem; }
 }
 `;
 
