@@ -12,7 +12,8 @@ import { listEnvelope } from '../lists/list-sql.js';
 import { type RuleSource, ScoringRule } from './scoring-rule.entity.js';
 import { CreateScoringRuleDto, UpdateScoringRuleDto } from './scoring.dto.js';
 import { SCORING_RULE_LIST_SPEC, ScoringRulesRepository } from './scoring-rules.repository.js';
-import { durationMs, MAX_DELTA, propertiesRegistry, readFilter } from './scoring.rules.js';
+import { durationMs, MAX_DELTA, readFilter } from './scoring.rules.js';
+import { trackedPropertiesRegistry } from '../tracking/index.js';
 import { FilterSyntaxError } from '../lists/filter-syntax.js';
 import { TrackedEventQueue } from '../tracking/tracked-event-queue.repository.js';
 
@@ -192,7 +193,7 @@ export class ScoringRulesService {
   compile(rule: RuleDefinition, contacts: FilterRegistry, now: Date): CompiledFilter | null | undefined {
     if (!rule.filter) return null;
     try {
-      const registry = rule.onKind === 'recordEvent' ? contacts : propertiesRegistry(rule.filter, PROPERTIES_COLUMN);
+      const registry = rule.onKind === 'recordEvent' ? contacts : trackedPropertiesRegistry(rule.filter, PROPERTIES_COLUMN);
       return compileFilter(rule.filter, registry, now).compiled;
     } catch {
       return undefined;
@@ -254,7 +255,7 @@ export class ScoringRulesService {
         r.filter = (await this.contacts.compileFilter(on.filter)).node;
       } else {
         const node = readFilter(on.filter);
-        compileFilter(node, propertiesRegistry(node, PROPERTIES_COLUMN));
+        compileFilter(node, trackedPropertiesRegistry(node, PROPERTIES_COLUMN));
         r.filter = node;
       }
     } catch (e) {

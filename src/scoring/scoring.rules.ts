@@ -1,9 +1,8 @@
 /**
  * Pure rules of lead scoring (README "Lead scoring"): bounds, durations, which point groups a change
- * of points enters and leaves, decay amounts and periods, which contact an event is about, and the
- * filter registry of a tracked event's properties.
+ * of points enters and leaves, decay amounts and periods, and which contact an event is about (the
+ * filter registry of a tracked event's properties is tracking's trackedPropertiesRegistry).
  */
-import type { FilterField, FilterRegistry } from '../lists/filter-sql.js';
 import { type FilterNode, parseFilterText, readJsonFilter } from '../lists/filter-syntax.js';
 
 /** A single change of points is at most this, either way (and never 0). */
@@ -81,42 +80,8 @@ export function contactIdOf(type: string, data: Record<string, unknown>): number
 }
 
 /** A tracked event's property names a filter may use (the registry's json keys). */
-const PROPERTY_NAME = /^[a-z][a-z0-9_]*$/;
 
 /** The filter read into its JSON tree (a syntax error throws the filter language's error). */
 export function readFilter(raw: unknown): FilterNode {
   return typeof raw === 'string' ? parseFilterText(raw) : readJsonFilter(raw);
-}
-
-/**
- * The registry of a filter over a tracked event's properties (`properties.<name>`, names of lower-case
- * letters, digits and `_`), over the jsonb expression `column`. A field compared by order (gt, lt,
- * between) or with a number is numeric, one compared with true/false boolean, any other text.
- */
-export function propertiesRegistry(node: FilterNode, column: string): FilterRegistry {
-  const registry: FilterRegistry = {};
-  const visit = (n: FilterNode) => {
-    if ('and' in n || 'or' in n) {
-      ('and' in n ? n.and : n.or).forEach(visit);
-      return;
-    }
-    if ('not' in n) {
-      visit(n.not);
-      return;
-    }
-    if (!n.field.startsWith('properties.')) return;
-    const key = n.field.slice('properties.'.length);
-    if (!PROPERTY_NAME.test(key)) return;
-    const values = Array.isArray(n.value) ? n.value : [n.value];
-    const numeric = ['gt', 'gte', 'lt', 'lte', 'between'].includes(n.op) || values.some((v) => typeof v === 'number');
-    const boolean = values.some((v) => typeof v === 'boolean');
-    const field: FilterField = numeric
-      ? { type: 'json-scalar', sql: column, json: { key, valueType: 'number' } }
-      : boolean
-        ? { type: 'json-scalar', sql: column, json: { key, valueType: 'boolean' } }
-        : { type: 'json-text', sql: column, json: { key, valueType: 'string' } };
-    registry[n.field] = registry[n.field]?.type === 'json-scalar' ? registry[n.field] : field;
-  };
-  visit(node);
-  return registry;
 }

@@ -9,7 +9,7 @@
  * - `events.<name>.firstAt` / `.lastAt`: the first and last time, empty (isEmpty) for never.
  */
 import type { FilterNode } from '../lists/filter-syntax.js';
-import type { FilterField, PatternFields } from '../lists/filter-sql.js';
+import type { FilterField, FilterRegistry, PatternFields } from '../lists/filter-sql.js';
 
 export const BEHAVIOUR_WINDOWS = { '1d': 1, '7d': 7, '30d': 30, '90d': 90 } as const;
 export type BehaviourWindow = keyof typeof BEHAVIOUR_WINDOWS;
@@ -77,4 +77,42 @@ export function namesBehaviour(node: FilterNode | null | undefined): boolean {
   if ('or' in node) return node.or.some(namesBehaviour);
   if ('not' in node) return namesBehaviour(node.not);
   return behaviourField(node.field) !== null;
+}
+
+/** A tracked event's property name a filter may name: a top-level key (Segment's are often camelCase). */
+const PROPERTY_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+/**
+ * The filter registry over a tracked event's properties (`properties.<name>`), over the jsonb
+ * expression `column`, for every feature that filters tracked events (scoring's trackedEvent rules,
+ * workflows' tracked_event triggers and untilEvent waits). A field compared by order (gt, lt, between)
+ * or with a number is numeric, one compared with true/false boolean, any other text. Fields that are
+ * not `properties.<name>` are left out, so the filter fails to compile naming them.
+ */
+export function trackedPropertiesRegistry(node: FilterNode, column: string): FilterRegistry {
+  const registry: FilterRegistry = {};
+  const visit = (n: FilterNode) => {
+    if ('and' in n || 'or' in n) {
+      ('and' in n ? n.and : n.or).forEach(visit);
+      return;
+    }
+    if ('not' in n) {
+      visit(n.not);
+      return;
+    }
+    if (!n.field.startsWith('properties.')) return;
+    const key = n.field.slice('properties.'.length);
+    if (!PROPERTY_NAME.test(key)) return;
+    const values = Array.isArray(n.value) ? n.value : [n.value];
+    const numeric = ['gt', 'gte', 'lt', 'lte', 'between'].includes(n.op) || values.some((v) => typeof v === 'number');
+    const boolean = values.some((v) => typeof v === 'boolean');
+    const field: FilterField = numeric
+      ? { type: 'json-scalar', sql: column, json: { key, valueType: 'number' } }
+      : boolean
+        ? { type: 'json-scalar', sql: column, json: { key, valueType: 'boolean' } }
+        : { type: 'json-text', sql: column, json: { key, valueType: 'string' } };
+    registry[n.field] = registry[n.field]?.type === 'json-scalar' ? registry[n.field] : field;
+  };
+  visit(node);
+  return registry;
 }
