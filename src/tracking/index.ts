@@ -79,8 +79,11 @@ export function namesBehaviour(node: FilterNode | null | undefined): boolean {
   return behaviourField(node.field) !== null;
 }
 
-/** A tracked event's property name a filter may name: a top-level key (Segment's are often camelCase). */
-const PROPERTY_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+/**
+ * A tracked event's property name a filter may name: a top-level key of lower-case letters, digits
+ * and `_` (the filter compiler writes JSON keys into the SQL text and accepts only these).
+ */
+const PROPERTY_NAME = /^[a-z][a-z0-9_]{0,127}$/;
 
 /**
  * The filter registry over a tracked event's properties (`properties.<name>`), over the jsonb

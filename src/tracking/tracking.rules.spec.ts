@@ -2,7 +2,8 @@ import { describe, expect, it } from '@jest/globals';
 import { AppError } from '../common/errors.js';
 import { compileFilter } from '../lists/filter-sql.js';
 import { CONTACT_LIST_SPEC } from '../contacts/contact.columns.js';
-import { behaviourField, dependsOnTime, windowStartDay } from './index.js';
+import { behaviourField, dependsOnTime, trackedPropertiesRegistry, windowStartDay } from './index.js';
+import { parseFilterText } from '../lists/filter-syntax.js';
 import { contactTraits, jsonDepth, readRequest, TRACKING_LIMITS, typesByProperty, propertyTypes } from './tracking.rules.js';
 
 const NOW = new Date('2026-11-27T10:00:00Z');
@@ -108,5 +109,26 @@ describe('tracking rules', () => {
     expect(dependsOnTime(node)).toBe(true);
     expect(dependsOnTime(compileFilter('events.x.count[gte]:1', CONTACT_LIST_SPEC.filterable ?? {}, NOW).node)).toBe(false);
     expect(() => compileFilter('events.x.count[contains]:1', CONTACT_LIST_SPEC.filterable ?? {}, NOW)).toThrow(AppError);
+  });
+
+  describe('trackedPropertiesRegistry', () => {
+    const compiled = (text: string) => {
+      const node = parseFilterText(text);
+      return compileFilter(node, trackedPropertiesRegistry(node, 'p.properties')).compiled;
+    };
+
+    it('types a property by how the filter compares it', () => {
+      const c = compiled('and(properties.plan_name[eq]:pro,properties.seats[gte]:5)');
+      expect(c.sql).toContain('p.properties');
+      // Equality on text is a jsonb containment; an order comparison reads the key as a number.
+      expect(Object.values(c.params)).toEqual(['{"plan_name":"pro"}', '5']);
+      expect(c.sql).toContain("jsonb_typeof((p.properties -> 'seats')) = 'number'");
+    });
+
+    it('leaves out what is not a top-level property, so the filter fails naming it', () => {
+      // Mixed case is refused too: JSON keys are written into the SQL text, and only lower-case ones are.
+      for (const text of ['email[eq]:x', 'properties.a.b[eq]:x', 'properties.9lives[eq]:x', 'properties.planName[eq]:x'])
+        expect(() => compiled(text)).toThrow();
+    });
   });
 });
