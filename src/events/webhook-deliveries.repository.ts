@@ -296,13 +296,19 @@ export class WebhookDeliveriesRepository {
   }
 
   /** Makes a delivery due again now, with a fresh 72 h window (a claim on it is released); false when absent. */
-  async requeue(webhookId: number, id: number, tx?: Tx): Promise<boolean> {
-    const rows: { id: number }[] = await returning(
-      this.db(tx),
-      `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), window_started_at = now(), completed_at = NULL,
-         claim_token = NULL, claimed_at = NULL
-       WHERE id = $1 AND webhook_id = $2 RETURNING id::int AS id`,
-      [id, webhookId],
+  async requeue(webhookId: number, id: number, staleMs: number, tx?: Tx): Promise<boolean> {
+    // A delivery a drain holds (claimed less than staleMs ago) is being sent now: that attempt is the
+    // redelivery, so its claim is left alone. Clearing it let a second drain claim and send the same
+    // delivery while the first was still sending (two requests for one redelivery).
+    const rows: { id: number; requeued: boolean }[] = await this.db(tx).query(
+      `WITH d AS (SELECT id FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2),
+            r AS (
+              UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), window_started_at = now(), completed_at = NULL,
+                claim_token = NULL, claimed_at = NULL
+              WHERE id = $1 AND webhook_id = $2 AND (claim_token IS NULL OR claimed_at < now() - $3 * interval '1 millisecond')
+              RETURNING id)
+       SELECT d.id::int AS id, EXISTS (SELECT 1 FROM r) AS requeued FROM d`,
+      [id, webhookId, staleMs],
     );
     return rows.length > 0;
   }

@@ -356,11 +356,11 @@ export class WebhooksService {
     return listEnvelope(q, 'deliveries', page, page.items.map(toDeliveryRecord));
   }
 
-  /** Queues a delivery again now (whatever its status), with a fresh 72 h window. */
+  /** Queues a delivery again now (whatever its status; one being sent right now is left to that attempt), with a fresh 72 h window. */
   async retryDelivery(id: number, deliveryId: number) {
     const w = await this.found(id);
     if (!w.isActive) throw new AppError('conflict', `Webhook ${id} is not active; re-enable it first (isActive: true)`);
-    if (!(await this.deliveries.requeue(id, deliveryId))) throw notFound('Delivery', deliveryId);
+    if (!(await this.deliveries.requeue(id, deliveryId, this.delivery.claimStaleMs))) throw notFound('Delivery', deliveryId);
     await this.delivery.queueDrain(id);
     const d = await this.deliveries.find(id, deliveryId);
     if (!d) throw notFound('Delivery', deliveryId); // deleted with its webhook meanwhile
