@@ -66,11 +66,16 @@ export class JobFiles implements OnModuleInit {
     const key = `${kind}/${randomUUID()}`;
     const path = this.pathOf(key);
     const part = `${path}.part`;
+    const out = createWriteStream(part, { flags: 'wx', mode: 0o640, flush: true });
     try {
-      await pipeline(source, createWriteStream(part, { flags: 'wx', mode: 0o640, flush: true }));
+      await pipeline(source, out);
       await rename(part, path);
       return { key, size: (await stat(path)).size };
     } catch (e) {
+      // The file is opened asynchronously: a source that fails at once (a binary upload refused by its
+      // first bytes) can fail the pipeline before the open has created the file, and an unlink then would
+      // find nothing and leave the .part behind: wait for the stream's close first (as asset storage does).
+      if (!out.closed) await new Promise<void>((done) => out.once('close', () => done()));
       await unlink(part).catch(() => undefined);
       throw e;
     }
