@@ -6,15 +6,19 @@
  * `node bench/batch.mjs` after `npm run build`. Environment: BENCH_DATABASE_ADMIN_URL, BENCH_DATABASE
  * (sf_bench_batch), BENCH_REUSE=1 to keep a seeded database, BENCH_CONTACTS (1,000,000; the seed's
  * other sizes as in bench/seed.mjs), BENCH_BATCHES (30), BENCH_BATCH_SIZE (500), BENCH_EXISTING (0.5),
- * BENCH_BATCH_CONCURRENCY (1).
+ * BENCH_BATCH_CONCURRENCY (1), BENCH_BUILD=<dir> to measure another build's dist/ (e.g. a worktree of an
+ * older commit, with BENCH_REUSE=1 on a database at its schema) for before/after.
  */
 import { execFileSync, spawn } from 'node:child_process';
+import { resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { seed, SIZES } from './seed.mjs';
 import { ADMIN_URL, ROOT, createToken, databaseUrl, freePort } from './lib.mjs';
 
 const DB_NAME = process.env.BENCH_DATABASE ?? 'sf_bench_batch';
+/** The build to measure (its dist/): this checkout, or BENCH_BUILD. */
+const BUILD = process.env.BENCH_BUILD ? resolve(process.env.BENCH_BUILD) : ROOT;
 const BATCHES = Number(process.env.BENCH_BATCHES ?? 30);
 const SIZE = Number(process.env.BENCH_BATCH_SIZE ?? 500);
 const EXISTING = Number(process.env.BENCH_EXISTING ?? 0.5);
@@ -34,7 +38,7 @@ async function prepare() {
     const t = Date.now();
     await seed(dbUrl, log);
     log(`seeded ${SIZES.contacts} contacts in ${Math.round((Date.now() - t) / 1000)} s`);
-  } else {
+  } else if (BUILD === ROOT) {
     execFileSync(process.execPath, ['dist/cli.js', 'migration:run'], { cwd: ROOT, env: { ...process.env, DATABASE_URL: dbUrl }, stdio: 'ignore' });
   }
   await admin.end();
@@ -49,7 +53,7 @@ async function main() {
   const token = createToken({ ...process.env, DATABASE_URL: dbUrl }, 'bench-batch');
   const port = await freePort();
   const api = spawn(process.execPath, ['dist/main.js'], {
-    cwd: ROOT,
+    cwd: BUILD,
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,

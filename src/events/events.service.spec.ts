@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
 import { Transactions } from '../database/transactions.js';
 import type { EventRecord } from './event-types.js';
-import { EventsService } from './events.service.js';
+import { EventsRepository } from './events.repository.js';
+import { EventsService, SEQUENCER_INTERVAL_MS } from './events.service.js';
 
 describe('EventsService (service layer, real PostgreSQL)', () => {
   let ctx: ServiceContext;
@@ -107,6 +108,47 @@ describe('EventsService (service layer, real PostgreSQL)', () => {
     expect(new Set(seen.map((e) => e.id)).size).toBe(1000);
     for (let i = 1; i < seen.length; i++) expect(seen[i].sequence).toBeGreaterThan(seen[i - 1].sequence);
     expect(await readAll(start, ['contact.updated'])).toEqual(seen);
+  });
+
+  it('callers of sequenceNow arriving together share passes, each seeing what it committed before calling', async () => {
+    const start = (await readAll(0)).at(-1)?.sequence ?? 0;
+    const spy = jest.spyOn(ctx.get(EventsRepository), 'sequence');
+    try {
+      const n = 40;
+      const seenOwn = await Promise.all(
+        Array.from({ length: n }, async (_, i) => {
+          await transactions.run((tx) => events.record(tx, 'category.created', { id: 5000 + i, title: 'coalesced' }));
+          await events.sequenceNow(true);
+          // Read without numbering: the pass this caller waited for must have numbered its event.
+          const numbered = await transactions.run((tx) => events.afterIn(tx, start, 10_000));
+          return numbered.some((e) => (e.data as { id: number }).id === 5000 + i);
+        }),
+      );
+      expect(seenOwn).toEqual(Array(n).fill(true));
+      const onDemand = spy.mock.calls.filter(([wait]) => wait).length;
+      expect(onDemand).toBeGreaterThan(0);
+      expect(onDemand).toBeLessThan(n);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('tells its listeners about numbered events at most once per sequencer interval, and always after the last', async () => {
+    const calls: number[] = [];
+    const unsubscribe = events.onSequenced(() => calls.push(performance.now()));
+    try {
+      for (let i = 0; i < 15; i++) {
+        await transactions.run((tx) => events.record(tx, 'category.created', { id: 6000 + i, title: 'notified' }));
+        await events.sequenceNow(true);
+      }
+      const lastPass = performance.now();
+      await new Promise((r) => setTimeout(r, SEQUENCER_INTERVAL_MS * 3));
+      expect(calls.length).toBeGreaterThan(0);
+      expect(calls.at(-1)).toBeGreaterThanOrEqual(lastPass - SEQUENCER_INTERVAL_MS);
+      for (let i = 1; i < calls.length; i++) expect(calls[i] - calls[i - 1]).toBeGreaterThanOrEqual(SEQUENCER_INTERVAL_MS - 5);
+    } finally {
+      unsubscribe();
+    }
   });
 
   it('prunes by sequence and remembers what it removed', async () => {
