@@ -9,20 +9,18 @@
  * Chromium: CHROMIUM_PATH or /usr/bin/chromium. axe-core: the pinned devDependency.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { ROOT, startApp, type TestApp } from './support/app.js';
+import type { BrowserContext, Page } from 'playwright-core';
+import { startApp, type TestApp } from './support/app.js';
+import { CHROMIUM, launchChromium, SHOTS } from './support/browser.js';
 import { setPassword } from './support/console.js';
 import { bearer } from './support/fixtures.js';
 import { waitUntil } from './support/wait.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const SHOTS = join(ROOT, 'test-artifacts', 'screenshots');
 const EMAIL = 'ida@example.com';
 const PASSWORD = 'a long and happy passphrase';
 
@@ -46,7 +44,7 @@ describe('account console integrator pages in Chromium', () => {
   let app: TestApp;
   let context: BrowserContext;
   let page: Page;
-  let profile: string;
+  let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
   let receiver: Server;
   let receiverUrl: string;
   let apiToken: string;
@@ -84,21 +82,8 @@ describe('account console integrator pages in Chromium', () => {
     });
     apiToken = await app.token('*', { user: EMAIL, plan: 'professional', name: 'Integration' });
     expect((await setPassword(app, EMAIL, PASSWORD)).code).toBe(0);
-    profile = mkdtempSync(join(tmpdir(), 'sf-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-      viewport: { width: 1280, height: 800 },
-    });
+    browser = await launchChromium();
+    context = browser.context;
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url });
     page = context.pages()[0] ?? (await context.newPage());
     page.on('console', (m) => {
@@ -112,8 +97,7 @@ describe('account console integrator pages in Chromium', () => {
   });
 
   afterAll(async () => {
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    await browser?.close();
     await app?.stop();
     receiver?.closeAllConnections();
     await new Promise((r) => receiver?.close(r));

@@ -8,16 +8,14 @@
  * Chromium: CHROMIUM_PATH or /usr/bin/chromium (.ci/run installs it with apt-get when absent).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { PERMISSIONS } from '../src/common/route-access.js';
 import { startApp, type TestApp } from './support/app.js';
-import { type PageRecorder, pageRecorder, SHOTS } from './support/browser.js';
+import { CHROMIUM, launchChromium, pageRecorder, type PageRecorder, SHOTS } from './support/browser.js';
 import { setPassword } from './support/console.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const EMAIL = 'eve@example.com';
 const PASSWORD = 'a long and happy passphrase';
 
@@ -25,7 +23,7 @@ describe('account console in Chromium', () => {
   let app: TestApp;
   let context: BrowserContext;
   let page: Page;
-  let profile: string;
+  let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
   const cspViolations: string[] = [];
 
   let recorder: PageRecorder;
@@ -39,21 +37,8 @@ describe('account console in Chromium', () => {
     app = await startApp({ env: { RATE_LIMIT_ANONYMOUS: '100000' } });
     expect((await app.cli(['user:create', '--email', EMAIL, '--name', 'Eve Example', '--plan', 'professional'])).code).toBe(0);
     expect((await setPassword(app, EMAIL, PASSWORD)).code).toBe(0);
-    profile = mkdtempSync(join(tmpdir(), 'sf-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-      viewport: { width: 1280, height: 800 },
-    });
+    browser = await launchChromium();
+    context = browser.context;
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url });
     page = context.pages()[0] ?? (await context.newPage());
     recorder = pageRecorder(page, 'account');
@@ -63,8 +48,7 @@ describe('account console in Chromium', () => {
   });
 
   afterAll(async () => {
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    await browser?.close();
     await app?.stop();
   });
 

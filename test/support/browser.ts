@@ -74,16 +74,8 @@ export function pageRecorder(page: Page, prefix: string): PageRecorder {
   return r;
 }
 
-export interface ConsoleBrowser extends PageRecorder {
-  context: BrowserContext;
-  page: Page;
-  /** Console messages about a blocked script or style (the CSP). */
-  cspViolations: string[];
-  close(): Promise<void>;
-}
-
-/** Launches Chromium and signs in at `baseUrl` with the given account. `prefix` names the screenshots. */
-export async function openConsole(baseUrl: string, email: string, password: string, prefix: string): Promise<ConsoleBrowser> {
+/** A headless Chromium with a profile of its own (removed by `close`), at 1280 × 800. */
+export async function launchChromium(): Promise<{ context: BrowserContext; close: () => Promise<void> }> {
   if (!existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM}: install it (apt-get install chromium) or set CHROMIUM_PATH`);
   const profile = mkdtempSync(join(tmpdir(), 'sf-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
@@ -101,15 +93,33 @@ export async function openConsole(baseUrl: string, email: string, password: stri
     viewport: { width: 1280, height: 800 },
     acceptDownloads: true,
   });
+  return {
+    context,
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface ConsoleBrowser extends PageRecorder {
+  context: BrowserContext;
+  page: Page;
+  /** Console messages about a blocked script or style (the CSP). */
+  cspViolations: string[];
+  close(): Promise<void>;
+}
+
+/** Launches Chromium and signs in at `baseUrl` with the given account. `prefix` names the screenshots. */
+export async function openConsole(baseUrl: string, email: string, password: string, prefix: string): Promise<ConsoleBrowser> {
+  const chromiumWindow = await launchChromium();
+  const { context } = chromiumWindow;
   const page = context.pages()[0] ?? (await context.newPage());
   const b: ConsoleBrowser = Object.assign(pageRecorder(page, prefix), {
     context,
     page,
     cspViolations: [] as string[],
-    async close() {
-      await context.close();
-      rmSync(profile, { recursive: true, force: true });
-    },
+    close: () => chromiumWindow.close(),
   });
   page.on('console', (m) => {
     if (/Content[ -]Security[ -]Policy/i.test(m.text())) b.cspViolations.push(m.text());
