@@ -476,7 +476,8 @@ async function main() {
         `| ${r.name} | — | — | ${fmt(r.contention.idle)} / ${fmt(r.contention.loaded)} (${fmt(r.contention.loaded / (r.contention.idle || 1), 1)}×) | — | — | — | — | sequencer ${fmt(r.contention.sequencer * 100, 1)} %, segment refresher ${fmt(r.contention.refresher * 100, 1)} % of busy database samples |`,
       );
     else if (r.eps !== undefined) lines.push(`| ${r.name} | ${fmt(r.eps)} events/s | — | — | — | — | — | — | ${fmt(r.rss)} |`);
-    else if (r.mps !== undefined) lines.push(`| ${r.name} | ${fmt(r.mps)} msg/s (${fmt(r.acceptedRps)} accepted/s) | — | — | — | — | — | ${fmt(r.errors)} | ${fmt(r.rss)} |`);
+    else if (r.mps !== undefined)
+      lines.push(`| ${r.name} | ${fmt(r.mps)} msg/s (${fmt(r.acceptedRps)} accepted/s) | — | — | — | — | — | ${fmt(r.errors)} | ${fmt(r.rss)} |`);
     else
       lines.push(
         `| ${r.name} | ${fmt(r.rps)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.ratio, 2)} | ${fmt(r.baseRps)} | ${fmt(r.baseP99)} | ${fmt(r.errors)} | ${fmt(r.rss)} |`,
