@@ -23,6 +23,9 @@ import { WorkflowTrackedFollower } from './workflow-tracked-follower.js';
 import { WorkflowTriggers } from './workflow-triggers.js';
 import { WorkflowValidator } from './workflow-validation.js';
 import { WebhookWaitsRepository } from './webhook-waits.repository.js';
+import { SegmentEnrolment } from './segment-enrolment.js';
+import { SegmentEnrolmentProcessor } from './segment-enrolment.processor.js';
+import { SegmentEnrolmentRepository } from './segment-enrolment.repository.js';
 import { WebhookStep } from './workflow-webhook-step.js';
 import { WorkflowWebhookWaits } from './workflow-webhook-waits.js';
 import { Workflow, WorkflowEnrollment, WorkflowVersion } from './workflow.entity.js';
@@ -63,6 +66,9 @@ import { WorkflowsService } from './workflows.service.js';
     WebhookStep,
     WebhookWaitsRepository,
     WorkflowWebhookWaits,
+    SegmentEnrolment,
+    SegmentEnrolmentRepository,
+    SegmentEnrolmentProcessor,
   ],
   exports: [WorkflowsService, EnrollmentsService],
 })
