@@ -181,7 +181,8 @@ describe('workflows', () => {
     expect(gateway.requests.filter((r) => r.body.to === phone).map((r) => r.body.body)).toEqual(['Hello Ann']);
     expect(receiver.got.filter((g) => g.body.includes('"workflow.webhook"'))).toHaveLength(1);
     const detail = (await get(`/api/workflows/${w.id}/enrollments/${e.id}`)).body.enrollment as Enrollment;
-    expect(detail.history?.map((h) => h.stepKey)).toEqual(['sms', 'call']);
+    // The webhook step waited for its delivery's outcome (two runs: the call, then the 2xx).
+    expect(detail.history?.map((h) => h.stepKey)).toEqual(['sms', 'call', 'call']);
   });
 
   it('adds points once per step run, in the ledger with source workflow', async () => {

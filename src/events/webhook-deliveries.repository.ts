@@ -59,6 +59,37 @@ export interface NewDelivery {
   body: string;
 }
 
+/**
+ * A delivery that reached its end: succeeded, or dead (a refusal such as a 4xx, its retries
+ * exhausted, its webhook disabled or deleted). Listeners (WebhooksService.onDeliveriesSettled)
+ * learn of it in the transaction that settles it.
+ */
+export interface SettledDelivery {
+  id: number;
+  webhookId: number;
+  eventId: string;
+  eventType: string;
+  body: string;
+  status: 'succeeded' | 'dead';
+}
+
+/** Told of settled deliveries: `settled` in the settling transaction, `committed` once it committed. */
+export interface DeliverySettledListener {
+  settled(deliveries: readonly SettledDelivery[], tx: Tx): Promise<void>;
+  committed?(): void;
+}
+
+/** Where one delivery stands, as a caller waiting for its outcome reads it (a workflow's webhook step). */
+export interface DeliveryOutcome {
+  /** pending: not attempted yet, or failed and retried later. */
+  state: 'pending' | 'succeeded' | 'failed';
+  attempts: number;
+  /** The receiver's status at the last attempt (null: none, or no answer). */
+  code: number | null;
+  /** Why it failed (status and a short reason), null unless failed. */
+  reason: string | null;
+}
+
 /** A delivery's next attempt time as answered: only while one is due (pending or failed). */
 const NEXT_ATTEMPT_AT = `CASE WHEN d.status IN ('pending', 'failed') THEN d.next_attempt_at END`;
 
@@ -128,6 +159,15 @@ export class WebhookDeliveriesRepository {
       [rows.map((r) => r.webhookId), rows.map((r) => r.eventId), rows.map((r) => r.eventType), rows.map((r) => r.sequence), rows.map((r) => r.body)],
     );
     return [...new Set(res.map((r) => r.webhookId))];
+  }
+
+  /** A webhook's delivery of one event (its Webhook-Id), by the (webhook, event) unique key. */
+  async findByEvent(webhookId: number, eventId: string, tx?: Tx): Promise<DeliveryRow | null> {
+    const rows: DeliveryRow[] = await this.db(tx).query(`SELECT ${COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 AND event_id = $2`, [
+      webhookId,
+      eventId,
+    ]);
+    return rows[0] ?? null;
   }
 
   async find(webhookId: number, id: number, tx?: Tx): Promise<DeliveryRow | null> {
@@ -258,15 +298,17 @@ export class WebhookDeliveriesRepository {
     return rows[0]?.at ?? null;
   }
 
-  /** Ends claimed deliveries without an attempt (their webhook was disabled or deleted meanwhile). */
-  async markDead(token: string, ids: readonly number[], reason: string, tx?: Tx): Promise<void> {
-    if (!ids.length) return;
-    await this.db(tx).query(
+  /** Ends claimed deliveries without an attempt (their webhook was disabled or deleted meanwhile); answers the ids ended. */
+  async markDead(token: string, ids: readonly number[], reason: string, tx?: Tx): Promise<number[]> {
+    if (!ids.length) return [];
+    const rows: { id: number }[] = await returning(
+      this.db(tx),
       `WITH held AS MATERIALIZED (SELECT id AS held_id FROM webhook_deliveries WHERE id = ANY($2::bigint[]) AND claim_token = $1 ORDER BY id FOR UPDATE)
        UPDATE webhook_deliveries d SET status = 'dead', last_error = $3, next_attempt_at = NULL, claim_token = NULL, claimed_at = NULL, completed_at = now()
-       FROM held WHERE d.id = held.held_id AND d.claim_token = $1`,
+       FROM held WHERE d.id = held.held_id AND d.claim_token = $1 RETURNING d.id::int AS id`,
       [token, ids, reason],
     );
+    return rows.map((r) => r.id);
   }
 
   /**
@@ -329,9 +371,17 @@ export class WebhookDeliveriesRepository {
   /**
    * Deletes every delivery of a webhook, locking them in id order; the caller holds the webhook's
    * row lock and deletes the webhook next (its ON DELETE CASCADE then finds nothing left to lock).
+   * Answers the deliveries that had not settled yet (they end dead with their webhook).
    */
-  async removeAllOf(webhookId: number, tx: Tx): Promise<void> {
-    await tx.query(`DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id FOR UPDATE)`, [webhookId]);
+  async removeAllOf(webhookId: number, tx: Tx): Promise<SettledDelivery[]> {
+    const rows: (Omit<SettledDelivery, 'status'> & { status: DeliveryStatus })[] = await returning(
+      tx,
+      `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id FOR UPDATE)
+       RETURNING id::int AS id, webhook_id AS "webhookId", event_id AS "eventId", event_type AS "eventType", body, status`,
+      [webhookId],
+    );
+    // Those still pending or retried end with their webhook (dead): the answer lists them as such.
+    return rows.filter((r) => r.status === 'pending' || r.status === 'failed').map((r) => ({ ...r, status: 'dead' as const }));
   }
 
   /**

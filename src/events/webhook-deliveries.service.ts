@@ -4,12 +4,20 @@ import type { Agent } from 'node:http';
 import { Clock } from '../common/clock.js';
 import { iso, isoRequired } from '../common/dates.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { Transactions } from '../database/transactions.js';
+import { Transactions, type Tx } from '../database/transactions.js';
 import { JOB_IDS } from '../jobs/job-names.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
 import { signatureHeaders } from './signature.js';
-import { type DeliveryAttempt, type DeliveryRow, type DeliveryStatus, WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
+import {
+  type DeliveryAttempt,
+  type DeliveryOutcome,
+  type DeliveryRow,
+  type DeliverySettledListener,
+  type DeliveryStatus,
+  type SettledDelivery,
+  WebhookDeliveriesRepository,
+} from './webhook-deliveries.repository.js';
 import { type AttemptVerdict, DISABLE_AFTER_MS, nextAttemptAt, verdictFor } from './webhook-retry.js';
 import { postWebhook, type SendOutcome, targetAgent } from './webhook-sender.js';
 import { resolveTarget, type UrlRules, WebhookUrlError } from './webhook-url.js';
@@ -75,6 +83,7 @@ export function signingSecrets(w: Pick<Webhook, 'secret' | 'previousSecret' | 'p
 @Injectable()
 export class WebhookDeliveriesService {
   private readonly logger = new Logger('Webhooks');
+  private readonly settledListeners: DeliverySettledListener[] = [];
 
   constructor(
     private readonly deliveries: WebhookDeliveriesRepository,
@@ -85,6 +94,48 @@ export class WebhookDeliveriesService {
     private readonly clock: Clock,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
+
+  /**
+   * Tells `listener` of every delivery that settles (succeeded or dead), in the transaction that
+   * settles it: a workflow's webhook step waits for its delivery's outcome this way.
+   */
+  onSettled(listener: DeliverySettledListener): void {
+    this.settledListeners.push(listener);
+  }
+
+  /** Tells the listeners of settled deliveries inside `tx` (nothing when none settled). */
+  async announceSettled(settled: readonly SettledDelivery[], tx: Tx): Promise<void> {
+    if (!settled.length) return;
+    for (const l of this.settledListeners) await l.settled(settled, tx);
+  }
+
+  /** After the transaction that announced settled deliveries committed. */
+  announceCommitted(): void {
+    for (const l of this.settledListeners) l.committed?.();
+  }
+
+  /**
+   * Where a webhook's delivery of one event stands: pending (not sent yet, or retried later),
+   * succeeded, or failed for good with its reason (the receiver's status and the start of its
+   * answer for a refusal such as a 4xx; the attempts and the last error when its retries ran out;
+   * the webhook disabled or deleted). Null when there is no such delivery.
+   */
+  async outcomeOf(webhookId: number, eventId: string, tx?: Tx): Promise<DeliveryOutcome | null> {
+    const d = await this.deliveries.findByEvent(webhookId, eventId, tx);
+    if (!d) return null;
+    const last = d.attempts.length ? d.attempts[d.attempts.length - 1] : null;
+    const code = last?.code ?? null;
+    if (d.status === 'succeeded') return { state: 'succeeded', attempts: d.attemptCount, code, reason: null };
+    if (d.status !== 'dead') return { state: 'pending', attempts: d.attemptCount, code, reason: null };
+    const lastAttemptError = last ? (last.error ?? (last.code === null ? null : `HTTP ${last.code}`)) : null;
+    let reason: string;
+    if (!last || d.lastError !== lastAttemptError) reason = d.lastError ?? 'the delivery ended without an attempt';
+    else if (code !== null && verdictFor(code) !== 'retry') {
+      const excerpt = last.response.replace(/\s+/g, ' ').trim().slice(0, 200);
+      reason = `the receiver answered HTTP ${code}${excerpt ? `: ${excerpt}` : ''}`;
+    } else reason = `no success after ${d.attemptCount} attempt${d.attemptCount === 1 ? '' : 's'} in the retry window (last: ${d.lastError ?? 'no answer'})`;
+    return { state: 'failed', attempts: d.attemptCount, code, reason };
+  }
 
   get urlRules(): UrlRules {
     return { allowHttp: this.config.webhookAllowHttp, allowPrivate: this.config.webhookAllowPrivate };
@@ -200,18 +251,7 @@ export class WebhookDeliveriesService {
       const w = await this.webhooks.findRecord(webhookId);
       if (!w || !w.isActive) {
         const reason = w ? 'webhook disabled' : 'webhook deleted';
-        return {
-          size: batch.length,
-          gone: false,
-          record: () =>
-            done(
-              this.deliveries.markDead(
-                token,
-                batch.map((d) => d.id),
-                reason,
-              ),
-            ),
-        };
+        return { size: batch.length, gone: false, record: () => done(this.endUnsent(token, batch, reason)) };
       }
       const results = await this.sendBatch(w, batch, agents);
       const gone = [...results.values()].some((o) => o.status === 410);
@@ -299,7 +339,7 @@ export class WebhookDeliveriesService {
       });
     }
     try {
-      await this.writeOutcomes(w, token, outcomes, unsent);
+      await this.writeOutcomes(w, token, batch, outcomes, unsent);
     } catch (e) {
       const err = (e as Error).message;
       const ids = batch.map((d) => d.id);
@@ -309,7 +349,7 @@ export class WebhookDeliveriesService {
         attempt: { ...o.attempt, response: '', error: `${o.attempt.error ?? 'delivered'}; the attempt could not be recorded in full: ${err}`.slice(0, 1000) },
       }));
       try {
-        await this.writeOutcomes(w, token, plain, unsent);
+        await this.writeOutcomes(w, token, batch, plain, unsent);
       } catch (again) {
         this.logger.error({
           msg: 'could not record webhook attempts; each counts as a failed attempt once its claim goes stale',
@@ -322,8 +362,32 @@ export class WebhookDeliveriesService {
     }
   }
 
-  private async writeOutcomes(w: Webhook, token: string, outcomes: readonly Outcome[], unsent: readonly number[]): Promise<void> {
-    await this.transactions.run(async (tx) => {
+  /** Ends claimed deliveries dead without an attempt, telling the settled-delivery listeners. */
+  private async endUnsent(token: string, batch: readonly DeliveryRow[], reason: string): Promise<void> {
+    const settled = await this.transactions.run(async (tx) => {
+      const ended = new Set(
+        await this.deliveries.markDead(
+          token,
+          batch.map((d) => d.id),
+          reason,
+          tx,
+        ),
+      );
+      const out = settledOf(batch, (d) => (ended.has(d.id) ? 'dead' : null));
+      await this.announceSettled(out, tx);
+      return out;
+    });
+    if (settled.length) this.announceCommitted();
+  }
+
+  private async writeOutcomes(
+    w: Webhook,
+    token: string,
+    batch: readonly DeliveryRow[],
+    outcomes: readonly Outcome[],
+    unsent: readonly number[],
+  ): Promise<void> {
+    const settled = await this.transactions.run(async (tx) => {
       // The webhook row before its deliveries, the one lock order (a delete meanwhile waits, or has removed both).
       await this.webhooks.lockForDeliveries(w.id, tx);
       const recorded = new Set(await this.deliveries.recordAttempts(token, outcomes, tx));
@@ -344,8 +408,17 @@ export class WebhookDeliveriesService {
           tx,
         );
       }
-      await this.deliveries.markDead(token, unsent, 'webhook disabled', tx);
+      const dead = new Set(await this.deliveries.markDead(token, unsent, 'webhook disabled', tx));
+      const statusOf = new Map(outcomes.filter((o) => recorded.has(o.id)).map((o) => [o.id, o.status]));
+      const out = settledOf(batch, (d) => {
+        if (dead.has(d.id)) return 'dead';
+        const s = statusOf.get(d.id);
+        return s === 'succeeded' || s === 'dead' ? s : null;
+      });
+      await this.announceSettled(out, tx);
+      return out;
     });
+    if (settled.length) this.announceCommitted();
   }
 
   /**
@@ -360,7 +433,7 @@ export class WebhookDeliveriesService {
     for (;;) {
       const token = randomUUID();
       const n = await this.transactions.run(async (tx) => {
-        if (!(await this.webhooks.lockForDeliveries(webhookId, tx))) return 0;
+        if (!(await this.webhooks.lockForDeliveries(webhookId, tx))) return { n: 0, settled: 0 };
         const lost = await this.deliveries.claimStale(webhookId, token, this.claimStaleMs, DRAIN_BATCH, tx);
         const now = new Date();
         const outcomes = lost.map((d) => {
@@ -381,11 +454,15 @@ export class WebhookDeliveriesService {
             },
           };
         });
-        await this.deliveries.recordAttempts(token, outcomes, tx);
-        return lost.length;
+        const recorded = new Set(await this.deliveries.recordAttempts(token, outcomes, tx));
+        const dead = new Set(outcomes.filter((o) => o.status === 'dead' && recorded.has(o.id)).map((o) => o.id));
+        const settled = settledOf(lost, (d) => (dead.has(d.id) ? 'dead' : null));
+        await this.announceSettled(settled, tx);
+        return { n: lost.length, settled: settled.length };
       });
-      counted += n;
-      if (n < DRAIN_BATCH) break;
+      if (n.settled) this.announceCommitted();
+      counted += n.n;
+      if (n.n < DRAIN_BATCH) break;
     }
     if (counted) this.logger.warn({ msg: 'webhook attempts without a recorded outcome counted as failed', webhookId, count: counted });
     return counted;
@@ -411,6 +488,16 @@ interface Outcome {
   status: DeliveryStatus;
   nextAttemptAt: Date | null;
   verdict: AttemptVerdict;
+}
+
+/** The deliveries of `rows` that `statusOf` says settled, as the settled-delivery listeners get them. */
+function settledOf(rows: readonly DeliveryRow[], statusOf: (d: DeliveryRow) => 'succeeded' | 'dead' | null): SettledDelivery[] {
+  const out: SettledDelivery[] = [];
+  for (const d of rows) {
+    const status = statusOf(d);
+    if (status) out.push({ id: d.id, webhookId: d.webhookId, eventId: d.eventId, eventType: d.eventType, body: d.body, status });
+  }
+  return out;
 }
 
 function refused(e: WebhookUrlError): SendOutcome {

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { createHash, randomUUID } from 'node:crypto';
 import { auditOut, stampCreated, stampModified } from '../common/audit.js';
 import { iso } from '../common/dates.js';
@@ -10,7 +10,14 @@ import { Transactions, type Tx } from '../database/transactions.js';
 import { EVENT_TYPES, isEventType, missingReadPermissions, readableEventTypes } from './event-types.js';
 import { Clock } from '../common/clock.js';
 import { newWebhookSecret } from './signature.js';
-import { type NewDelivery, WEBHOOK_DELIVERY_LIST_SPEC, WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
+import {
+  type DeliveryOutcome,
+  type DeliverySettledListener,
+  type NewDelivery,
+  type SettledDelivery,
+  WEBHOOK_DELIVERY_LIST_SPEC,
+  WebhookDeliveriesRepository,
+} from './webhook-deliveries.repository.js';
 import { toDeliveryRecord, WebhookDeliveriesService } from './webhook-deliveries.service.js';
 import { verdictFor } from './webhook-retry.js';
 import { resolveTarget, WebhookUrlError } from './webhook-url.js';
@@ -86,6 +93,8 @@ export function checkMayReceive(who: Principal, events: readonly string[]): void
 
 @Injectable()
 export class WebhooksService {
+  private readonly logger = new Logger('Webhooks');
+
   constructor(
     private readonly webhooks: WebhooksRepository,
     private readonly deliveries: WebhookDeliveriesRepository,
@@ -188,6 +197,19 @@ export class WebhooksService {
       }
     }
     return this.deliveries.insertMany(rows, tx);
+  }
+
+  /**
+   * Tells `listener` of every delivery that settles (succeeded, or dead: a 4xx, retries exhausted,
+   * the webhook disabled or deleted), in the transaction that settles it; `committed` after it.
+   */
+  onDeliveriesSettled(listener: DeliverySettledListener): void {
+    this.delivery.onSettled(listener);
+  }
+
+  /** Where the webhook's delivery of `eventId` stands (null: no such delivery, e.g. deleted with its webhook). */
+  deliveryOutcome(webhookId: number, eventId: string, tx?: Tx): Promise<DeliveryOutcome | null> {
+    return this.delivery.outcomeOf(webhookId, eventId, tx);
   }
 
   /** Queues the drains of these webhooks (after the commit of their deliveries; a failure is left to the sweep). */
@@ -299,12 +321,24 @@ export class WebhooksService {
   async remove(id: number): Promise<WebhookRecord> {
     const w = await this.found(id);
     const removed = await this.transactions.run(async (tx) => {
-      if (!(await this.webhooks.lockForDelete(id, tx))) return false;
-      await this.deliveries.removeAllOf(id, tx);
-      return (await this.webhooks.remove(id, tx)) !== null;
+      if (!(await this.webhooks.lockForDelete(id, tx))) return null;
+      const unsettled = await this.deliveries.removeAllOf(id, tx);
+      return (await this.webhooks.remove(id, tx)) !== null ? unsettled : null;
     });
     if (!removed) throw notFound('Webhook', id);
+    // Deliveries that had not settled end with their webhook: told after the delete (not under the
+    // webhook's FOR UPDATE lock, which a workflow step inserting a delivery may be waiting for).
+    if (removed.length) await this.announceEnded(removed);
     return toWebhookRecord(w, this.clock.nowMs());
+  }
+
+  private async announceEnded(settled: SettledDelivery[]): Promise<void> {
+    try {
+      await this.transactions.run((tx) => this.delivery.announceSettled(settled, tx));
+      this.delivery.announceCommitted();
+    } catch (e) {
+      this.logger.warn({ msg: 'could not announce the deliveries ended with their webhook', count: settled.length, err: (e as Error).message });
+    }
   }
 
   /** A new secret; the previous one keeps signing beside it for 24 h (both signatures are sent). */

@@ -61,6 +61,14 @@ export interface JobPayloads {
   'scoring.run': { jobId: number };
   /** Creates tracked_events' monthly partitions ahead and drops those past TRACKING_RETENTION_DAYS (hourly). */
   'tracking.partitions': Record<string, never>;
+  /**
+   * Enrols the members of an activated segment_entered workflow's segment, chunk by chunk from its
+   * cursor (workflow_segment_enrolments). `queuedAt` (epoch ms) bounds how long a job waits for the
+   * activating transaction to become visible.
+   */
+  'workflows.enrol-segment': { workflowId: number; queuedAt: number };
+  /** Queues again every unfinished segment enrolment whose job is gone (worker start and every RECOVERY_EVERY_MS). */
+  'workflows.enrol-segment-recover': Record<string, never>;
 }
 export type JobName = keyof JobPayloads;
 
@@ -82,6 +90,9 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   'scoring.decay': QUEUES.maintenance,
   'scoring.run': QUEUES.reports,
   'tracking.partitions': QUEUES.maintenance,
+  // Bulk data work, beside imports and exports.
+  'workflows.enrol-segment': QUEUES.imports,
+  'workflows.enrol-segment-recover': QUEUES.maintenance,
 };
 
 export interface JobPolicy {
@@ -117,6 +128,9 @@ export const JOB_POLICY: Record<JobName, JobPolicy> = {
   // A retried run starts over (a recompute repairs only what differs; a what-if writes nothing).
   'scoring.run': { attempts: 3, backoffMs: 5_000 },
   'tracking.partitions': { attempts: 3, backoffMs: 60_000 },
+  // A failed run resumes from the cursor; the recovery queues it again after the last attempt.
+  'workflows.enrol-segment': { attempts: 5, backoffMs: 2_000 },
+  'workflows.enrol-segment-recover': { attempts: 2, backoffMs: 2_000 },
 };
 
 /**
@@ -161,4 +175,7 @@ export const JOB_IDS = {
   /** One job per scoring recompute or what-if run. */
   scoringRun: (jobId: number) => `scoring:${jobId}`,
   trackingPartitionsSchedule: 'tracking-partitions',
+  /** One job per workflow's segment enrolment (re-queued by the recovery while it is unfinished). */
+  workflowEnrolSegment: (workflowId: number) => `workflow-enrol-segment:${workflowId}`,
+  workflowEnrolSegmentRecoverSchedule: 'workflow-enrol-segment-recover',
 };

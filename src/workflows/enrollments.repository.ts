@@ -385,11 +385,11 @@ export class EnrollmentsRepository {
     return { counts, medianConvertSeconds: median };
   }
 
-  /** Per step key: enrollments waiting or due there now, step runs completed and failed there. */
+  /** Per step key: enrollments waiting or due there now, step runs completed (a run that began a wait is not one) and failed there. */
   async stepCounts(workflowId: number): Promise<{ step_key: string; at: string; completed: string; failed: string }[]> {
     return this.transactions.db.query(
       `WITH here AS (SELECT step_key, count(*) AS n FROM workflow_enrollments WHERE workflow_id = $1 AND status IN ('active', 'waiting') GROUP BY step_key),
-            runs AS (SELECT r.step_key, count(*) FILTER (WHERE r.outcome <> 'failed') AS completed, count(*) FILTER (WHERE r.outcome = 'failed') AS failed
+            runs AS (SELECT r.step_key, count(*) FILTER (WHERE r.outcome NOT IN ('failed', 'waiting')) AS completed, count(*) FILTER (WHERE r.outcome = 'failed') AS failed
                        FROM workflow_step_runs r JOIN workflow_enrollments e ON e.id = r.enrollment_id WHERE e.workflow_id = $1 GROUP BY r.step_key)
        SELECT coalesce(here.step_key, runs.step_key) AS step_key, coalesce(here.n, 0) AS at, coalesce(runs.completed, 0) AS completed, coalesce(runs.failed, 0) AS failed
          FROM here FULL JOIN runs ON runs.step_key = here.step_key`,

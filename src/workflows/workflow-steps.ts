@@ -5,16 +5,16 @@ import { fieldError } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
 import { ContactsService } from '../contacts/contacts.service.js';
 import type { Tx } from '../database/transactions.js';
-import { WebhooksService } from '../events/webhooks.service.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
 import { ScoringService } from '../scoring/scoring.service.js';
 import { SegmentsService } from '../segments/segments.service.js';
 import { TextMessagesService } from '../text-messages/text-messages.service.js';
 import { EnrollmentsRepository } from './enrollments.repository.js';
 import type { Settings, Step } from './workflow-definition.js';
-import { splitBucket, stepRunId } from './workflow-records.js';
+import { splitBucket } from './workflow-records.js';
 import { nextInWindow, nextTimeOfDay, parseDuration, parseRelative, parseTimeOfDay } from './workflow-time.js';
 import { contactEditOf, EXCLUDED_FILTER_FIELDS } from './workflow-validation.js';
+import { WebhookStep } from './workflow-webhook-step.js';
 
 /** What one step run needs: the enrollment, its workflow, the version's settings, the instant, and who acts. */
 export interface StepContext {
@@ -55,7 +55,8 @@ export function waitDue(step: Step, now: Date, timezone: string): Date {
  * transaction, with their own events; effects outside it are recorded there and sent by their
  * pipelines: an SMS is a queued text message (the job is added before the commit, the provider
  * called once with the message's Idempotency-Key), a webhook call is a delivery row with a Webhook-Id
- * derived from the enrollment and step run, drained, signed and retried like the feed's deliveries.
+ * derived from the enrollment and step run, drained, signed and retried like the feed's deliveries,
+ * and the enrollment waits for its outcome (workflow-webhook-step.ts).
  */
 @Injectable()
 export class StepEffects {
@@ -66,7 +67,7 @@ export class StepEffects {
     private readonly activities: ActivitiesService,
     private readonly notifications: NotificationsService,
     private readonly textMessages: TextMessagesService,
-    private readonly webhooks: WebhooksService,
+    private readonly webhookStep: WebhookStep,
     private readonly enrollments: EnrollmentsRepository,
     private readonly scoring: ScoringService,
   ) {}
@@ -148,7 +149,7 @@ export class StepEffects {
       case 'send_sms':
         return this.sendSms(step, ctx, tx);
       case 'webhook':
-        return this.webhook(step, ctx, tx);
+        return this.webhookStep.run(step, ctx, tx);
       case 'goal':
         // Goals are never reached (validation refuses a next to one); they are checked before each step.
         return done();
@@ -190,38 +191,5 @@ export class StepEffects {
     );
     if (sent === 'opted_out') return { kind: 'next', next: step.next, outcome: 'skipped', detail: { reason: 'opted_out' } };
     return { kind: 'next', next: step.next, outcome: 'completed', detail: { textMessageId: sent.id, scheduledFor: scheduledFor?.toISOString() ?? null } };
-  }
-
-  /** A signed delivery to the webhook, with a Webhook-Id stable for this enrollment and step run. */
-  private async webhook(step: Step, ctx: StepContext, tx: Tx): Promise<StepResult> {
-    const id = stepRunId(ctx.enrollmentId, ctx.seq);
-    if (step.webhookId === undefined) throw fieldError('webhookId', `step "${step.key}" has no webhook subscription (save the workflow again)`);
-    const contact = await this.contacts.get(ctx.contactId);
-    const merge = { ...(contact as unknown as Record<string, unknown>), fields: contact.fields };
-    const render = (v: unknown): unknown =>
-      typeof v === 'string'
-        ? this.textMessages.render(v, merge)
-        : Array.isArray(v)
-          ? v.map(render)
-          : typeof v === 'object' && v !== null
-            ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, render(x)]))
-            : v;
-    const body = JSON.stringify({
-      id,
-      type: 'workflow.webhook',
-      occurredAt: ctx.now.toISOString(),
-      data: {
-        workflowId: ctx.workflowId,
-        workflowName: ctx.workflowName,
-        enrollmentId: ctx.enrollmentId,
-        stepKey: step.key,
-        contact,
-        payload: step.payload === undefined ? null : render(step.payload),
-      },
-    });
-    if (!(await this.webhooks.queueDirectDelivery(step.webhookId, id, 'workflow.webhook', body, tx)))
-      throw fieldError('webhookId', `webhook ${step.webhookId} does not exist`);
-    ctx.webhooks.add(step.webhookId);
-    return { kind: 'next', next: step.next, outcome: 'completed', detail: { webhookId: step.webhookId, webhookEventId: id } };
   }
 }

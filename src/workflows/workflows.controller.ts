@@ -29,7 +29,9 @@ const RULES =
   'segments, campaigns, users, webhooks and text messages that exist, a webhook URL the webhook rules allow, a cron that parses, an IANA time zone. ' +
   'A webhook step given by url gets its own webhook subscription on save (answered as the step’s webhookId). Saving the trigger, steps or settings of a workflow that is not a ' +
   'draft creates a new version: running enrollments stay on theirs (see POST /api/workflows/{id}/migrate). Becoming active, a ' +
-  'segment_entered workflow enrols the segment’s current members (unless trigger.enrollExisting is false).';
+  'segment_entered workflow enrols the segment’s current members (unless trigger.enrollExisting is false): the first 5,000 before the answer, ' +
+  'the rest in the background, 50,000 per transaction. A webhook step waits (status waiting) until its delivery settles: a 2xx goes on, ' +
+  'a refusal (4xx other than 408/429) or retries that ran out end the enrollment failed with the status and reason.';
 
 /** `?force=true|false` of a delete (any other parameter is a 400). */
 function forceOf(query: Record<string, unknown>): boolean {

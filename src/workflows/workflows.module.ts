@@ -22,6 +22,12 @@ import { StepEffects } from './workflow-steps.js';
 import { WorkflowTrackedFollower } from './workflow-tracked-follower.js';
 import { WorkflowTriggers } from './workflow-triggers.js';
 import { WorkflowValidator } from './workflow-validation.js';
+import { WebhookWaitsRepository } from './webhook-waits.repository.js';
+import { SegmentEnrolment } from './segment-enrolment.js';
+import { SegmentEnrolmentProcessor } from './segment-enrolment.processor.js';
+import { SegmentEnrolmentRepository } from './segment-enrolment.repository.js';
+import { WebhookStep } from './workflow-webhook-step.js';
+import { WorkflowWebhookWaits } from './workflow-webhook-waits.js';
 import { Workflow, WorkflowEnrollment, WorkflowVersion } from './workflow.entity.js';
 import { WorkflowsController } from './workflows.controller.js';
 import { WorkflowsRepository } from './workflows.repository.js';
@@ -57,6 +63,12 @@ import { WorkflowsService } from './workflows.service.js';
     WorkflowDryRun,
     WorkflowEventWaits,
     WorkflowTrackedFollower,
+    WebhookStep,
+    WebhookWaitsRepository,
+    WorkflowWebhookWaits,
+    SegmentEnrolment,
+    SegmentEnrolmentRepository,
+    SegmentEnrolmentProcessor,
   ],
   exports: [WorkflowsService, EnrollmentsService],
 })

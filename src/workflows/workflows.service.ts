@@ -11,6 +11,7 @@ import { listEnvelope } from '../lists/list-sql.js';
 import { EnrollmentsRepository } from './enrollments.repository.js';
 import { EnrollmentsService } from './enrollments.service.js';
 import type { Definition, Step } from './workflow-definition.js';
+import { SegmentEnrolment } from './segment-enrolment.js';
 import { WorkflowEngine } from './workflow-engine.js';
 import { statsSummary, toWorkflowRecord, type WorkflowRecord } from './workflow-records.js';
 import { nextScheduleTick } from './workflow-schedule.js';
@@ -23,7 +24,7 @@ import { WORKFLOW_LIST_SPEC, WorkflowsRepository } from './workflows.repository.
 /**
  * Workflow definitions: CRUD with validation, versions (saving the definition of a workflow that
  * is not a draft creates a new version; enrollments stay on theirs until migrated), activation
- * (a segment_entered workflow enrols the segment's current members, set-based, unless
+ * (a segment_entered workflow enrols the segment's current members, set-based and in chunks, unless
  * enrollExisting is false; a schedule gets its next tick), deletion (409 while enrollments run,
  * unless forced), stats and migration.
  */
@@ -39,6 +40,7 @@ export class WorkflowsService {
     private readonly events: EventsService,
     private readonly webhooks: WebhooksService,
     private readonly tracked: WorkflowTrackedFollower,
+    private readonly segmentEnrolment: SegmentEnrolment,
     private readonly clock: Clock,
   ) {}
 
@@ -163,12 +165,13 @@ export class WorkflowsService {
     return after;
   }
 
-  /** A workflow becoming active: a segment_entered trigger enrols the segment's members now (unless enrollExisting is false); a schedule's next tick. */
+  /**
+   * A workflow becoming active: a segment_entered trigger enrols the segment's members (unless
+   * enrollExisting is false; the first 5,000 now, the rest in the background: segment-enrolment.ts); a schedule's next tick.
+   */
   private async activated(w: Workflow, tx: Tx): Promise<void> {
     w.scheduleNextAt = nextScheduleTick(w, this.clock.now());
-    if (w.id !== undefined && w.trigger.type === 'segment_entered' && w.trigger.enrollExisting !== false) {
-      await this.enrolling.enrol(w, { segmentId: w.trigger.segmentId }, tx);
-    }
+    if (w.id !== undefined) await this.segmentEnrolment.start(w, tx);
     if (w.id !== undefined) await this.workflows.save(w, tx);
   }
 
