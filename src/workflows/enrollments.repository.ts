@@ -242,12 +242,22 @@ export class EnrollmentsRepository {
   }
 
   /**
-   * advance() for many enrollments in one statement (a batch's step): every history row in one
-   * INSERT, every enrollment's new position in one UPDATE.
+   * advance() for many enrollments in one statement (a batch's step): the history rows `runs` in one
+   * INSERT, the enrollments' new positions `moves` in one UPDATE (a batch moves an enrollment that
+   * goes on at once only at the end of its transaction, so either list may lack the other's rows).
    */
-  async advanceMany(items: { id: number; run: StepRun; a: Advance }[], tx: Tx): Promise<void> {
-    if (!items.length) return;
-    const rows = items.map(({ id, run, a }) => ({
+  async advanceMany(runs: { id: number; run: StepRun; seq: number }[], moves: { id: number; a: Advance }[], tx: Tx): Promise<void> {
+    if (!runs.length && !moves.length) return;
+    const r = runs.map(({ id, run, seq }) => ({
+      id,
+      seq,
+      step_key: run.stepKey,
+      step_type: run.stepType,
+      outcome: run.outcome,
+      detail: run.detail,
+      ran_at: run.at.toISOString(),
+    }));
+    const m = moves.map(({ id, a }) => ({
       id,
       status: a.status,
       step_key: a.stepKey,
@@ -255,21 +265,17 @@ export class EnrollmentsRepository {
       ended_at: a.endedAt?.toISOString() ?? null,
       error: a.error,
       seq: a.stepSeq,
-      run_key: run.stepKey,
-      run_type: run.stepType,
-      outcome: run.outcome,
-      detail: run.detail,
-      ran_at: run.at.toISOString(),
     }));
     await tx.query(
-      `WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(id bigint, status text, step_key text, next_at timestamptz, ended_at timestamptz, error text,
-                                                                seq int, run_key text, run_type text, outcome text, detail jsonb, ran_at timestamptz)),
-            h AS (INSERT INTO workflow_step_runs (enrollment_id, seq, step_key, step_type, outcome, detail, ran_at)
-                  SELECT id, seq, run_key, run_type, outcome, detail, ran_at FROM v ORDER BY id)
-       UPDATE workflow_enrollments e SET status = v.status, step_key = v.step_key, next_at = v.next_at, ended_at = v.ended_at, error = v.error,
-              step_seq = v.seq, attempts = 0, woken_by = NULL, waiting_since = CASE WHEN v.status = 'waiting' THEN now() END
-         FROM v WHERE e.id = v.id`,
-      [JSON.stringify(rows)],
+      `WITH h AS (INSERT INTO workflow_step_runs (enrollment_id, seq, step_key, step_type, outcome, detail, ran_at)
+                  SELECT id, seq, step_key, step_type, outcome, detail, ran_at
+                    FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, seq int, step_key text, step_type text, outcome text, detail jsonb, ran_at timestamptz)
+                   ORDER BY id, seq)
+       UPDATE workflow_enrollments e SET status = m.status, step_key = m.step_key, next_at = m.next_at, ended_at = m.ended_at, error = m.error,
+              step_seq = m.seq, attempts = 0, woken_by = NULL, waiting_since = CASE WHEN m.status = 'waiting' THEN now() END
+         FROM jsonb_to_recordset($2::jsonb) AS m(id bigint, status text, step_key text, next_at timestamptz, ended_at timestamptz, error text, seq int)
+        WHERE e.id = m.id`,
+      [JSON.stringify(r), JSON.stringify(m)],
     );
   }
 

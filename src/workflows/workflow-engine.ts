@@ -42,6 +42,8 @@ export const GROUP_MAX = 500;
 interface BatchChain {
   enrollments: Map<number, WorkflowEnrollment>;
   workflows: Map<number, Workflow | null>;
+  /** Positions of enrollments that went on at once, written when the transaction's rounds end (one UPDATE, not one a round). */
+  positions: Map<number, Advance>;
 }
 
 /** One enrollment of a batch round at its step. */
@@ -170,9 +172,14 @@ export class WorkflowEngine {
       const running = live;
       try {
         live = await this.transactions.run(async (tx) => {
-          const chain: BatchChain = { enrollments: new Map(), workflows: new Map() };
+          const chain: BatchChain = { enrollments: new Map(), workflows: new Map(), positions: new Map() };
           let current = running;
           for (let j = 0; j < STEPS_PER_TRANSACTION && current.length; j++) current = await this.round(current, token, webhooks, tx, chain);
+          await this.enrollments.advanceMany(
+            [],
+            [...chain.positions].map(([id, a]) => ({ id, a })),
+            tx,
+          );
           return current;
         });
       } catch (e) {
@@ -242,7 +249,21 @@ export class WorkflowEngine {
         }
       }
     }
-    await this.enrollments.advanceMany(writes.advances, tx);
+    // History rows now; positions now when the enrollment waits or ended (its running index entry goes
+    // at once), at the transaction's end when it goes on (the next round moves it again).
+    const moves: { id: number; a: Advance }[] = [];
+    for (const x of writes.advances) {
+      if (x.a.status === 'active') chain.positions.set(x.id, x.a);
+      else {
+        chain.positions.delete(x.id);
+        moves.push({ id: x.id, a: x.a });
+      }
+    }
+    await this.enrollments.advanceMany(
+      writes.advances.map((x) => ({ id: x.id, run: x.run, seq: x.a.stepSeq })),
+      moves,
+      tx,
+    );
     if (writes.events.length) await this.events.recordMany(tx, writes.events);
     return writes.again;
   }
