@@ -118,6 +118,12 @@ export class ContactsRepository {
     return first(await this.db(tx).query(FIND_ROW, [id]));
   }
 
+  /** The rows of these ids that exist (a workflow step's batch), in id order. */
+  async findRows(ids: number[], tx?: Tx): Promise<ContactRow[]> {
+    if (!ids.length) return [];
+    return this.db(tx).query(`SELECT ${ROW_COLUMNS} FROM contacts c WHERE c.id = ANY($1::int[]) ORDER BY c.id`, [ids]);
+  }
+
   /** The row, locked (FOR UPDATE) until `tx` ends: read-modify-write paths (PATCH, PUT) read through this. */
   async lockRow(id: number, tx: Tx): Promise<ContactRow | null> {
     return first(await tx.query(`SELECT ${ROW_COLUMNS} FROM contacts c WHERE c.id = $1 FOR UPDATE OF c`, [id]));

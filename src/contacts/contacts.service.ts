@@ -158,6 +158,11 @@ export class ContactsService {
     return toContactRecord(row);
   }
 
+  /** The records of these ids that exist, by id (a workflow step over a batch of enrollments). */
+  async getMany(ids: number[], tx?: Tx): Promise<Map<number, ContactRecord>> {
+    return new Map((await this.contacts.findRows(ids, tx)).map((r) => [r.id, toContactRecord(r)]));
+  }
+
   /** Contact ids by external id (tracking's userId), for the ids that have one. */
   async idsByExternalIds(externalIds: string[], tx?: Tx): Promise<Map<string, number>> {
     return new Map((await this.contacts.idsByExternalIds(externalIds, tx)).map((r) => [r.key, r.id]));

@@ -149,6 +149,12 @@ export class TextMessageRepository {
     return this.repo(tx).save(this.repo(tx).create(values));
   }
 
+  /** insert() for many new messages (a workflow step's batch); TypeORM writes them as one multi-row INSERT. */
+  async insertMany(values: TextMessageChanges[], tx: Tx): Promise<TextMessage[]> {
+    if (!values.length) return [];
+    return this.repo(tx).save(values.map((v) => this.repo(tx).create(v)));
+  }
+
   async update(id: number, changes: TextMessageChanges, tx?: Tx): Promise<void> {
     const { id: _id, createdAt: _createdAt, ...columns } = changes as Partial<TextMessage>;
     await this.repo(tx).update({ id }, columns);

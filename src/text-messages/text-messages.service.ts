@@ -254,6 +254,81 @@ export class TextMessagesService {
     return this.saveAndQueue(t, tx, null, true);
   }
 
+  /**
+   * queueForContact for many contacts at once (a workflow's send_sms step over a batch of
+   * enrollments), in `tx`: one opt-out read, one multi-row INSERT of the `queued` messages (send 1),
+   * each send's job `sms:<id>:1` added before the commit (the queue batches them), the
+   * text_message.created and .queued events in one statement. Each message's Idempotency-Key is
+   * `textmessage-<id>-1`, as for one message. Answers per item, in order: the message, `opted_out`
+   * (nothing queued), or the 400 of a contact without a valid phone (nothing queued for it).
+   */
+  async queueForContacts(
+    items: { contact: MergeContact & { id: number; phone: string | null }; template: string; scheduledFor: Date | null }[],
+    who: Principal,
+    tx: Tx,
+  ): Promise<(TextMessageRecord | 'opted_out' | AppError)[]> {
+    const out = new Array<TextMessageRecord | 'opted_out' | AppError>(items.length);
+    if (!items.length) return out;
+    if (!(await this.jobs.isAvailable())) throw unavailable('The job queue is unreachable; the message was not queued. Try again shortly.');
+    const recipients = items.map((i) => (i.contact.phone ? toE164(i.contact.phone) : null));
+    const optedOut = await this.contacts.optedOutPhones(
+      recipients.filter((r): r is string => r !== null),
+      tx,
+    );
+    const parsed = new Map<string, ReturnType<typeof parseTemplate>>();
+    const pending: { index: number; t: TextMessage }[] = [];
+    for (const [index, item] of items.entries()) {
+      const recipient = recipients[index];
+      if (!recipient) {
+        out[index] = fieldError('phone', `contact ${item.contact.id} has no valid phone number`);
+        continue;
+      }
+      if (optedOut.has(recipient)) {
+        out[index] = 'opted_out';
+        continue;
+      }
+      let template = parsed.get(item.template);
+      if (!template) parsed.set(item.template, (template = parseTemplate(item.template)));
+      const t = new TextMessage();
+      t.content = renderTemplate(template, item.contact);
+      t.recipient = recipient;
+      t.contactId = item.contact.id;
+      t.campaignId = null;
+      t.scheduledFor = item.scheduledFor;
+      t.status = 'queued';
+      t.sendCount = 1;
+      t.queuedAt = new Date();
+      t.sentAt = null;
+      t.deliveredAt = null;
+      t.failedAt = null;
+      t.canceledAt = null;
+      t.failureCode = null;
+      t.failureReason = null;
+      t.claimToken = null;
+      t.claimedAt = null;
+      t.provider = null;
+      t.providerMessageId = null;
+      stampCreated(t, who);
+      pending.push({ index, t });
+    }
+    if (!pending.length) return out;
+    const saved = await this.messages.insertMany(
+      pending.map((p) => p.t),
+      tx,
+    );
+    await Promise.all(saved.map((m) => this.enqueueSend(m.id, m.sendCount, m.scheduledFor)));
+    const records = await this.toRecords(saved, tx);
+    await this.events.recordMany(
+      tx,
+      records.flatMap((record) => [
+        { type: 'text_message.created' as const, data: record },
+        { type: 'text_message.queued' as const, data: record, previous: { status: 'draft' } },
+      ]),
+    );
+    for (const [k, p] of pending.entries()) out[p.index] = records[k];
+    return out;
+  }
+
   private assertEditable(t: TextMessage) {
     if (!canEdit(t.status)) throw conflict(`Text message ${t.id} is ${t.status}; only draft or failed messages can be edited`);
   }

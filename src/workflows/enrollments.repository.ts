@@ -156,20 +156,27 @@ export class EnrollmentsRepository {
   }
 
   /**
-   * Claims up to `limit` due enrollments of active workflows for `leaseMs` (the database's clock),
-   * skipping rows another runner holds (FOR UPDATE SKIP LOCKED) and claims not yet expired: a claim
-   * left by a runner that died is taken over once its lease has passed.
+   * Claims due enrollments of active workflows for `leaseMs` (the database's clock), skipping rows
+   * another runner holds (FOR UPDATE SKIP LOCKED) and claims not yet expired: a claim left by a
+   * runner that died is taken over once its lease has passed. Up to `limit` of the longest due, and
+   * besides them up to a tenth of `limit` of those that fell due in the last second: a step that
+   * falls due while a backlog is being worked off (100,000 enrollments due at one instant) runs with
+   * the next batch, not after the backlog.
    */
   async claimDue(now: Date, limit: number, token: string, leaseMs: number): Promise<number[]> {
+    const due = (order: string, extra: string, n: string) =>
+      `SELECT x.id FROM workflow_enrollments x JOIN workflows w ON w.id = x.workflow_id
+        WHERE x.status IN ('active', 'waiting') AND x.next_at <= $1 ${extra} AND w.status = 'active'
+          AND (x.claimed_until IS NULL OR x.claimed_until < clock_timestamp())
+        ORDER BY x.next_at ${order} LIMIT ${n} FOR UPDATE OF x SKIP LOCKED`;
     const rows = await returning<{ id: string }>(
       this.transactions.db,
-      `UPDATE workflow_enrollments e SET claim_token = $3, claimed_until = clock_timestamp() + $4 * interval '1 millisecond'
-        WHERE e.id IN (SELECT x.id FROM workflow_enrollments x JOIN workflows w ON w.id = x.workflow_id
-                        WHERE x.status IN ('active', 'waiting') AND x.next_at <= $1 AND w.status = 'active'
-                          AND (x.claimed_until IS NULL OR x.claimed_until < clock_timestamp())
-                        ORDER BY x.next_at LIMIT $2 FOR UPDATE OF x SKIP LOCKED)
+      `WITH oldest AS (${due('', '', '$2')}),
+            recent AS (${due('DESC', `AND x.next_at > $1::timestamptz - interval '1 second'`, '$5')})
+       UPDATE workflow_enrollments e SET claim_token = $3, claimed_until = clock_timestamp() + $4 * interval '1 millisecond'
+        WHERE e.id IN (SELECT id FROM oldest UNION SELECT id FROM recent)
         RETURNING e.id`,
-      [now, limit, token, leaseMs],
+      [now, limit, token, leaseMs, Math.max(1, Math.floor(limit / 10))],
     );
     return rows.map((r) => Number(r.id));
   }
@@ -182,6 +189,18 @@ export class EnrollmentsRepository {
       .andWhere(`e.status IN ('active', 'waiting')`)
       .setLock('pessimistic_write')
       .getOne();
+  }
+
+  /** lockClaimed for a batch: the enrollments among `ids` that `token` still holds and that run, locked in id order until `tx` ends. */
+  async lockClaimedMany(ids: number[], token: string, tx: Tx): Promise<WorkflowEnrollment[]> {
+    if (!ids.length) return [];
+    return this.repo(tx)
+      .createQueryBuilder('e')
+      .where('e.id IN (:...ids) AND e.claim_token = :token', { ids: ids.map(String), token })
+      .andWhere(`e.status IN ('active', 'waiting')`)
+      .orderBy('e.id')
+      .setLock('pessimistic_write')
+      .getMany();
   }
 
   /** The enrollment by id, locked until `tx` ends. */
@@ -219,6 +238,53 @@ export class EnrollmentsRepository {
         run.detail === null ? null : JSON.stringify(run.detail),
         run.at,
       ],
+    );
+  }
+
+  /**
+   * advance() for many enrollments in one statement (a batch's step): the history rows `runs` in one
+   * INSERT, the enrollments' new positions `moves` in one UPDATE (a batch moves an enrollment that
+   * goes on at once only at the end of its transaction, so either list may lack the other's rows).
+   */
+  async advanceMany(runs: { id: number; run: StepRun; seq: number }[], moves: { id: number; a: Advance }[], tx: Tx): Promise<void> {
+    if (!runs.length && !moves.length) return;
+    const r = runs.map(({ id, run, seq }) => ({
+      id,
+      seq,
+      step_key: run.stepKey,
+      step_type: run.stepType,
+      outcome: run.outcome,
+      detail: run.detail,
+      ran_at: run.at.toISOString(),
+    }));
+    const m = moves.map(({ id, a }) => ({
+      id,
+      status: a.status,
+      step_key: a.stepKey,
+      next_at: a.nextAt?.toISOString() ?? null,
+      ended_at: a.endedAt?.toISOString() ?? null,
+      error: a.error,
+      seq: a.stepSeq,
+    }));
+    await tx.query(
+      `WITH h AS (INSERT INTO workflow_step_runs (enrollment_id, seq, step_key, step_type, outcome, detail, ran_at)
+                  SELECT id, seq, step_key, step_type, outcome, detail, ran_at
+                    FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, seq int, step_key text, step_type text, outcome text, detail jsonb, ran_at timestamptz)
+                   ORDER BY id, seq)
+       UPDATE workflow_enrollments e SET status = m.status, step_key = m.step_key, next_at = m.next_at, ended_at = m.ended_at, error = m.error,
+              step_seq = m.seq, attempts = 0, woken_by = NULL, waiting_since = CASE WHEN m.status = 'waiting' THEN now() END
+         FROM jsonb_to_recordset($2::jsonb) AS m(id bigint, status text, step_key text, next_at timestamptz, ended_at timestamptz, error text, seq int)
+        WHERE e.id = m.id`,
+      [JSON.stringify(r), JSON.stringify(m)],
+    );
+  }
+
+  /** release() for a batch: lets go of the claims `token` still holds among `ids`. */
+  async releaseMany(ids: number[], token: string): Promise<void> {
+    if (!ids.length) return;
+    await this.transactions.db.query(
+      `UPDATE workflow_enrollments SET claim_token = NULL, claimed_until = NULL WHERE id = ANY($1::bigint[]) AND claim_token = $2`,
+      [ids, token],
     );
   }
 

@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { ActivitiesService } from '../activities/activities.service.js';
 import { CampaignsService } from '../campaigns/campaigns.service.js';
-import { fieldError } from '../common/errors.js';
+import { AppError, type ErrorCode, fieldError, notFound } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
+import type { ContactRecord } from '../contacts/contact.columns.js';
 import { ContactsService } from '../contacts/contacts.service.js';
 import type { Tx } from '../database/transactions.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
@@ -41,6 +42,21 @@ export type StepResult =
   | { kind: 'wait'; until: Date; detail: Record<string, unknown> }
   | { kind: 'exit'; detail: Record<string, unknown> };
 
+/** What a step decided for one enrollment of a group run set-based: its result, or its own failure (only it fails). */
+export type GroupOutcome = { result: StepResult } | { failure: Error };
+
+/** The step types run set-based over a group of enrollments (the others run one enrollment at a time, in the same transaction). */
+export const SET_BASED_STEPS: ReadonlySet<string> = new Set([
+  'branch',
+  'update_contact',
+  'add_points',
+  'add_to_campaign',
+  'remove_from_campaign',
+  'add_to_segment',
+  'remove_from_segment',
+  'send_sms',
+]);
+
 /** When a wait step started now is due (null: a wait that takes no time, e.g. an `until` in the past). */
 export function waitDue(step: Step, now: Date, timezone: string): Date {
   if (step.untilEvent !== undefined) return new Date(now.getTime() + (parseDuration(step.timeout) ?? 0));
@@ -76,6 +92,13 @@ export class StepEffects {
   async matches(contactId: number, filter: unknown, now: Date, tx?: Tx): Promise<boolean> {
     const { compiled } = await this.contacts.compileFilter(filter, EXCLUDED_FILTER_FIELDS, now);
     return this.enrollments.contactMatches(contactId, compiled, tx);
+  }
+
+  /** Of `contactIds`, those matching a filter over contacts now (a group's branch, goals): one statement. */
+  async matchingContacts(contactIds: number[], filter: unknown, now: Date, tx: Tx): Promise<Set<number>> {
+    if (!contactIds.length) return new Set();
+    const { compiled } = await this.contacts.compileFilter(filter, EXCLUDED_FILTER_FIELDS, now);
+    return new Set(await this.enrollments.matchingContacts(contactIds, compiled, tx));
   }
 
   async run(step: Step, ctx: StepContext, tx: Tx): Promise<StepResult> {
@@ -156,6 +179,131 @@ export class StepEffects {
     }
   }
 
+  /**
+   * Runs one step for a group of enrollments at the same step of the same workflow version (their
+   * contacts distinct: one running enrollment per workflow and contact), set-based: one statement
+   * per effect for the whole group, through the owning features' batch paths, with their events.
+   * Answers each enrollment's outcome by enrollment id; an outcome may be the enrollment's own
+   * failure when the batch path tells items apart (a contact edit refused, a phone that is not
+   * valid). Anything thrown means the group as a whole failed: the caller rolls it back and runs
+   * the enrollments one by one. Only for SET_BASED_STEPS (and a branch without a split).
+   */
+  async runMany(step: Step, ctxs: StepContext[], tx: Tx): Promise<Map<number, GroupOutcome>> {
+    const out = new Map<number, GroupOutcome>();
+    const ok = (c: StepContext, detail: Record<string, unknown>, next = step.next, outcome: 'completed' | 'skipped' = 'completed') =>
+      out.set(c.enrollmentId, { result: { kind: 'next', next, outcome, detail } });
+    const contactIds = ctxs.map((c) => c.contactId);
+    switch (step.type) {
+      case 'branch': {
+        let rest = ctxs;
+        for (const [i, b] of (step.branches ?? []).entries()) {
+          if (!rest.length) break;
+          const matched = await this.matchingContacts(
+            rest.map((c) => c.contactId),
+            b.filter,
+            ctxs[0].now,
+            tx,
+          );
+          for (const c of rest) if (matched.has(c.contactId)) ok(c, { branch: i, matched: true }, b.next);
+          rest = rest.filter((c) => !matched.has(c.contactId));
+        }
+        for (const c of rest) ok(c, { branch: null, matched: false }, step.defaultNext);
+        return out;
+      }
+      case 'update_contact': {
+        const edit = contactEditOf(step.set ?? {});
+        const answer = await this.contacts.batch({ mode: 'update', atomic: false, items: ctxs.map((c) => ({ ...edit, id: c.contactId })) }, ctxs[0].who, tx);
+        const modified = await this.contacts.getMany(contactIds, tx);
+        for (const [i, c] of ctxs.entries()) {
+          const r = answer.results[i];
+          if (r.error) out.set(c.enrollmentId, { failure: stepFailure(r.error) });
+          else ok(c, { set: Object.keys(step.set ?? {}), contactModifiedAt: modified.get(c.contactId)?.modifiedAt ?? null });
+        }
+        return out;
+      }
+      case 'add_points': {
+        const added = await this.scoring.addPointsMany(
+          ctxs.map((c) => ({
+            contactId: c.contactId,
+            delta: step.points as number,
+            context: {
+              source: 'workflow' as const,
+              reason: step.reason ?? `workflow "${c.workflowName}", step ${step.key}`,
+              details: { workflowId: c.workflowId, enrollmentId: c.enrollmentId, stepKey: step.key, stepRun: c.seq },
+            },
+          })),
+          tx,
+        );
+        for (const c of ctxs) {
+          const a = added.get(c.contactId);
+          ok(c, { points: step.points, pointChangeId: a?.change.id ?? null, total: a?.points ?? null });
+        }
+        return out;
+      }
+      case 'add_to_campaign':
+      case 'remove_from_campaign': {
+        const adding = step.type === 'add_to_campaign';
+        const id = step.campaignId as number;
+        const n = adding ? await this.campaigns.addContacts(id, contactIds, tx) : await this.campaigns.removeContacts(id, contactIds, tx);
+        // The batch statement counts the group's changes, not whose: each run names its group's count.
+        for (const c of ctxs) ok(c, { campaignId: id, [adding ? 'addedInGroup' : 'removedInGroup']: n, group: ctxs.length });
+        return out;
+      }
+      case 'add_to_segment':
+      case 'remove_from_segment': {
+        const adding = step.type === 'add_to_segment';
+        const id = step.segmentId as number;
+        const n = adding ? await this.segments.addContacts(id, contactIds, tx) : await this.segments.removeContacts(id, contactIds, tx);
+        for (const c of ctxs) ok(c, { segmentId: id, [adding ? 'addedInGroup' : 'removedInGroup']: n, group: ctxs.length });
+        return out;
+      }
+      case 'send_sms':
+        return this.sendSmsMany(step, ctxs, tx);
+      default:
+        throw new Error(`step type ${step.type} has no set-based run`);
+    }
+  }
+
+  /** sendSms for a group: the contacts read once, the messages queued through the text messages' batch path. */
+  private async sendSmsMany(step: Step, ctxs: StepContext[], tx: Tx): Promise<Map<number, GroupOutcome>> {
+    const out = new Map<number, GroupOutcome>();
+    const { settings, now, who } = ctxs[0];
+    const template = step.body ?? (await this.textMessages.contentOf(step.textMessageId as number, tx));
+    const w = settings.sendWindow;
+    const at = w ? nextInWindow(now, w, settings.timezone) : now;
+    const scheduledFor = at.getTime() > now.getTime() ? at : null;
+    const contacts = await this.contacts.getMany(
+      ctxs.map((c) => c.contactId),
+      tx,
+    );
+    const sending: { c: StepContext; contact: ContactRecord }[] = [];
+    for (const c of ctxs) {
+      const contact = contacts.get(c.contactId);
+      if (!contact) out.set(c.enrollmentId, { failure: notFound('Contact', c.contactId) });
+      else if (!contact.phone) out.set(c.enrollmentId, { failure: fieldError('phone', `contact ${c.contactId} has no phone number`) });
+      else sending.push({ c, contact });
+    }
+    const sent = await this.textMessages.queueForContacts(
+      sending.map(({ contact }) => ({
+        contact: { ...(contact as unknown as Record<string, unknown>), fields: contact.fields, id: contact.id, phone: contact.phone },
+        template,
+        scheduledFor,
+      })),
+      who,
+      tx,
+    );
+    for (const [i, { c }] of sending.entries()) {
+      const r = sent[i];
+      if (r instanceof AppError) out.set(c.enrollmentId, { failure: r });
+      else if (r === 'opted_out') out.set(c.enrollmentId, { result: { kind: 'next', next: step.next, outcome: 'skipped', detail: { reason: 'opted_out' } } });
+      else
+        out.set(c.enrollmentId, {
+          result: { kind: 'next', next: step.next, outcome: 'completed', detail: { textMessageId: r.id, scheduledFor: scheduledFor?.toISOString() ?? null } },
+        });
+    }
+    return out;
+  }
+
   private async branch(step: Step, ctx: StepContext, tx: Tx): Promise<StepResult> {
     if (step.split) {
       const bucket = splitBucket(ctx.enrollmentId, step.key);
@@ -192,4 +340,9 @@ export class StepEffects {
     if (sent === 'opted_out') return { kind: 'next', next: step.next, outcome: 'skipped', detail: { reason: 'opted_out' } };
     return { kind: 'next', next: step.next, outcome: 'completed', detail: { textMessageId: sent.id, scheduledFor: scheduledFor?.toISOString() ?? null } };
   }
+}
+
+/** A batch item's error (the single-record route's answer) as the step's own failure. */
+function stepFailure(e: { code: string; message: string }): AppError {
+  return new AppError(e.code as ErrorCode, e.message);
 }
