@@ -9,7 +9,8 @@
  *    - `tracked`: a published rule on the tracked event `Bench Viewed` with a properties filter
  *      (`plan` is `pro`), then BENCH_EVENTS_PER_SECOND tracked events a second for BENCH_SECONDS
  *      seconds, enqueued as the intake does (stored in tracked_events with the `scoring` consumer's
- *      queue rows, one statement per tenth of a second); measured: the applier's lag (the age of
+ *      queue rows, one statement per tenth of a second; times in milliseconds, as the intake's JavaScript
+ *      dates are: the queue's claim finds an event by its time); measured: the applier's lag (the age of
  *      the oldest queued event) each second, and when the last was applied;
  *    - `record`: a published rule on `contact.updated` with a filter, then as many change events a
  *      second appended to the outbox (as the contacts feature writes them); measured: the lag (the
@@ -178,7 +179,7 @@ async function main() {
           db.query(
             `WITH e AS (
                INSERT INTO tracked_events (occurred_at, received_at, type, name, contact_id, message_id, properties)
-               SELECT now(), now(), 'track', $4, 1 + ((($1::bigint + i) * 7919) % $2::bigint)::int, 'live-' || ($1::bigint + i),
+               SELECT date_trunc('milliseconds', now()), now(), 'track', $4, 1 + ((($1::bigint + i) * 7919) % $2::bigint)::int, 'live-' || ($1::bigint + i),
                       jsonb_build_object('plan', CASE WHEN ($1::bigint + i) % 2 = 0 THEN 'pro' ELSE 'free' END, 'page', '/pricing')
                  FROM generate_series(1, $3::int) AS i
                RETURNING id, occurred_at, name)
@@ -214,8 +215,8 @@ async function main() {
           Number(
             (
               await db.query(
-                `SELECT coalesce(extract(epoch FROM (now() - min(occurred_at))) * 1000, 0) AS ms FROM events e
-                  WHERE e.type = 'contact.updated' AND (e.sequence IS NULL OR e.sequence > (SELECT last_sequence FROM scoring_state))`,
+                `SELECT coalesce(extract(epoch FROM (now() - min(e.occurred_at))) * 1000, 0) AS ms FROM events e LEFT JOIN event_transactions t ON t.tx = e.tx
+                  WHERE e.type = 'contact.updated' AND (t.tx IS NULL OR t.first_sequence > (SELECT last_sequence FROM scoring_state))`,
               )
             ).rows[0].ms,
           ),
