@@ -5,6 +5,7 @@ import { adminToken, createContact, feedHead, feedSince, tokenFor } from './supp
 import { waitUntil } from './support/wait.js';
 
 const DAY = 86_400_000;
+const HOUR = 3_600_000;
 
 describe('lead scoring', () => {
   const clock = testClock();
@@ -275,13 +276,56 @@ describe('lead scoring', () => {
     expectError(await post('/api/scoring/what-if', { since: 'yesterday', rules: [] }), 400, 'validation_failed');
   });
 
-  it('what-if equals what happens when its drafts are published and the same events come again', async () => {
+  it('what-if over record and tracked events equals what happens when its drafts are published and the same events come again (clock moved)', async () => {
     const warm = await group('WI warm', 5, 9);
     const hot = await group('WI hot', 10, 1000);
-    const ids = [await createContact(app, auth), await createContact(app, auth), await createContact(app, auth)];
+    const stamp = Date.now();
+    const users = [0, 1, 2].map((i) => `wi-${stamp}-${i}`);
+    const ids: number[] = [];
+    for (const externalId of users) ids.push(await createContact(app, auth, { externalId }));
     await post(`/api/contacts/${ids[2]}/points`, { delta: 12, reason: 'was hot' });
     const title = (id: number, t: string) => app.http.patch(`/api/contacts/${id}`).set('Authorization', auth).send({ title: t });
-    const events = async () => {
+    const writeKey = `Basic ${Buffer.from(`${auth.slice('Bearer '.length)}:`).toString('base64')}`;
+    let sent = 0;
+    const track = async (contact: number, plan: string) => {
+      const r = await app.http
+        .post('/api/ingest/v1/track')
+        .set('Authorization', writeKey)
+        .send({
+          userId: users[contact],
+          event: 'WI Pricing Viewed',
+          properties: { plan },
+          messageId: `${users[contact]}-${++sent}`,
+          timestamp: clock.now().toISOString(),
+        });
+      expect(r.status).toBe(200);
+    };
+    // The tracked steps, each after the clock moved (from the previous step): [contact, plan] events.
+    const steps: { after: number; events: [number, string][] }[] = [
+      {
+        after: 0,
+        events: [
+          [1, 'pro'],
+          [2, 'pro'],
+        ],
+      },
+      {
+        after: HOUR,
+        events: [
+          [1, 'pro'],
+          [2, 'free'],
+        ],
+      },
+      {
+        after: DAY + HOUR,
+        events: [
+          [1, 'pro'],
+          [2, 'pro'],
+        ],
+      },
+      { after: DAY + HOUR, events: [[1, 'pro']] },
+    ];
+    const recordEvents = async () => {
       for (const [i, t] of [
         [0, 'VP'],
         [0, 'VP Sales'],
@@ -290,40 +334,83 @@ describe('lead scoring', () => {
       ] as const)
         expect((await title(ids[i], t)).status).toBe(200);
     };
+    /** The tracked steps; with `applied`, each step waits until its events were applied (the clock moves only then). */
+    const trackedEvents = async (applied?: (contact: number, events: number) => Promise<unknown>) => {
+      const seen = [0, 0, 0];
+      for (const step of steps) {
+        clock.travel(step.after);
+        for (const [contact, plan] of step.events) {
+          await track(contact, plan);
+          seen[contact]++;
+        }
+        if (applied) for (const contact of new Set(step.events.map(([c]) => c))) await applied(contact, seen[contact]);
+      }
+    };
     const reset = async () => {
       for (const id of ids) expect((await title(id, 'Start')).status).toBe(200);
     };
     const drafts = [
       { name: 'WI vp', on: { recordEvent: 'contact.updated', filter: 'title[startsWith]:VP' }, delta: 6, maxPerContact: 1 },
       { name: 'WI intern', on: { recordEvent: 'contact.updated', filter: 'title[eq]:Intern' }, delta: -5, cooldown: '1h' },
+      { name: 'WI pricing', on: { trackedEvent: 'WI Pricing Viewed', filter: 'properties.plan[eq]:pro' }, delta: 3, maxPerContact: 2, cooldown: '1d' },
+      { name: 'WI any view', on: { trackedEvent: 'WI Pricing Viewed' }, delta: 1 },
     ];
     await reset();
-    // Events are stamped by the database (this machine's clock): the replay starts after the reset.
+    // Record events are stamped by the database (this machine's clock), tracked events by the moved
+    // clock (ahead of it): the replay starts after the reset and holds both.
     const since = new Date().toISOString();
-    await events();
+    await recordEvents();
+    await trackedEvents();
     const started = await post('/api/scoring/what-if', { since, rules: drafts }, scoringRead);
     expect(started.status).toBe(202);
-    const outcome = (await job(started.body.job.id)).result.pointGroups as { id: number; now: number; wouldBe: number; entering: number; leaving: number }[];
+    const result = (await job(started.body.job.id)).result as {
+      trackedEvents: number;
+      applications: number;
+      pointGroups: { id: number; now: number; wouldBe: number; entering: number; leaving: number }[];
+    };
+    expect(result.trackedEvents).toBe(7);
+    const outcome = result.pointGroups;
     const inGroup = async (g: number) =>
       (await app.http.get(`/api/contacts?filter=pointGroup.id[eq]:${g}&limit=1`).set('Authorization', auth)).body.total as number;
     const [warmNow, hotNow] = [await inGroup(warm), await inGroup(hot)];
-    expect(outcome.find((o) => o.id === warm)).toEqual(expect.objectContaining({ now: warmNow, wouldBe: warmNow + 3, entering: 3, leaving: 0 }));
-    expect(outcome.find((o) => o.id === hot)).toEqual(expect.objectContaining({ now: hotNow, wouldBe: hotNow - 1, entering: 0, leaving: 1 }));
+    // Contact 0 becomes warm (6); contact 1 hot (6 + 3+1, +1, +3+1, +1 = 16: the second pro view within the
+    // cooldown, the fourth past maxPerContact); contact 2 stays hot (12 - 5 + 3+1, +1, +3+1 = 16).
+    expect(outcome.find((o) => o.id === warm)).toEqual(expect.objectContaining({ now: warmNow, wouldBe: warmNow + 1, entering: 1, leaving: 0 }));
+    expect(outcome.find((o) => o.id === hot)).toEqual(expect.objectContaining({ now: hotNow, wouldBe: hotNow + 1, entering: 1, leaving: 0 }));
     // What-if wrote nothing.
     expect((await Promise.all(ids.map(contactPoints))).map((c) => c.points)).toEqual([0, 0, 12]);
 
-    // The drafts published, the same events again (the titles reset first, before the rules exist).
+    // The drafts published, the same events again (the titles reset first, before the rules exist), the
+    // clock moved as before, each tracked step applied before it moves on.
     await reset();
     const rules = await Promise.all(drafts.map(async (d) => (await post('/api/scoring-rules', d)).body.scoringRule.id as number));
-    await events();
-    await waitUntil('the published drafts applied', async () => (await Promise.all(ids.map(contactPoints))).map((c) => c.points).join() === '6,6,7', 5_000);
+    await recordEvents();
+    await waitUntil('the record-event drafts applied', async () => (await Promise.all(ids.map(contactPoints))).map((c) => c.points).join() === '6,6,7', 5_000);
+    const anyView = rules[3];
+    await trackedEvents((contact, events) =>
+      waitUntil(
+        `${events} tracked events of contact ${contact} applied`,
+        async () =>
+          (await app.http.get(`/api/contacts/${ids[contact]}/points/history?filter=ruleId[eq]:${anyView}&limit=1`).set('Authorization', auth)).body.total ===
+          events,
+        5_000,
+      ),
+    );
+    expect((await Promise.all(ids.map(contactPoints))).map((c) => c.points)).toEqual([6, 16, 16]);
+    // As many applications as the what-if counted (3 record, 4 pricing, 7 any view).
+    let applied = 0;
+    for (const id of ids)
+      applied += (await app.http.get(`/api/contacts/${id}/points/history?filter=source[eq]:rule&limit=1`).set('Authorization', auth)).body.total as number;
+    expect(applied).toBe(result.applications);
+    expect(result.applications).toBe(14);
     expect(await inGroup(warm)).toBe(outcome.find((o) => o.id === warm)?.wouldBe);
     expect(await inGroup(hot)).toBe(outcome.find((o) => o.id === hot)?.wouldBe);
-    // The second VP event of the first contact gave nothing (maxPerContact 1), in the what-if as for real: the
-    // applier reads the feed in order, so once the last contact's event is applied, the first's two were read.
+    // The second VP event of the first contact gave nothing (maxPerContact 1), in the what-if as for real.
     const firstHistory = await app.http.get(`/api/contacts/${ids[0]}/points/history`).set('Authorization', auth);
     expect(firstHistory.body.pointChanges).toMatchObject([{ source: 'rule', ruleId: rules[0], delta: 6 }]);
     expect(firstHistory.body.total).toBe(1);
+    const pricing = await app.http.get(`/api/contacts/${ids[1]}/points/history?filter=ruleId[eq]:${rules[2]}`).set('Authorization', auth);
+    expect(pricing.body.total).toBe(2);
     for (const id of rules) await app.http.delete(`/api/scoring-rules/${id}`).set('Authorization', auth);
     for (const g of [warm, hot]) await app.http.delete(`/api/point-groups/${g}`).set('Authorization', auth);
   });

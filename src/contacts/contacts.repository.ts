@@ -422,6 +422,11 @@ export class ContactsRepository {
     return tx.query(`SELECT id, points FROM contacts WHERE id > $1 ${nonZero ? 'AND points <> 0' : ''} ORDER BY id LIMIT $2 FOR UPDATE`, [afterId, limit]);
   }
 
+  /** A page of contacts' points in id order after `afterId`, not locked (a check that locks only what it must change: scoring's recompute). */
+  async pointsPageUnlocked(afterId: number, limit: number): Promise<{ id: number; points: number }[]> {
+    return this.db().query(`SELECT id, points FROM contacts WHERE id > $1 ORDER BY id LIMIT $2`, [afterId, limit]);
+  }
+
   /** The points of these contacts (those that exist), their rows locked (FOR UPDATE, in id order) until `tx` ends. */
   async lockPointsOf(ids: number[], tx: Tx): Promise<Map<number, number>> {
     if (!ids.length) return new Map();

@@ -4,7 +4,7 @@ import { EventsService } from '../events/events.service.js';
 import { BackgroundLoop, runsBackgroundWork } from '../jobs/background-loop.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import { TrackingIntakeService } from '../tracking/tracking-intake.service.js';
-import { APPLY_BATCH, ScoringService } from './scoring.service.js';
+import { APPLY_BATCH, ScoringService, TRACKED_APPLY_BATCH } from './scoring.service.js';
 
 /**
  * Applies the published scoring rules to the change feed (recordEvent rules) and to the tracked
@@ -52,7 +52,7 @@ export class ScoringApplier implements OnApplicationBootstrap, OnModuleDestroy {
    */
   async pass(): Promise<void> {
     while (!this.loop.stopping && (await this.scoring.applyFeed()) === APPLY_BATCH);
-    while (!this.loop.stopping && (await this.scoring.applyQueuedTracked()) === APPLY_BATCH);
+    while (!this.loop.stopping && (await this.scoring.applyQueuedTracked()) === TRACKED_APPLY_BATCH);
   }
 
   async onModuleDestroy(): Promise<void> {

@@ -10,16 +10,22 @@ import { JOB_IDS } from '../jobs/job-names.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import { PointGroupsRepository } from '../point-groups/point-groups.repository.js';
 import type { CompiledFilter } from '../lists/filter-sql.js';
+import { TrackedEventQueue } from '../tracking/tracked-event-queue.repository.js';
 import { type RuleDefinition, ScoringRulesService } from './scoring-rules.service.js';
 import type { ScoringSettingsDto, WhatIfDto } from './scoring.dto.js';
 import { type ScoringJobRow, ScoringRepository } from './scoring.repository.js';
 import { ScoringService } from './scoring.service.js';
-import { contactIdOf, decayDelta, decayPeriodIndex, durationMs, MAX_POINTS, MIN_POINTS, tierChanges } from './scoring.rules.js';
+import { PagedStream, type ReplayItem, ReplayState } from './scoring-replay.js';
+import { contactIdOf, decayDelta, decayPeriodIndex, durationMs, tierChanges } from './scoring.rules.js';
 
-/** Contacts per transaction of decay and recompute. */
+/** Contacts per transaction of decay. */
 const PAGE = 1_000;
+/** Contacts recompute compares per read. */
+const RECOMPUTE_PAGE = 10_000;
 /** Change-feed events a what-if reads per query. */
 const REPLAY_PAGE = 5_000;
+/** Stored tracked events a what-if reads per query. */
+const TRACKED_REPLAY_PAGE = 10_000;
 /** Decay periods one run catches up at most (the worker was down longer: the rest follow on the next runs). */
 const MAX_CATCH_UP = 12;
 
@@ -62,6 +68,7 @@ export class ScoringJobsService {
     private readonly transactions: Transactions,
     private readonly jobs: JobQueue,
     private readonly clock: Clock,
+    private readonly trackedQueue: TrackedEventQueue,
   ) {}
 
   async settings() {
@@ -172,94 +179,179 @@ export class ScoringJobsService {
     }
   }
 
-  /** Checks every contact's points against its ledger's sum and repairs a difference (points become the sum). */
+  /**
+   * Checks every contact's points against its ledger's sum and repairs a difference (points become the
+   * sum). Pages of RECOMPUTE_PAGE contacts are compared without locks (the contacts' points, then their
+   * ledgers' sums by one range read); only a contact that differs is locked and compared again under
+   * its lock (a change committed between the two reads is no difference), then repaired.
+   */
   async recompute(jobId?: number): Promise<{ checked: number; repaired: number }> {
     let checked = 0;
     let repaired = 0;
     for (let after = 0; ;) {
-      const page = await this.transactions.run(async (tx) => {
-        const rows = await this.contacts.pointsPage(after, PAGE, false, tx);
-        const sums = await this.repo.sums(
-          rows.map((r) => r.id),
-          tx,
-        );
-        const diffs = rows.flatMap((r) => {
-          const sum = sums.get(r.id) ?? 0;
-          return sum === r.points ? [] : [{ id: r.id, delta: sum - r.points }];
-        });
-        if (diffs.length) {
-          this.logger.warn({ msg: 'points differed from the ledger; repaired', contacts: diffs.map((d) => d.id).slice(0, 20) });
-          repaired += await this.scoring.repair(diffs, tx);
-        }
-        return rows;
-      });
-      checked += page.length;
+      const rows = await this.contacts.pointsPageUnlocked(after, RECOMPUTE_PAGE);
+      if (!rows.length) break;
+      const sums = await this.repo.sumsBetween(rows[0].id, rows[rows.length - 1].id);
+      const suspects = rows.filter((r) => (sums.get(r.id) ?? 0) !== r.points).map((r) => r.id);
+      if (suspects.length) repaired += await this.repair(suspects);
+      checked += rows.length;
       if (jobId !== undefined) await this.repo.progress(jobId, { checked, repaired });
-      if (page.length < PAGE) break;
-      after = page[page.length - 1].id;
+      if (rows.length < RECOMPUTE_PAGE) break;
+      after = rows[rows.length - 1].id;
     }
     return { checked, repaired };
   }
 
+  /** Locks these contacts, compares their points with their ledgers' sums again and repairs those that differ; answers how many. */
+  private repair(ids: number[]): Promise<number> {
+    return this.transactions.run(async (tx) => {
+      const points = await this.contacts.lockPointsOf(ids, tx);
+      const sums = await this.repo.sums([...points.keys()], tx);
+      const diffs = [...points].flatMap(([id, p]) => {
+        const sum = sums.get(id) ?? 0;
+        return sum === p ? [] : [{ id, delta: sum - p }];
+      });
+      if (!diffs.length) return 0;
+      this.logger.warn({ msg: 'points differed from the ledger; repaired', contacts: diffs.map((d) => d.id).slice(0, 20) });
+      return this.scoring.repair(diffs, tx);
+    });
+  }
+
   /**
-   * Replays the kept change-feed events since `since` under draft rules, writing nothing: each draft
-   * applied as the engine would (its filter over the contact as it is now, repeatable, maxPerContact,
-   * cooldown measured between the events' times, the bounds). Answers per published point group how
-   * many contacts are in it now, how many would be, and how many would enter and leave.
+   * Replays the stored events since `since` under draft rules, writing nothing: the kept change-feed
+   * events of the types the recordEvent drafts name (each draft's filter over the contact as it is
+   * now) and the stored track events of the names the trackedEvent drafts name (each draft's filter
+   * over the event's properties), merged by event time (a record event first at the same instant),
+   * each draft applied as the engine would (repeatable, maxPerContact, cooldown measured between the
+   * events' times, the bounds; scoring-replay.ts). Answers per published point group how many
+   * contacts are in it now, how many would be, and how many would enter and leave.
    */
   async whatIf(jobId: number | undefined, request: WhatIfRequest): Promise<Record<string, unknown>> {
     const drafts: RuleDefinition[] = [];
     for (const [i, r] of request.rules.entries()) drafts.push({ ...(await this.rules.draft(r, i)), id: -(i + 1) });
     const now = this.clock.now();
+    const since = new Date(request.since);
     // Every event committed so far is numbered first: the replay reads numbered events only.
     await this.events.sequenceNow(true);
-    const registry = await this.rules.contactsRegistry();
-    const compiled = new Map<number, CompiledFilter | null | undefined>(drafts.map((d) => [d.id, this.rules.compile(d, registry, now)]));
-    const live = drafts.filter((d) => d.onKind === 'recordEvent' && compiled.get(d.id) !== undefined);
-    const types = [...new Set(live.map((d) => d.onName))];
-    const deltas = new Map<number, number>();
-    const usage = new Map<string, { count: number; lastMs: number }>();
-    let events = 0;
-    let applications = 0;
-    const since = new Date(request.since);
+    const hasRecordFilter = drafts.some((d) => d.onKind === 'recordEvent' && d.filter);
+    const registry = hasRecordFilter ? await this.rules.contactsRegistry() : {};
+    const compiled = drafts.map((d) => this.rules.compile(d, registry, now));
+    // A draft whose filter does not compile applies to nothing (as a stored rule whose field went away).
+    const live = drafts.flatMap((d, i) => (compiled[i] === undefined ? [] : [i]));
+    const recordDrafts = live.filter((i) => drafts[i].onKind === 'recordEvent');
+    const trackedDrafts = live.filter((i) => drafts[i].onKind === 'trackedEvent');
+    const state = new ReplayState(drafts);
+    const base = new Map<number, number>();
+    const progress = { recordEvents: 0, trackedEvents: 0 };
+    const record = new PagedStream(await this.recordPages(since, drafts, recordDrafts, compiled, base, progress));
+    const tracked = new PagedStream(this.trackedPages(since, drafts, trackedDrafts, compiled, base, progress));
+    let reported = 0;
+    for (;;) {
+      if (record.needsFill) await record.fill();
+      if (tracked.needsFill) await tracked.fill();
+      const r = record.head();
+      const t = tracked.head();
+      if (!r && !t) break;
+      const from = r && (!t || r.at <= t.at) ? record : tracked;
+      const item = (from === record ? r : t) as ReplayItem;
+      from.shift();
+      const points = base.get(item.contactId);
+      // A contact deleted since: the engine applies nothing to it either.
+      if (points !== undefined) state.apply(item, points);
+      const seen = progress.recordEvents + progress.trackedEvents;
+      if (jobId !== undefined && seen - reported >= 100_000) {
+        reported = seen;
+        await this.repo.progress(jobId, { events: seen, ...progress, applications: state.applications });
+      }
+    }
+    const events = progress.recordEvents + progress.trackedEvents;
+    return { since: request.since, events, ...progress, applications: state.applications, pointGroups: await this.groupOutcome(state.deltas) };
+  }
+
+  /**
+   * The record events' pages: the kept change-feed events since `since` of the types the drafts name,
+   * each with the drafts whose type it has and whose filter matches its contact now; the contacts'
+   * points now are added to `base`.
+   */
+  private async recordPages(
+    since: Date,
+    drafts: RuleDefinition[],
+    indexes: number[],
+    compiled: (CompiledFilter | null | undefined)[],
+    base: Map<number, number>,
+    progress: { recordEvents: number },
+  ): Promise<() => Promise<ReplayItem[] | null>> {
+    const types = [...new Set(indexes.map((i) => drafts[i].onName))];
     // From the first transaction that recent; the feed's later events of other types are skipped
     // by the typed read (which may answer a short page and a cursor further on).
-    for (let after = types.length ? await this.events.cursorAt(since) : 0; types.length;) {
+    let after = types.length ? await this.events.cursorAt(since) : 0;
+    let ended = !types.length;
+    return async () => {
+      if (ended) return null;
       const read = await this.events.read(after, REPLAY_PAGE, types);
+      if (read.next === after) ended = true; // the end of the feed
+      after = read.next;
       const page = read.events.filter((e) => Date.parse(e.occurredAt) >= since.getTime());
       const ids = [...new Set(page.flatMap((e) => contactIdOf(e.type, e.data) ?? []))];
       const matches = new Map<number, Set<number> | null>();
-      for (const d of live) {
-        const f = compiled.get(d.id);
-        matches.set(d.id, f ? await this.repo.matchingContacts(f, ids) : null);
+      for (const i of indexes) {
+        const f = compiled[i];
+        matches.set(i, f ? await this.repo.matchingContacts(f, ids) : null);
       }
-      const base = await this.contacts.pointsOf(ids);
-      for (const e of page) {
+      await this.addBase(ids, base);
+      progress.recordEvents += page.length;
+      return page.flatMap((e) => {
         const contactId = contactIdOf(e.type, e.data);
-        if (contactId === null || !base.has(contactId)) continue;
-        for (const d of live) {
-          if (d.onName !== e.type) continue;
-          const m = matches.get(d.id);
-          if (m && !m.has(contactId)) continue;
-          const key = `${d.id}:${contactId}`;
-          const u = usage.get(key) ?? { count: 0, lastMs: -Infinity };
-          const at = Date.parse(e.occurredAt);
-          const cooldown = durationMs(d.cooldown);
-          if ((!d.repeatable && u.count > 0) || (d.maxPerContact !== null && u.count >= d.maxPerContact)) continue;
-          if (cooldown !== null && at - u.lastMs < cooldown) continue;
-          const points = (base.get(contactId) ?? 0) + (deltas.get(contactId) ?? 0) + d.delta;
-          if (points < MIN_POINTS || points > MAX_POINTS) continue;
-          deltas.set(contactId, (deltas.get(contactId) ?? 0) + d.delta);
-          usage.set(key, { count: u.count + 1, lastMs: at });
-          applications++;
-        }
-      }
-      events += page.length;
-      if (jobId !== undefined) await this.repo.progress(jobId, { events, applications });
-      if (read.next === after) break; // the end of the feed
-      after = read.next;
+        if (contactId === null) return [];
+        const applying = indexes.filter((i) => drafts[i].onName === e.type && (matches.get(i)?.has(contactId) ?? true));
+        return [{ at: Date.parse(e.occurredAt), contactId, drafts: applying }];
+      });
+    };
+  }
+
+  /**
+   * The tracked events' pages: the stored track events since `since` of the names the drafts name,
+   * oldest first, each with the drafts whose name it has and whose filter matches its properties
+   * (evaluated by the read); the contacts' points now are added to `base`.
+   */
+  private trackedPages(
+    since: Date,
+    drafts: RuleDefinition[],
+    indexes: number[],
+    compiled: (CompiledFilter | null | undefined)[],
+    base: Map<number, number>,
+    progress: { trackedEvents: number },
+  ): () => Promise<ReplayItem[] | null> {
+    const names = [...new Set(indexes.map((i) => drafts[i].onName))];
+    const filtered = indexes.filter((i) => compiled[i]);
+    const predicates = filtered.map((i) => ({ name: drafts[i].onName, ...(compiled[i] as CompiledFilter) }));
+    const position = new Map(filtered.map((i, k) => [i, k]));
+    let after: { atMicros: number; id: string } | null = null;
+    let ended = !names.length;
+    return async () => {
+      if (ended) return null;
+      const page = await this.trackedQueue.replay({ names, since, after, limit: TRACKED_REPLAY_PAGE, predicates });
+      if (page.length < TRACKED_REPLAY_PAGE) ended = true;
+      if (page.length) after = { atMicros: page[page.length - 1].atMicros, id: page[page.length - 1].id };
+      await this.addBase([...new Set(page.map((e) => e.contactId))], base);
+      progress.trackedEvents += page.length;
+      return page.map((e) => {
+        const applying = indexes.filter((i) => {
+          if (drafts[i].onName !== e.name) return false;
+          const k = position.get(i);
+          return k === undefined || e.matches[k] === '1';
+        });
+        return { at: e.atMicros / 1000, contactId: e.contactId, drafts: applying };
+      });
+    };
+  }
+
+  /** Adds to `base` the points now of those of `ids` it does not hold yet (contacts that exist). */
+  private async addBase(ids: number[], base: Map<number, number>): Promise<void> {
+    const missing = ids.filter((id) => !base.has(id));
+    for (let i = 0; i < missing.length; i += 10_000) {
+      for (const [id, points] of await this.contacts.pointsOf(missing.slice(i, i + 10_000))) base.set(id, points);
     }
-    return { since: request.since, events, applications, pointGroups: await this.groupOutcome(deltas) };
   }
 
   /** Per published point group: contacts in it now, how many would be after `deltas`, entering and leaving. */

@@ -52,11 +52,13 @@ export class ScoringController {
   @HttpCode(202)
   @RequirePermission('scoring:read')
   @ApiOperation({
-    summary: 'Replay the kept change-feed events since a time under draft rules, writing nothing (202 with the job)',
+    summary: 'Replay the stored events (change feed and tracked events) since a time under draft rules, writing nothing (202 with the job)',
     description:
-      'Body `{ rules: [draft rules, as a rule body], since }`. The result (GET /api/scoring/jobs/{id}) gives per published point group how many ' +
-      'contacts are in it now (`now`), would be (`wouldBe`), and would enter and leave, had the drafts been published at `since` ' +
-      '(filters are evaluated over the contacts as they are now; trackedEvent drafts replay nothing here).',
+      "Body `{ rules: [draft rules, as a rule body], since }`. The job replays the kept change-feed events of the recordEvent drafts' types and the " +
+      "stored tracked events of the trackedEvent drafts' names that occurred at or after `since`, merged in event time order, each draft applied as a " +
+      "published rule is (repeatable, maxPerContact, cooldown between the events' times, the bounds). The result (GET /api/scoring/jobs/{id}) gives " +
+      '`events`, `recordEvents`, `trackedEvents`, `applications` and per published point group how many contacts are in it now (`now`), would be ' +
+      '(`wouldBe`), and would enter and leave, had the drafts been published at `since` (contact filters are evaluated over the contacts as they are now).',
   })
   @ApiEnvelope('job', ScoringJobRecordDto, { status: 202 })
   async whatIf(@Body() dto: WhatIfDto, @CurrentPrincipal() who: Principal) {

@@ -227,7 +227,7 @@ export class WhatIfDto {
   @Type(() => CreateScoringRuleDto)
   rules: CreateScoringRuleDto[];
 
-  /** Replay the stored change-feed events that occurred at or after this time. */
+  /** Replay the stored events (kept change-feed events, stored tracked events) that occurred at or after this time. */
   @IsIsoDateTime()
   since: string;
 }
@@ -242,7 +242,7 @@ export class ScoringJobRecordDto {
   /** What is done so far (contacts or events read). */
   progress: Record<string, unknown>;
   /**
-   * Once completed. recompute: { checked, repaired }. what_if: { events, applications, pointGroups: [{ id, name, now, wouldBe, entering, leaving }] }.
+   * Once completed. recompute: { checked, repaired }. what_if: { since, events, recordEvents, trackedEvents, applications, pointGroups: [{ id, name, now, wouldBe, entering, leaving }] }.
    */
   result: Record<string, unknown> | null;
   error: string | null;

@@ -120,19 +120,42 @@ export class ScoringRepository {
     );
   }
 
-  /** Whether a rule was already applied for this source event (the unique key's lookup). */
-  async applied(ruleId: number, sourceEventId: string, tx: Tx): Promise<boolean> {
-    const rows: unknown[] = await tx.query(`SELECT 1 FROM point_ledger WHERE rule_id = $1 AND source_event_id = $2`, [ruleId, sourceEventId]);
-    return rows.length > 0;
+  /** Of these (rule, source event) pairs, those applied already (the unique key's lookup for a batch), as `<ruleId>:<sourceEventId>`. */
+  async appliedPairs(pairs: readonly { ruleId: number; sourceEventId: string }[], tx: Tx): Promise<Set<string>> {
+    if (!pairs.length) return new Set();
+    const rows: { k: string }[] = await tx.query(
+      `SELECT l.rule_id || ':' || l.source_event_id AS k FROM unnest($1::int[], $2::text[]) AS v(r, e)
+         JOIN point_ledger l ON l.rule_id = v.r AND l.source_event_id = v.e AND l.rule_id IS NOT NULL AND l.source_event_id IS NOT NULL`,
+      [pairs.map((p) => p.ruleId), pairs.map((p) => p.sourceEventId)],
+    );
+    return new Set(rows.map((r) => r.k));
   }
 
-  /** How often a rule gave a contact points, and when it last did (for maxPerContact, repeatable and cooldown). */
-  async ruleUsage(ruleId: number, contactId: number, tx: Tx): Promise<{ count: number; lastAt: Date | null }> {
-    const [r]: { n: number; last: Date | null }[] = await tx.query(
-      `SELECT count(*)::int AS n, max(at) AS last FROM point_ledger WHERE rule_id = $1 AND contact_id = $2`,
-      [ruleId, contactId],
+  /** Of these (contact, decay period) pairs, those decayed already, as `<contactId>:<decayPeriod>`. */
+  async decayedPairs(pairs: readonly { contactId: number; decayPeriod: string }[], tx: Tx): Promise<Set<string>> {
+    if (!pairs.length) return new Set();
+    const rows: { k: string }[] = await tx.query(
+      `SELECT l.contact_id || ':' || l.decay_period AS k FROM unnest($1::int[], $2::text[]) AS v(c, p)
+         JOIN point_ledger l ON l.contact_id = v.c AND l.decay_period = v.p AND l.decay_period IS NOT NULL`,
+      [pairs.map((p) => p.contactId), pairs.map((p) => p.decayPeriod)],
     );
-    return { count: r.n, lastAt: r.last };
+    return new Set(rows.map((r) => r.k));
+  }
+
+  /**
+   * ruleUsage for many (rule, contact) pairs in one statement, keyed `<ruleId>:<contactId>` (pairs
+   * never applied are left out).
+   */
+  async ruleUsages(pairs: readonly { ruleId: number; contactId: number }[], tx: Tx): Promise<Map<string, { count: number; lastAt: Date | null }>> {
+    if (!pairs.length) return new Map();
+    const rows: { k: string; n: number; last: Date | null }[] = await tx.query(
+      `SELECT v.r || ':' || v.c AS k, u.n, u.last
+         FROM (SELECT DISTINCT r, c FROM unnest($1::int[], $2::int[]) AS x(r, c)) v
+         CROSS JOIN LATERAL (SELECT count(*)::int AS n, max(l.at) AS last FROM point_ledger l WHERE l.rule_id = v.r AND l.contact_id = v.c AND l.rule_id IS NOT NULL) u
+        WHERE u.n > 0`,
+      [pairs.map((p) => p.ruleId), pairs.map((p) => p.contactId)],
+    );
+    return new Map(rows.map((r) => [r.k, { count: r.n, lastAt: r.last }]));
   }
 
   /** The sum of the ledger of each contact (0 for a contact without rows). */
@@ -141,6 +164,15 @@ export class ScoringRepository {
     const rows: { id: number; total: string }[] = await tx.query(
       `SELECT v.id, coalesce((SELECT sum(l.delta) FROM point_ledger l WHERE l.contact_id = v.id), 0)::text AS total FROM unnest($1::int[]) AS v(id)`,
       [contactIds],
+    );
+    return new Map(rows.map((r) => [r.id, Number(r.total)]));
+  }
+
+  /** The sum of the ledger of each contact with ids from `fromId` to `toId` that has rows (one range scan of the contact index). */
+  async sumsBetween(fromId: number, toId: number): Promise<Map<number, number>> {
+    const rows: { id: number; total: string }[] = await this.transactions.db.query(
+      `SELECT contact_id AS id, sum(delta)::text AS total FROM point_ledger WHERE contact_id BETWEEN $1 AND $2 GROUP BY contact_id`,
+      [fromId, toId],
     );
     return new Map(rows.map((r) => [r.id, Number(r.total)]));
   }

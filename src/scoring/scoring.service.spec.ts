@@ -108,6 +108,61 @@ describe('ScoringService (service layer, real PostgreSQL)', () => {
     await groups.remove(hot.id);
   });
 
+  it('addPointsMany: many contacts in one transaction, each change as one at a time, with the tier events of every step', async () => {
+    const warm = await groups.create({ name: 'Many warm', minimumPoints: 10, maximumPoints: 19 }, spec.who);
+    const [a, b] = [await spec.ctx.contact('Many A'), await spec.ctx.contact('Many B')];
+    await spec.ctx.query(`INSERT INTO point_ledger (contact_id, delta, reason, source, at) VALUES ($1, 2147483000, 'arrange', 'import', now())`, [b]);
+    await spec.ctx.query(`UPDATE contacts SET points = 2147483000 WHERE id = $1`, [b]);
+    const rule = { source: 'rule' as const, reason: 'batch', ruleId: 987_001, sourceEventId: `many-${Date.now()}` };
+    const wf = { source: 'workflow' as const, reason: 'step', details: { enrollmentId: 7, stepId: 's1' } };
+    const outcomes = await scoring.addPointsMany([
+      { contactId: a, delta: 12, context: wf },
+      { contactId: b, delta: 600, context: wf },
+      { contactId: 987654321, delta: 1, context: wf },
+      { contactId: a, delta: 0, context: wf },
+      { contactId: a, delta: -10, context: rule },
+      { contactId: a, delta: 5, context: rule }, // the same (rule, event) pair again
+      { contactId: b, delta: 1000, context: wf }, // beyond 2^31 after the first
+      { contactId: a, delta: 9, context: wf },
+    ]);
+    expect(outcomes.map((o) => `${o.status}:${o.points}`)).toEqual([
+      'applied:12',
+      'applied:2147483600',
+      'not_found:null',
+      'invalid_delta:12',
+      'applied:2',
+      'duplicate:2',
+      'out_of_bounds:2147483600',
+      'applied:11',
+    ]);
+    expect([await points(a), await points(b)]).toEqual([11, 2147483600]);
+    expect([await ledgerSum(a), await ledgerSum(b)]).toEqual([11, 2147483600]);
+    expect(await tierEvents(a)).toEqual([`entered:${warm.id}@12`, `left:${warm.id}@2`, `entered:${warm.id}@11`]);
+    expect((await scoring.history(a, {})).pointChanges.map((c) => [c.delta, c.source])).toEqual([
+      [9, 'workflow'],
+      [-10, 'rule'],
+      [12, 'workflow'],
+    ]);
+    // Again: the rule's pair is taken, the others apply again.
+    const again = await scoring.addPointsMany([{ contactId: a, delta: -10, context: rule }]);
+    expect(again.map((o) => o.status)).toEqual(['duplicate']);
+    await groups.remove(warm.id);
+  });
+
+  it('addPointsMany never loses a delta: parallel batches over the same contacts sum exactly', async () => {
+    const ids = [await spec.ctx.contact('Many P1'), await spec.ctx.contact('Many P2'), await spec.ctx.contact('Many P3')];
+    const wf = { source: 'workflow' as const, reason: 'parallel' };
+    const batches = Array.from({ length: 20 }, (_, i) =>
+      (i % 2 ? [...ids] : [...ids].reverse()).map((contactId, k) => ({ contactId, delta: i + k + 1, context: wf })),
+    );
+    await Promise.all(batches.map((batch) => scoring.addPointsMany(batch)));
+    for (const id of ids) {
+      const expected = batches.reduce((sum, batch) => sum + (batch.find((c) => c.contactId === id)?.delta ?? 0), 0);
+      expect(await points(id)).toBe(expected);
+      expect(await ledgerSum(id)).toBe(expected);
+    }
+  });
+
   it('validates rules: exactly one source, a known event type, a filter that compiles, delta not 0', async () => {
     const bad = async (body: object) => (await spec.ctx.failure(rules.create({ name: 'r', delta: 1, on: {}, ...body }, spec.who))).details?.[0].field;
     expect(await bad({ on: {} })).toBe('on');

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { iso } from '../common/dates.js';
-import { AppError, notFound, validationError } from '../common/errors.js';
+import { notFound, validationError } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { ContactsRepository } from '../contacts/contacts.repository.js';
@@ -65,6 +65,23 @@ export interface TrackedEventInput {
   occurredAt: Date | string;
 }
 
+/** What became of one change of ScoringService.addPointsMany, with the contact's points after it (null: no such contact). */
+export interface PointChangeOutcome {
+  contactId: number;
+  delta: number;
+  status: 'applied' | 'duplicate' | 'not_found' | 'invalid_delta' | 'out_of_bounds';
+  points: number | null;
+}
+
+/** A change decided under its contact's lock, with the points before and after it. */
+interface AppliedChange {
+  contactId: number;
+  delta: number;
+  before: number;
+  after: number;
+  context: PointChangeContext;
+}
+
 /** A rule application's source, whichever stream it came from. */
 interface RuleInput {
   kind: 'recordEvent' | 'trackedEvent';
@@ -75,6 +92,8 @@ interface RuleInput {
 
 /** Change-feed events the rule applier reads per transaction. */
 export const APPLY_BATCH = 500;
+/** Queued tracked events the rule applier takes per transaction (each batch applied set-based). */
+export const TRACKED_APPLY_BATCH = 5_000;
 
 /**
  * Points: the ledger (every change a row, with its reason), the contact's `points` kept equal to its
@@ -291,15 +310,14 @@ export class ScoringService {
       );
       targets.set(rule.id, new Set([...matched].map((m) => positions[m])));
     }
-    let applied = 0;
+    const candidates: { rule: RuleDefinition; input: RuleInput }[] = [];
     for (const [i, input] of inputs.entries()) {
       for (const rule of rules) {
-        if (!targets.get(rule.id)?.has(i)) continue;
-        const source: RuleInput = { kind: 'trackedEvent', name: input.name, eventId: String(input.eventId), contactId: input.contactId };
-        if (await this.applyRule(rule, source, tx)) applied++;
+        if (targets.get(rule.id)?.has(i))
+          candidates.push({ rule, input: { kind: 'trackedEvent', name: input.name, eventId: String(input.eventId), contactId: input.contactId } });
       }
     }
-    return applied;
+    return this.applyRules(candidates, tx);
   }
 
   /**
@@ -307,7 +325,7 @@ export class ScoringService {
    * trackedEvent rule names): up to `limit` taken and applied in one transaction, so each is applied
    * once whatever crashes (docs/decisions/tracked-event-stream.md). Answers how many it took.
    */
-  async applyQueuedTracked(limit = APPLY_BATCH): Promise<number> {
+  async applyQueuedTracked(limit = TRACKED_APPLY_BATCH): Promise<number> {
     return this.transactions.run(async (tx) => {
       const events = await this.trackedQueue.claim(SCORING_CONSUMER, limit, tx);
       await this.applyTrackedEvents(
@@ -369,6 +387,7 @@ export class ScoringService {
       const ids = events.filter((e) => e.type === rule.onName).flatMap((e) => contactIdOf(e.type, e.data) ?? []);
       matching.set(rule.id, await this.ledger.matchingContacts(compiled, [...new Set(ids)], tx));
     }
+    const candidates: { rule: RuleDefinition; input: RuleInput }[] = [];
     for (const e of events) {
       const contactId = contactIdOf(e.type, e.data);
       if (contactId === null) continue;
@@ -378,49 +397,164 @@ export class ScoringService {
         if (rule.createdAt && Date.parse(e.occurredAt) < rule.createdAt.getTime()) continue;
         const m = matching.get(rule.id);
         if (m && !m.has(contactId)) continue;
-        await this.applyRule(rule, { kind: 'recordEvent', name: e.type, eventId: e.id, contactId }, tx);
+        candidates.push({ rule, input: { kind: 'recordEvent', name: e.type, eventId: e.id, contactId } });
       }
     }
+    await this.applyRules(candidates, tx);
   }
 
   /**
-   * One rule on one source event, in a savepoint: under the contact's row lock (every change of a
-   * contact's points takes it, so the checks below cannot race), skipped when this (rule, event) was
-   * applied, when the rule is not repeatable and was applied to the contact, when maxPerContact is
-   * reached or the cooldown since its last application has not passed. A delta that would leave the
-   * bounds is skipped too. Answers whether points were given.
+   * Rules on their source events, in the given order, set-based (bench row "rule application keeps
+   * up with 10,000 tracked events/s"): the contacts' rows are locked (in id order; every change of a
+   * contact's points takes that lock, so the checks below cannot race), then the (rule, event) pairs
+   * already applied and each limited rule's usage per contact are read once, and each application is
+   * decided in order as one at a time would be: skipped when this (rule, event) was applied, when the
+   * rule is not repeatable and was applied to the contact, when maxPerContact is reached, within the
+   * cooldown since its last application (the batch is applied at one instant, the clock's now), or
+   * when the delta would leave the bounds. The ledger rows, the totals and the tier events are then
+   * written in one statement each. Answers how many applications gave points.
    */
-  private async applyRule(rule: RuleDefinition, input: RuleInput, tx?: Tx): Promise<boolean> {
-    try {
-      return await this.transactions.run(async (t) => {
-        if ((await this.contacts.lockPoints(input.contactId, t)) === null) return false;
-        if (await this.ledger.applied(rule.id, input.eventId, t)) return false;
-        const usage = await this.ledger.ruleUsage(rule.id, input.contactId, t);
-        if (!rule.repeatable && usage.count > 0) return false;
-        if (rule.maxPerContact !== null && usage.count >= rule.maxPerContact) return false;
-        const cooldown = durationMs(rule.cooldown);
-        if (cooldown !== null && usage.lastAt && this.clock.nowMs() - usage.lastAt.getTime() < cooldown) return false;
-        const done = await this.addPoints(
-          input.contactId,
-          rule.delta,
-          {
-            source: 'rule',
-            reason: `rule "${rule.name}" on ${input.name}`,
-            ruleId: rule.id,
-            sourceEventId: input.eventId,
-            details: { [input.kind]: input.name },
-          },
-          t,
-        );
-        return done !== null;
-      }, tx);
-    } catch (e) {
-      if (e instanceof AppError && e.status === 400) {
-        this.logger.warn({ msg: 'scoring rule skipped', ruleId: rule.id, contactId: input.contactId, err: e.message });
-        return false;
+  private async applyRules(candidates: { rule: RuleDefinition; input: RuleInput }[], tx: Tx): Promise<number> {
+    if (!candidates.length) return 0;
+    const points = await this.contacts.lockPointsOf([...new Set(candidates.map((c) => c.input.contactId))], tx);
+    const applied = await this.ledger.appliedPairs(
+      candidates.map((c) => ({ ruleId: c.rule.id, sourceEventId: c.input.eventId })),
+      tx,
+    );
+    const limited = candidates.filter((c) => !c.rule.repeatable || c.rule.maxPerContact !== null || c.rule.cooldown !== null);
+    const usage = await this.ledger.ruleUsages(
+      limited.map((c) => ({ ruleId: c.rule.id, contactId: c.input.contactId })),
+      tx,
+    );
+    const now = this.clock.now();
+    const changes: AppliedChange[] = [];
+    for (const { rule, input } of candidates) {
+      const before = points.get(input.contactId);
+      if (before === undefined) continue; // the contact was deleted
+      const pair = `${rule.id}:${input.eventId}`;
+      if (applied.has(pair)) continue;
+      const key = `${rule.id}:${input.contactId}`;
+      const u = usage.get(key) ?? { count: 0, lastAt: null };
+      if (!rule.repeatable && u.count > 0) continue;
+      if (rule.maxPerContact !== null && u.count >= rule.maxPerContact) continue;
+      const cooldown = durationMs(rule.cooldown);
+      if (cooldown !== null && u.lastAt && now.getTime() - u.lastAt.getTime() < cooldown) continue;
+      const after = before + rule.delta;
+      if (after < MIN_POINTS || after > MAX_POINTS) {
+        this.logger.warn({ msg: 'scoring rule skipped: the points would leave their bounds', ruleId: rule.id, contactId: input.contactId });
+        continue;
       }
-      throw e;
+      applied.add(pair);
+      usage.set(key, { count: u.count + 1, lastAt: now });
+      points.set(input.contactId, after);
+      changes.push({
+        contactId: input.contactId,
+        delta: rule.delta,
+        before,
+        after,
+        context: {
+          source: 'rule',
+          reason: `rule "${rule.name}" on ${input.name}`,
+          ruleId: rule.id,
+          sourceEventId: input.eventId,
+          details: { [input.kind]: input.name },
+        },
+      });
     }
+    await this.writeChanges(changes, tx);
+    return changes.length;
+  }
+
+  /**
+   * Adds points to many contacts at once, in the caller's transaction when there is one (`tx`, or the
+   * current unit of work), each change as addPoints would make it, in the given order: the contacts'
+   * rows locked in id order, then one ledger insert, one update of the totals and the tier events of
+   * every step (a contact changed twice enters and leaves as it would one change at a time). A change
+   * is not made, and says why, when its contact does not exist (`not_found`), its delta is 0 or beyond
+   * ±1,000,000 (`invalid_delta`), it would take the points beyond ±2^31 (`out_of_bounds`, the points as
+   * the earlier changes of the call left them), or its (ruleId, sourceEventId) pair or its decay period
+   * was applied before (`duplicate`). Answers one outcome per change, in order, with the points after it.
+   * For callers that change many contacts in one transaction (a workflow step run for a batch of
+   * enrollments, source `workflow`).
+   */
+  async addPointsMany(changes: readonly { contactId: number; delta: number; context: PointChangeContext }[], tx?: Tx): Promise<PointChangeOutcome[]> {
+    if (!changes.length) return [];
+    return this.transactions.run(async (t) => {
+      const points = await this.contacts.lockPointsOf([...new Set(changes.map((c) => c.contactId))], t);
+      const keyOf = (c: PointChangeContext) =>
+        typeof c.ruleId === 'number' && typeof c.sourceEventId === 'string' ? { ruleId: c.ruleId, sourceEventId: c.sourceEventId } : null;
+      const periodOf = (c: PointChangeContext) => (typeof c.details?.decayPeriod === 'string' ? c.details.decayPeriod : null);
+      const applied = await this.ledger.appliedPairs(
+        changes.flatMap((c) => keyOf(c.context) ?? []),
+        t,
+      );
+      const decayed = await this.ledger.decayedPairs(
+        changes.flatMap((c) => {
+          const decayPeriod = periodOf(c.context);
+          return decayPeriod === null ? [] : [{ contactId: c.contactId, decayPeriod }];
+        }),
+        t,
+      );
+      const outcomes: PointChangeOutcome[] = [];
+      const made: AppliedChange[] = [];
+      for (const c of changes) {
+        const before = points.get(c.contactId);
+        const out = (status: PointChangeOutcome['status']) =>
+          outcomes.push({ contactId: c.contactId, delta: c.delta, status, points: points.get(c.contactId) ?? null });
+        if (before === undefined) {
+          out('not_found');
+          continue;
+        }
+        if (!Number.isInteger(c.delta) || c.delta === 0 || Math.abs(c.delta) > MAX_DELTA) {
+          out('invalid_delta');
+          continue;
+        }
+        const key = keyOf(c.context);
+        const pair = key ? `${key.ruleId}:${key.sourceEventId}` : null;
+        const decayPeriod = periodOf(c.context);
+        const period = decayPeriod === null ? null : `${c.contactId}:${decayPeriod}`;
+        if ((pair !== null && applied.has(pair)) || (period !== null && decayed.has(period))) {
+          out('duplicate');
+          continue;
+        }
+        const after = before + c.delta;
+        if (after < MIN_POINTS || after > MAX_POINTS) {
+          out('out_of_bounds');
+          continue;
+        }
+        if (pair !== null) applied.add(pair);
+        if (period !== null) decayed.add(period);
+        points.set(c.contactId, after);
+        made.push({ contactId: c.contactId, delta: c.delta, before, after, context: c.context });
+        out('applied');
+      }
+      await this.writeChanges(made, t);
+      return outcomes;
+    }, tx);
+  }
+
+  /**
+   * Writes changes decided under the contacts' row locks, in order: the ledger rows (one statement),
+   * each contact's total (one statement) and the tier events of each step. A row the ledger refuses as
+   * a duplicate (its key was checked under the lock, so this cannot happen) rolls the transaction back.
+   */
+  private async writeChanges(changes: AppliedChange[], tx: Tx): Promise<void> {
+    if (!changes.length) return;
+    const rows = await this.ledger.append(
+      changes.map((c) => this.newRow(c.contactId, c.delta, c.context)),
+      tx,
+    );
+    if (rows.length !== changes.length) throw new Error("a point change checked under its contact's lock was refused by the ledger as a duplicate");
+    const totals = new Map<number, number>();
+    for (const c of changes) totals.set(c.contactId, (totals.get(c.contactId) ?? 0) + c.delta);
+    await this.contacts.applyPointDeltas(
+      [...totals].map(([id, delta]) => ({ id, delta })),
+      tx,
+    );
+    await this.recordTiers(
+      changes.map((c) => ({ id: c.contactId, before: c.before, after: c.after })),
+      tx,
+    );
   }
 
   /** The tier events of these changes (left before entered, contacts in the given order), in `tx`. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { useServiceSpec } from '../../test/support/service-testing.js';
 import { Transactions } from '../database/transactions.js';
-import { TrackedEventQueue } from './tracked-event-queue.repository.js';
+import { microsIso, TrackedEventQueue } from './tracked-event-queue.repository.js';
 import { TrackingIntakeService } from './tracking-intake.service.js';
 
 /**
@@ -94,5 +94,48 @@ describe('TrackedEventQueue (service layer, real PostgreSQL)', () => {
     expect(await queue().interests('spec-race')).toEqual(['x', 'y', 'z']);
     await declare('spec-race', ['y']);
     expect(await queue().interests('spec-race')).toEqual(['y']);
+  });
+  it('replays the stored track events of some names since a time, oldest first, page by page, each with the predicates that match it', async () => {
+    const userId = uid('replay');
+    const name = uid('Replay Viewed');
+    const base = Date.UTC(2026, 10, 20, 10, 0, 0);
+    // Out of time order in the request; two at the same instant (ordered by id), one before `since`, one of another name.
+    const at = (ms: number) => new Date(base + ms).toISOString();
+    await intake().ingest(
+      'batch',
+      {
+        batch: [
+          { type: 'track', event: name, userId, properties: { plan: 'pro', seats: 3 }, timestamp: at(3000) },
+          { type: 'track', event: name, userId, properties: { plan: 'free' }, timestamp: at(1000) },
+          { type: 'track', event: name, userId, properties: { plan: 'pro', seats: 9 }, timestamp: at(1000) },
+          { type: 'track', event: name, userId, properties: { plan: 'pro' }, timestamp: at(-5000) },
+          { type: 'track', event: `${name} other`, userId, properties: { plan: 'pro' }, timestamp: at(2000) },
+          { type: 'track', event: name, anonymousId: uid('anon'), properties: { plan: 'pro' }, timestamp: at(2500) },
+        ],
+      },
+      spec.who,
+    );
+    const predicates = [
+      { name, sql: `(p.properties->>'plan' = :__flt0)`, params: { __flt0: 'pro' } },
+      { name, sql: `((p.properties->>'seats')::int >= :__flt0)`, params: { __flt0: 5 } },
+    ];
+    const pages: Awaited<ReturnType<TrackedEventQueue['replay']>>[] = [];
+    let after: { atMicros: number; id: string } | null = null;
+    for (;;) {
+      const page = await queue().replay({ names: [name, `${name} missing`], since: new Date(base), after, limit: 2, predicates });
+      pages.push(page);
+      if (page.length < 2) break;
+      after = { atMicros: page[1].atMicros, id: page[1].id };
+    }
+    const all = pages.flat();
+    // The anonymous event is not attributed: not replayed; the one before `since` neither.
+    expect(all.map((e) => e.atMicros)).toEqual([(base + 1000) * 1000, (base + 1000) * 1000, (base + 3000) * 1000]);
+    // The two at the same instant by id (one matches both predicates, one neither); the last only the first.
+    expect(Number(all[0].id)).toBeLessThan(Number(all[1].id));
+    expect([all[0].matches, all[1].matches].sort()).toEqual(['00', '11']);
+    expect(all[2].matches).toBe('10');
+    expect(new Set(all.map((e) => e.contactId)).size).toBe(1);
+    expect(pages.map((p) => p.length)).toEqual([2, 1]);
+    expect(microsIso(all[2].atMicros + 7)).toBe(new Date(base + 3000).toISOString().replace('Z', '007Z'));
   });
 });

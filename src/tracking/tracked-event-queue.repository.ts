@@ -5,6 +5,24 @@ import type { TrackedEventRow } from './tracking.repository.js';
 /** A stored track event handed to a consumer. */
 export type QueuedTrackedEvent = TrackedEventRow & { contactId: number; name: string };
 
+/** A stored track event as a replay reads it (TrackedEventQueue.replay). */
+export interface ReplayedTrackedEvent {
+  id: string;
+  /** When it occurred, in microseconds since the epoch (exact: the cursor of the next page). */
+  atMicros: number;
+  contactId: number;
+  name: string;
+  /** Per predicate given, in order: '1' when it matched the event, else '0'. */
+  matches: string;
+}
+
+/** A condition over a tracked event's properties (the jsonb `p.properties`), compiled with named parameters (`:__fltN`), for one event name. */
+export interface ReplayPredicate {
+  name: string;
+  sql: string;
+  params: Record<string, unknown>;
+}
+
 /** A track event to queue: its id and partition key, its name, and the contact it is attributed to. */
 export interface TrackedEventRef {
   id: string;
@@ -111,4 +129,58 @@ export class TrackedEventQueue {
     );
     return { count: rows[0].count, oldestQueuedAt: rows[0].oldest };
   }
+
+  /**
+   * The stored track events attributed to a contact whose name is one of `names`, that occurred at or
+   * after `since`, after `after` (the last page's last event: time, then id), oldest first, up to
+   * `limit`: a consumer's replay of the stream as it was stored (scoring's what-if), reading nothing
+   * queued. Each name is read along tracked_events_name_idx (one range scan per name and partition,
+   * merged), and each row says which `predicates` (on their event name) match its properties, so the
+   * properties never leave the database. Events are attributed as they are now.
+   */
+  async replay(opts: {
+    names: readonly string[];
+    since: Date;
+    after: { atMicros: number; id: string } | null;
+    limit: number;
+    predicates: readonly ReplayPredicate[];
+  }): Promise<ReplayedTrackedEvent[]> {
+    if (!opts.names.length) return [];
+    const params: unknown[] = [opts.names, opts.since, opts.limit];
+    const bind = (v: unknown) => {
+      params.push(v);
+      return `$${params.length}`;
+    };
+    // Each predicate's named parameters become positional ones of this statement.
+    const matches = opts.predicates.map((p) => {
+      const sql = p.sql.replace(/:(__flt\d+)\b/g, (_, name: string) => {
+        if (!(name in p.params)) throw new Error(`replay predicate parameter ${name} is missing`);
+        return bind(p.params[name]);
+      });
+      return `CASE WHEN p.name = ${bind(p.name)} AND COALESCE((${sql}), FALSE) THEN '1' ELSE '0' END`;
+    });
+    let after = '';
+    if (opts.after) {
+      const at = bind(microsIso(opts.after.atMicros));
+      after = ` AND p.occurred_at >= ${at}::timestamptz AND (p.occurred_at, p.id) > (${at}::timestamptz, ${bind(opts.after.id)}::bigint)`;
+    }
+    const rows: { id: string; us: string; contactId: number; name: string; matches: string }[] = await this.db().query(
+      `SELECT x.id, x.us, x."contactId", x.name, x.matches FROM unnest($1::text[]) AS n(name) CROSS JOIN LATERAL (
+         SELECT p.id::text AS id, (extract(epoch FROM p.occurred_at) * 1000000)::bigint AS us, p.occurred_at, p.id AS seq,
+                p.contact_id AS "contactId", p.name, ${matches.length ? `concat(${matches.join(', ')})` : `''`} AS matches
+           FROM tracked_events p
+          WHERE p.name = n.name AND p.type = 'track' AND p.contact_id IS NOT NULL AND p.occurred_at >= $2::timestamptz${after}
+          ORDER BY p.occurred_at, p.id LIMIT $3) x
+        ORDER BY x.occurred_at, x.seq LIMIT $3`,
+      params,
+    );
+    return rows.map((r) => ({ id: r.id, atMicros: Number(r.us), contactId: r.contactId, name: r.name, matches: r.matches }));
+  }
+}
+
+/** An instant given in microseconds since the epoch as ISO 8601 text with its microseconds (exact, unlike a Date). */
+export function microsIso(micros: number): string {
+  const ms = Math.floor(micros / 1000);
+  const rest = micros - ms * 1000;
+  return `${new Date(ms).toISOString().slice(0, -1)}${String(rest).padStart(3, '0')}Z`;
 }
