@@ -293,6 +293,10 @@ describe('tracked events', () => {
       expect(got.filter((g) => g.path === '/named')).toHaveLength(1);
       // "*" is the change feed: no tracked event reaches it.
       expect(got.filter((g) => g.path === '/feed').some((g) => g.body.includes('"tracked.'))).toBe(false);
+      // The userId is known now (the intake's one-statement path would take it): a subscribed webhook still gets the event.
+      await send('batch', { batch: [{ type: 'track', userId, event: 'Plan Upgraded', properties: { to: 'enterprise' } }] });
+      await waitUntil('the second delivery', async () => got.filter((g) => g.path === '/named').length >= 2, 10_000);
+      expect(JSON.parse(got.filter((g) => g.path === '/named')[1].body)).toMatchObject({ data: { properties: { to: 'enterprise' }, userId } });
     } finally {
       await new Promise((r) => server.close(r));
     }

@@ -81,7 +81,10 @@ export class TrackedEventQueue {
     return rows.map((r) => r.name);
   }
 
-  /** Queues attributed track events for every consumer interested in their names (the intake's transaction). */
+  /**
+   * Queues attributed track events for every consumer interested in their names (the intake's
+   * transaction). The intake's one-statement path writes the same rows (tracked-event-queue.sql.ts).
+   */
   async enqueue(events: readonly TrackedEventRef[], now: Date, tx: Tx): Promise<void> {
     if (!events.length) return;
     await tx.query(

@@ -7,6 +7,7 @@ import { FOLD_DEFINITIONS_SQL } from '../database/migrations/1763700003500-track
 import type { ListQuery } from '../lists/list-spec.js';
 import { type ListPage, paginate } from '../lists/list-sql.js';
 import { TRACKED_EVENT_LIST_SPEC } from './tracking-list.js';
+import { enqueueSql } from './tracked-event-queue.sql.js';
 import { TrackedEvent } from './tracked-event.entity.js';
 import { monthStart, partitionName } from './tracking.rules.js';
 
@@ -97,6 +98,77 @@ const STORE_SQL = `
     INSERT INTO tracked_segment_queue (contact_id) SELECT DISTINCT c FROM counted ORDER BY 1 ON CONFLICT DO NOTHING
   )
   SELECT id, m FROM e`;
+
+/** A track call for {@link TrackingRepository.storeKnown}: its attribution is read by the statement. */
+export interface KnownTrackCall {
+  occurredAt: Date;
+  name: string;
+  userId: string | null;
+  anonymousId: string | null;
+  messageId: string;
+  properties: Record<string, unknown>;
+  context: Record<string, unknown> | null;
+  flags: Record<string, unknown> | null;
+  /** Its properties' observed types, `{ "<key>:<type>": true }` (for the definitions). */
+  types: Record<string, true>;
+}
+
+/**
+ * {@link TrackingRepository.storeKnown}: $1 the calls (JSON, k = their order), $2 the receive time,
+ * $3 the webhook event types they would be delivered as (`tracked.*`, `tracked.<name>`...).
+ *
+ * `who` attributes each call as the identity rules do when no contact or link has to be made: the
+ * contact whose externalId is the userId, else the contact the anonymousId is linked to (`known`:
+ * nothing else is needed). `ok` holds when every call is known (a userId that names a contact; an anonymousId linked, and
+ * to that same contact when a userId is given) and no active webhook subscribes to these events;
+ * every write below is conditioned on it, so when it does not hold nothing is written and the
+ * caller takes the transaction path. The writes are those of the transaction path, in its order:
+ * the messageId claim (a call seen before, or held by a concurrent request until it ends, is not
+ * stored), the events, their daily counts, the definitions' deltas, the segment queue and the
+ * consumers' queue (tracked-event-queue.repository.ts enqueueSql). Keys are taken in sorted order,
+ * as there. All of it reads one snapshot and commits as one statement.
+ */
+const STORE_KNOWN_SQL = `
+  WITH v AS (
+    SELECT * FROM json_to_recordset($1::json) AS v(k int, o timestamptz, n text, u text, a text, m text, p jsonb, x jsonb, f jsonb, y jsonb)
+  ), who AS (
+    SELECT v.k, COALESCE(c.id, l.contact_id) AS c,
+           (v.u IS NULL OR c.id IS NOT NULL) AND (v.a IS NULL OR (l.contact_id IS NOT NULL AND (v.u IS NULL OR l.contact_id = c.id)))
+             AND (v.u IS NOT NULL OR v.a IS NOT NULL) AS known
+      FROM v
+      LEFT JOIN contacts c ON c.external_id = v.u
+      LEFT JOIN anonymous_ids l ON l.anonymous_id = v.a
+  ), ok AS (
+    SELECT (SELECT COALESCE(bool_and(known), true) FROM who)
+       AND NOT EXISTS (SELECT 1 FROM webhooks h WHERE h.is_active AND h.events && $3::text[]) AS ok
+  ), claimed AS (
+    INSERT INTO tracked_message_ids (message_id, received_at)
+    SELECT v.m, $2::timestamptz FROM v WHERE (SELECT ok FROM ok) ORDER BY 1
+    ON CONFLICT (message_id) DO NOTHING RETURNING message_id
+  ), e AS (
+    INSERT INTO tracked_events (occurred_at, received_at, type, name, contact_id, user_id, anonymous_id, message_id, properties, context, flags)
+    SELECT v.o, $2::timestamptz, 'track', v.n, w.c, v.u, v.a, v.m, COALESCE(v.p, '{}'::jsonb), v.x, v.f
+      FROM v JOIN claimed ON claimed.message_id = v.m JOIN who w ON w.k = v.k
+     ORDER BY v.k
+    RETURNING id, occurred_at, name, contact_id, message_id
+  ), daily AS (
+    INSERT INTO tracked_event_daily AS d (contact_id, name, day, count, first_at, last_at)
+    SELECT contact_id, name, (occurred_at AT TIME ZONE 'UTC')::date, count(*), min(occurred_at), max(occurred_at) FROM e GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (contact_id, name, day) DO UPDATE
+      SET count = d.count + excluded.count, first_at = LEAST(d.first_at, excluded.first_at), last_at = GREATEST(d.last_at, excluded.last_at)
+  ), defs AS (
+    INSERT INTO tracked_definition_deltas (name, count, first_at, last_at, property_types)
+    SELECT s.name, s.k, s.f, s.l, COALESCE(t.p, '{}'::jsonb)
+      FROM (SELECT name, count(*) AS k, min(occurred_at) AS f, max(occurred_at) AS l FROM e GROUP BY name) s
+      LEFT JOIN (SELECT q.name, jsonb_object_agg(q.key, true) AS p
+                   FROM (SELECT DISTINCT e.name, t.key FROM e JOIN v ON v.m = e.message_id, jsonb_object_keys(v.y) AS t(key)) q
+                  GROUP BY q.name) t ON t.name = s.name
+  ), queued AS (
+    INSERT INTO tracked_segment_queue (contact_id) SELECT DISTINCT contact_id FROM e ORDER BY 1 ON CONFLICT DO NOTHING
+  ), consumers AS (
+    ${enqueueSql('e', '$2::timestamptz')}
+  )
+  SELECT ok.ok, e.id::text AS id, e.message_id AS m, e.contact_id AS c FROM ok LEFT JOIN e ON true`;
 
 const PARTITION_NAME = /^tracked_events_y(\d{4})m(\d{2})$/;
 
@@ -226,6 +298,41 @@ export class TrackingRepository {
       JSON.stringify(definitions.map((d) => ({ n: d.name, k: d.count, f: d.first, l: d.last, p: d.types }))),
     ]);
     return new Map(out.map((r) => [r.m, r.id]));
+  }
+
+  /**
+   * Stores track calls that need no identity work in one statement on the pool (its own
+   * transaction, committed when it answers): STORE_KNOWN_SQL. Null when a call needs identity work
+   * (an unknown userId, an anonymousId not linked, or linked to another contact) or a webhook
+   * subscribes to these events: then nothing was written. Else each stored call's event id and
+   * contact by messageId (a call whose messageId was seen before is absent). The calls' messageIds
+   * are distinct.
+   */
+  async storeKnown(calls: KnownTrackCall[], now: Date): Promise<Map<string, { id: string; contactId: number }> | null> {
+    const hooks = new Set<string>(['tracked.*']);
+    for (const c of calls) hooks.add(`tracked.${c.name}`);
+    const out: { ok: boolean; id: string | null; m: string | null; c: number | null }[] = await this.db().query(prepared(STORE_KNOWN_SQL), [
+      JSON.stringify(
+        calls.map((c, k) => ({
+          k,
+          o: c.occurredAt,
+          n: c.name,
+          u: c.userId,
+          a: c.anonymousId,
+          m: c.messageId,
+          p: c.properties,
+          x: c.context,
+          f: c.flags,
+          y: c.types,
+        })),
+      ),
+      now,
+      [...hooks],
+    ]);
+    if (!out[0]?.ok) return null;
+    const stored = new Map<string, { id: string; contactId: number }>();
+    for (const r of out) if (r.id !== null) stored.set(r.m as string, { id: r.id, contactId: r.c as number });
+    return stored;
   }
 
   /** Deletes daily counts of days before `day` (YYYY-MM-DD): what retention dropped. */

@@ -2,7 +2,9 @@ import { describe, expect, it } from '@jest/globals';
 import { appError, useServiceSpec } from '../../test/support/service-testing.js';
 import { Clock } from '../common/clock.js';
 import { ContactsService } from '../contacts/contacts.service.js';
+import { Transactions } from '../database/transactions.js';
 import { EventsService } from '../events/events.service.js';
+import { TrackedEventQueue } from './tracked-event-queue.repository.js';
 import { TrackingIntakeService } from './tracking-intake.service.js';
 import { TrackingService } from './tracking.service.js';
 import { partitionName, monthStart } from './tracking.rules.js';
@@ -217,6 +219,106 @@ describe('Tracking (service layer, real PostgreSQL)', () => {
     const [c] = await spec.ctx.query<{ id: number }>(`SELECT id FROM contacts WHERE external_id = $1`, [other]);
     expect(await spec.ctx.query(`SELECT DISTINCT contact_id FROM tracked_events WHERE anonymous_id = $1`, [anon])).toEqual([{ contact_id: c.id }]);
     expect(await spec.ctx.query(`SELECT count FROM tracked_event_daily WHERE contact_id = $1 AND name = 'anon_seen'`, [c.id])).toEqual([{ count: 12 }]);
+  });
+
+  it('track calls of known people are stored in one statement with every write of the transaction path; identity work and subscribed webhooks take the transaction', async () => {
+    const userId = uid();
+    const anon = uid('anon');
+    const name = uid('fast');
+    await intake().ingest('identify', { userId, anonymousId: anon, traits: { name: 'Known' } }, spec.who);
+    const [c] = await spec.ctx.query<{ id: number }>(`SELECT id FROM contacts WHERE external_id = $1`, [userId]);
+    // A consumer interested in the name (as a scoring rule or a workflow trigger declares it).
+    await spec.ctx.get(Transactions).run((tx) => spec.ctx.get(TrackedEventQueue).declare('spec-fast', async () => [name], tx));
+    const paths = () => ({ ...intake().paths });
+    const before = paths();
+    const ahead = new Date(clock().nowMs() + 3 * DAY).toISOString();
+    const batch = {
+      batch: [
+        { type: 'track', event: name, userId, messageId: `${userId}-1`, properties: { plan: 'pro' } },
+        { type: 'track', event: name, userId, anonymousId: anon, messageId: `${userId}-2`, properties: { seats: 3 }, timestamp: ahead },
+        { type: 'track', event: name, userId, messageId: `${userId}-2`, properties: { plan: 'twice in the request' } },
+        { type: 'track', event: `${name}_other`, anonymousId: anon, messageId: `${userId}-3`, properties: { flag: true } },
+      ],
+    };
+    await intake().ingest('batch', batch, spec.who);
+    expect(paths()).toEqual({ ...before, oneStatement: before.oneStatement + 1 });
+    const stored = await spec.ctx.query<{
+      message_id: string;
+      contact_id: number;
+      flags: { timestampClamped?: { given: string } } | null;
+      properties: unknown;
+    }>(`SELECT message_id, contact_id, flags, properties FROM tracked_events WHERE message_id LIKE $1 ORDER BY message_id`, [`${userId}-%`]);
+    expect(stored.map((r) => [r.message_id, r.contact_id, r.properties])).toEqual([
+      [`${userId}-1`, c.id, { plan: 'pro' }],
+      [`${userId}-2`, c.id, { seats: 3 }],
+      [`${userId}-3`, c.id, { flag: true }],
+    ]);
+    expect(stored[1].flags?.timestampClamped?.given).toBe(ahead);
+    const daily = await spec.ctx.query<{ name: string; n: number }>(
+      `SELECT name, sum(count)::int AS n FROM tracked_event_daily WHERE contact_id = $1 AND name LIKE $2 GROUP BY name ORDER BY name`,
+      [c.id, `${name}%`],
+    );
+    expect(daily).toEqual([
+      { name, n: 2 },
+      { name: `${name}_other`, n: 1 },
+    ]);
+    const queued = await spec.ctx.query<{ event_id: string }>(`SELECT event_id::text FROM tracked_event_queue WHERE consumer = 'spec-fast' ORDER BY id`);
+    const ids = await spec.ctx.query<{ id: string }>(`SELECT id::text FROM tracked_events WHERE name = $1 ORDER BY id`, [name]);
+    expect(queued.map((q) => q.event_id)).toEqual(ids.map((r) => r.id));
+    const defs = (await tracking().definitions()).definitions;
+    expect(defs.find((d) => d.name === name)).toMatchObject({ count: 2, properties: { plan: ['string'], seats: ['number'] } });
+    expect(defs.find((d) => d.name === `${name}_other`)).toMatchObject({ count: 1, properties: { flag: ['boolean'] } });
+
+    // Retried: the same path, nothing stored twice, no count or queue row added.
+    await intake().ingest('batch', batch, spec.who);
+    expect(paths().oneStatement).toBe(before.oneStatement + 2);
+    expect(await spec.ctx.query(`SELECT count(*)::int AS n FROM tracked_events WHERE message_id LIKE $1`, [`${userId}-%`])).toEqual([{ n: 3 }]);
+    expect((await tracking().definitions()).definitions.find((d) => d.name === name)).toMatchObject({ count: 2 });
+    expect(await spec.ctx.query(`SELECT count(*)::int AS n FROM tracked_event_queue WHERE consumer = 'spec-fast'`)).toEqual([{ n: 2 }]);
+
+    // Identity work (an unknown userId; a known one with an anonymousId not linked yet): the transaction, which creates and links.
+    const newcomer = uid();
+    const fresh = uid('anon');
+    await intake().ingest('batch', { batch: [{ type: 'track', event: name, userId: newcomer }] }, spec.who);
+    await intake().ingest('batch', { batch: [{ type: 'track', event: name, userId, anonymousId: fresh }] }, spec.who);
+    expect(paths()).toEqual({ oneStatement: before.oneStatement + 2, transaction: before.transaction + 2 });
+    expect(await spec.ctx.query(`SELECT count(*)::int AS n FROM contacts WHERE external_id = $1`, [newcomer])).toEqual([{ n: 1 }]);
+    expect(await spec.ctx.query(`SELECT contact_id FROM anonymous_ids WHERE anonymous_id = $1`, [fresh])).toEqual([{ contact_id: c.id }]);
+
+    // A webhook subscribed to the name: the transaction path, which writes its delivery; another name stays on the one statement.
+    const [hook] = await spec.ctx.query<{ id: number }>(
+      `INSERT INTO webhooks (url, events, secret) VALUES ('http://127.0.0.1:9/spec', $1, 'whsec_c3BlYw==') RETURNING id`,
+      [[`tracked.${name}`]],
+    );
+    try {
+      await intake().ingest('track', { event: name, userId, messageId: `${userId}-hooked` }, spec.who);
+      await intake().ingest('track', { event: `${name}_other`, userId, messageId: `${userId}-unhooked` }, spec.who);
+      expect(paths()).toEqual({ oneStatement: before.oneStatement + 3, transaction: before.transaction + 3 });
+      expect(await spec.ctx.query(`SELECT event_type FROM webhook_deliveries WHERE webhook_id = $1`, [hook.id])).toEqual([{ event_type: `tracked.${name}` }]);
+    } finally {
+      await spec.ctx.query(`UPDATE webhooks SET is_active = false WHERE id = $1`, [hook.id]);
+    }
+  });
+
+  it('listeners hear every contact of batches committed back to back (told at most every 50 ms, merged meanwhile)', async () => {
+    const users = [uid(), uid(), uid()];
+    for (const userId of users) await intake().ingest('track', { userId, event: 'told' }, spec.who);
+    const heard = new Set<number>();
+    let calls = 0;
+    const off = intake().onTracked((b) => {
+      calls++;
+      for (const id of b.contactIds) heard.add(id);
+    });
+    try {
+      for (const userId of users) await intake().ingest('track', { userId, event: 'told' }, spec.who);
+      const ids = (await spec.ctx.query<{ id: number }>(`SELECT id FROM contacts WHERE external_id = ANY($1)`, [users])).map((r) => r.id);
+      for (let i = 0; i < 100 && heard.size < ids.length; i++) await new Promise((r) => setTimeout(r, 10));
+      expect([...heard].sort()).toEqual(ids.sort());
+      expect(calls).toBeGreaterThanOrEqual(1);
+      expect(calls).toBeLessThanOrEqual(3);
+    } finally {
+      off();
+    }
   });
 
   // Last: it prunes the whole change feed.
