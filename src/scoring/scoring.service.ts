@@ -152,53 +152,6 @@ export class ScoringService {
       });
   }
 
-  /**
-   * addPoints for several contacts at once (a workflow's add_points step over a batch of
-   * enrollments), in `tx`: the contacts locked in id order, one ledger insert, one update of their
-   * points, the tier events. Each contact at most once. All or nothing: a contact that does not exist
-   * (404) or points that would leave ±2^31 (400 naming `delta`) fail the whole call, and the caller
-   * runs the changes one by one to find which. Answers, by contact, the ledger row and the new points.
-   */
-  async addPointsMany(
-    changes: { contactId: number; delta: number; context: PointChangeContext }[],
-    tx: Tx,
-  ): Promise<Map<number, { change: PointChangeRecord; points: number }>> {
-    const out = new Map<number, { change: PointChangeRecord; points: number }>();
-    if (!changes.length) return out;
-    const current = await this.contacts.lockPointsOf(
-      changes.map((c) => c.contactId),
-      tx,
-    );
-    for (const c of changes) {
-      if (!Number.isInteger(c.delta) || c.delta === 0 || Math.abs(c.delta) > MAX_DELTA) {
-        throw validationError(`delta must be a whole number other than 0, at most ${MAX_DELTA} either way`, [
-          { field: 'delta', message: `must be a whole number other than 0, at most ${MAX_DELTA} either way` },
-        ]);
-      }
-      const before = current.get(c.contactId);
-      if (before === undefined) throw notFound('Contact', c.contactId);
-      if (before + c.delta < MIN_POINTS || before + c.delta > MAX_POINTS) {
-        throw validationError(`delta would take the contact's points beyond ${MIN_POINTS}..${MAX_POINTS}`, [
-          { field: 'delta', message: `would take the points beyond ${MIN_POINTS}..${MAX_POINTS}` },
-        ]);
-      }
-    }
-    const rows = await this.ledger.append(
-      changes.map((c) => this.newRow(c.contactId, c.delta, c.context)),
-      tx,
-    );
-    // A change without a rule has no unique key to collide on; a short answer is a bug, not a duplicate.
-    if (rows.length !== changes.length) throw new Error(`point ledger: ${changes.length - rows.length} of ${changes.length} rows not written`);
-    const moved = await this.contacts.applyPointDeltas(
-      rows.map((r) => ({ id: r.contactId, delta: r.delta })),
-      tx,
-    );
-    await this.recordTiers(moved, tx);
-    const after = new Map(moved.map((m) => [m.id, m.after]));
-    for (const r of rows) out.set(r.contactId, { change: toPointChangeRecord(r), points: after.get(r.contactId) as number });
-    return out;
-  }
-
   /** POST /api/contacts/{id}/points: a manual change by the calling user. */
   async addManualPoints(contactId: number, delta: number, reason: string, who: Principal) {
     const text = reason.trim();

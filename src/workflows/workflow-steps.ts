@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ActivitiesService } from '../activities/activities.service.js';
 import { CampaignsService } from '../campaigns/campaigns.service.js';
-import { AppError, type ErrorCode, fieldError, notFound } from '../common/errors.js';
+import { AppError, type ErrorCode, fieldError, notFound, validationError } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
 import type { ContactRecord } from '../contacts/contact.columns.js';
 import { ContactsService } from '../contacts/contacts.service.js';
@@ -130,7 +130,7 @@ export class StepEffects {
           },
           tx,
         );
-        return done({ points: step.points, pointChangeId: added?.change.id ?? null, total: added?.points ?? null });
+        return done({ points: step.points, total: added?.points ?? null });
       }
       case 'update_contact': {
         const contact = await this.contacts.patch(ctx.contactId, contactEditOf(step.set ?? {}), ctx.who, tx);
@@ -222,7 +222,7 @@ export class StepEffects {
         return out;
       }
       case 'add_points': {
-        const added = await this.scoring.addPointsMany(
+        const outcomes = await this.scoring.addPointsMany(
           ctxs.map((c) => ({
             contactId: c.contactId,
             delta: step.points as number,
@@ -234,9 +234,14 @@ export class StepEffects {
           })),
           tx,
         );
-        for (const c of ctxs) {
-          const a = added.get(c.contactId);
-          ok(c, { points: step.points, pointChangeId: a?.change.id ?? null, total: a?.points ?? null });
+        for (const [i, c] of ctxs.entries()) {
+          const o = outcomes[i];
+          if (o.status === 'applied') ok(c, { points: step.points, total: o.points });
+          else if (o.status === 'not_found') out.set(c.enrollmentId, { failure: notFound('Contact', c.contactId) });
+          else
+            out.set(c.enrollmentId, {
+              failure: validationError(`points ${step.points} could not be added (${o.status.replace(/_/g, ' ')})`, [{ field: 'points', message: o.status }]),
+            });
         }
         return out;
       }
