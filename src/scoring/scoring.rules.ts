@@ -3,6 +3,7 @@
  * of points enters and leaves, decay amounts and periods, and which contact an event is about (the
  * filter registry of a tracked event's properties is tracking's trackedPropertiesRegistry).
  */
+import { type AppError, notFound, validationError } from '../common/errors.js';
 import { type FilterNode, parseFilterText, readJsonFilter } from '../lists/filter-syntax.js';
 
 /** A single change of points is at most this, either way (and never 0). */
@@ -10,6 +11,18 @@ export const MAX_DELTA = 1_000_000;
 /** A contact's points stay within these bounds (the integer column's range: ±2^31). */
 export const MIN_POINTS = -2_147_483_648;
 export const MAX_POINTS = 2_147_483_647;
+
+/** Why a change of points is not made, as an error: 404 for a contact that does not exist, 400 naming `delta` otherwise. */
+export function pointChangeError(reason: 'not_found' | 'invalid_delta' | 'out_of_bounds', contactId: number): AppError {
+  if (reason === 'not_found') return notFound('Contact', contactId);
+  if (reason === 'invalid_delta')
+    return validationError(`delta must be a whole number other than 0, at most ${MAX_DELTA} either way`, [
+      { field: 'delta', message: `must be a whole number other than 0, at most ${MAX_DELTA} either way` },
+    ]);
+  return validationError(`delta would take the contact's points beyond ${MIN_POINTS}..${MAX_POINTS}`, [
+    { field: 'delta', message: `would take the points beyond ${MIN_POINTS}..${MAX_POINTS}` },
+  ]);
+}
 
 /** Where points come from, as the ledger records it. */
 export const POINT_SOURCES = ['manual', 'rule', 'workflow', 'decay', 'import'] as const;

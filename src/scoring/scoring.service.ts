@@ -13,7 +13,17 @@ import { PointGroupsRepository } from '../point-groups/point-groups.repository.j
 import { TrackedEventQueue } from '../tracking/tracked-event-queue.repository.js';
 import { type RuleDefinition, SCORING_CONSUMER, ScoringRulesService } from './scoring-rules.service.js';
 import { type NewPointChange, POINT_HISTORY_LIST_SPEC, type PointChangeRow, ScoringRepository } from './scoring.repository.js';
-import { contactIdOf, durationMs, type GroupRange, MAX_DELTA, MAX_POINTS, MIN_POINTS, type PointSource, tierChanges } from './scoring.rules.js';
+import {
+  contactIdOf,
+  durationMs,
+  type GroupRange,
+  MAX_DELTA,
+  MAX_POINTS,
+  MIN_POINTS,
+  pointChangeError,
+  type PointSource,
+  tierChanges,
+} from './scoring.rules.js';
 
 /** A ledger row as the API returns it. */
 export function toPointChangeRecord(r: PointChangeRow) {
@@ -125,20 +135,12 @@ export class ScoringService {
    * The workflows engine calls this with `{ source: 'workflow', reason, details: { enrollmentId, stepId } }`.
    */
   async addPoints(contactId: number, delta: number, context: PointChangeContext, tx?: Tx): Promise<{ change: PointChangeRecord; points: number } | null> {
-    if (!Number.isInteger(delta) || delta === 0 || Math.abs(delta) > MAX_DELTA) {
-      throw validationError(`delta must be a whole number other than 0, at most ${MAX_DELTA} either way`, [
-        { field: 'delta', message: `must be a whole number other than 0, at most ${MAX_DELTA} either way` },
-      ]);
-    }
+    if (!Number.isInteger(delta) || delta === 0 || Math.abs(delta) > MAX_DELTA) throw pointChangeError('invalid_delta', contactId);
     return this.transactions
       .run(async (t) => {
         const moved = await this.contacts.changePoints(contactId, delta, { min: MIN_POINTS, max: MAX_POINTS }, t);
-        if (moved === null) throw notFound('Contact', contactId);
-        if (moved === 'out_of_bounds') {
-          throw validationError(`delta would take the contact's points beyond ${MIN_POINTS}..${MAX_POINTS}`, [
-            { field: 'delta', message: `would take the points beyond ${MIN_POINTS}..${MAX_POINTS}` },
-          ]);
-        }
+        if (moved === null) throw pointChangeError('not_found', contactId);
+        if (moved === 'out_of_bounds') throw pointChangeError('out_of_bounds', contactId);
         const [row] = await this.ledger.append([this.newRow(contactId, delta, context)], t);
         // The pair's unique key was taken (checked under the contact's lock by the rules engine, so only a
         // caller that skipped the check gets here): the savepoint rolls the points back.

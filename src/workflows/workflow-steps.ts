@@ -1,12 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { ActivitiesService } from '../activities/activities.service.js';
 import { CampaignsService } from '../campaigns/campaigns.service.js';
-import { AppError, type ErrorCode, fieldError, notFound, validationError } from '../common/errors.js';
+import { AppError, type ErrorCode, fieldError, notFound } from '../common/errors.js';
 import type { Principal } from '../common/request.js';
 import type { ContactRecord } from '../contacts/contact.columns.js';
 import { ContactsService } from '../contacts/contacts.service.js';
 import type { Tx } from '../database/transactions.js';
 import { NotificationsService } from '../notifications/notifications.service.js';
+import { pointChangeError } from '../scoring/scoring.rules.js';
 import { ScoringService } from '../scoring/scoring.service.js';
 import { SegmentsService } from '../segments/segments.service.js';
 import { TextMessagesService } from '../text-messages/text-messages.service.js';
@@ -236,12 +237,9 @@ export class StepEffects {
         );
         for (const [i, c] of ctxs.entries()) {
           const o = outcomes[i];
-          if (o.status === 'applied') ok(c, { points: step.points, total: o.points });
-          else if (o.status === 'not_found') out.set(c.enrollmentId, { failure: notFound('Contact', c.contactId) });
-          else
-            out.set(c.enrollmentId, {
-              failure: validationError(`points ${step.points} could not be added (${o.status.replace(/_/g, ' ')})`, [{ field: 'points', message: o.status }]),
-            });
+          // (A workflow's change names no rule and event, so it is never a duplicate.)
+          if (o.status === 'applied' || o.status === 'duplicate') ok(c, { points: step.points, total: o.points });
+          else out.set(c.enrollmentId, { failure: pointChangeError(o.status, c.contactId) });
         }
         return out;
       }
