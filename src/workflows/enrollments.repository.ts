@@ -159,9 +159,9 @@ export class EnrollmentsRepository {
    * Claims due enrollments of active workflows for `leaseMs` (the database's clock), skipping rows
    * another runner holds (FOR UPDATE SKIP LOCKED) and claims not yet expired: a claim left by a
    * runner that died is taken over once its lease has passed. Up to `limit` of the longest due, and
-   * besides them up to a tenth of `limit` of those that fell due in the last second: a step that
-   * falls due while a backlog is being worked off (100,000 enrollments due at one instant) runs with
-   * the next batch, not after the backlog.
+   * besides them up to a tenth of `limit` of the most recently due: a step that falls due while a
+   * backlog is being worked off (100,000 enrollments due at one instant) runs with the next batch,
+   * not after the backlog, however long a batch takes.
    */
   async claimDue(now: Date, limit: number, token: string, leaseMs: number): Promise<number[]> {
     const due = (order: string, extra: string, n: string) =>
@@ -172,7 +172,7 @@ export class EnrollmentsRepository {
     const rows = await returning<{ id: string }>(
       this.transactions.db,
       `WITH oldest AS (${due('', '', '$2')}),
-            recent AS (${due('DESC', `AND x.next_at > $1::timestamptz - interval '1 second'`, '$5')})
+            recent AS (${due('DESC', '', '$5')})
        UPDATE workflow_enrollments e SET claim_token = $3, claimed_until = clock_timestamp() + $4 * interval '1 millisecond'
         WHERE e.id IN (SELECT id FROM oldest UNION SELECT id FROM recent)
         RETURNING e.id`,
