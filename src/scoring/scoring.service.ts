@@ -75,6 +75,9 @@ export interface TrackedEventInput {
   occurredAt: Date | string;
 }
 
+/** Why a change of points is not made, as an error (for callers of addPointsMany that fail a change's owner with it). */
+export { pointChangeError } from './scoring.rules.js';
+
 /** What became of one change of ScoringService.addPointsMany, with the contact's points after it (null: no such contact). */
 export interface PointChangeOutcome {
   contactId: number;
