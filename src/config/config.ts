@@ -76,6 +76,9 @@ export interface AppConfig {
   smsBroadcastLanes: number;
   /** How long one call to the HTTP SMS gateway may take before its outcome counts as unknown. */
   smsHttpTimeoutMs: number;
+  /** Text messages left `queued` this long are queued again by the periodic recovery, which runs every smsRecoverEveryMs. */
+  smsRecoverAfterMs: number;
+  smsRecoverEveryMs: number;
   /** BullMQ job lock: a job whose worker stops renewing it for this long is run again (stalled). */
   jobLockMs: number;
   /** Cron patterns (UTC) behind the report schedules; overridable for tests only (REPORT_SCHEDULE_<NAME>). */
@@ -313,6 +316,8 @@ function operations(env: Env, sms: ReturnType<typeof smsGateway>) {
     smsMaxPerSecond: int(env, 'SMS_MAX_PER_SECOND', 0, 0, 1000000),
     smsBroadcastLanes: int(env, 'SMS_BROADCAST_LANES', 2, 1, 16),
     smsHttpTimeoutMs: int(env, 'SMS_HTTP_TIMEOUT_MS', 10000, 100, 120000),
+    smsRecoverAfterMs: int(env, 'SMS_RECOVER_AFTER_MS', 120000, 1000, 86400000),
+    smsRecoverEveryMs: int(env, 'SMS_RECOVER_EVERY_MS', 300000, 1000, 86400000),
     jobLockMs: int(env, 'JOB_LOCK_MS', 30000, 1000, 600000),
     reportSchedulePatterns: {
       daily: cron(env, 'REPORT_SCHEDULE_DAILY', '0 0 * * *'),

@@ -1,5 +1,6 @@
-import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { Coalescer } from '../database/coalescer.js';
 import { Transactions } from '../database/transactions.js';
 import { JOB_IDS, type JobPayloads } from '../jobs/job-names.js';
@@ -15,9 +16,6 @@ import { TextMessagesService } from './text-messages.service.js';
 const CLAIM_MARGIN_MS = 5_000;
 /** How long a job waits for the transaction that queued it to become visible. */
 const COMMIT_WAIT_MS = 60_000;
-/** Overdue queued messages are re-queued by the periodic recovery after this long. */
-const RECOVER_AFTER = '2 minutes';
-const RECOVER_EVERY_MS = 5 * 60_000;
 
 /**
  * Sends text messages: the `sms.send` job hands one message to the SMS provider, at most once.
@@ -73,6 +71,7 @@ export class TextMessagesProcessor implements OnModuleInit {
     private readonly messages: TextMessagesService,
     private readonly notifications: NotificationsService,
     private readonly rate: SmsSendRate,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
@@ -80,7 +79,7 @@ export class TextMessagesProcessor implements OnModuleInit {
     this.jobs.handle('sms.recover', () => this.recover(false));
     this.jobs.onWorkerStart('text messages: re-queue queued messages', async () => {
       await this.recover(true);
-      await this.jobs.upsertSchedule(JOB_IDS.smsRecoverSchedule, 'sms.recover', {}, { everyMs: RECOVER_EVERY_MS });
+      await this.jobs.upsertSchedule(JOB_IDS.smsRecoverSchedule, 'sms.recover', {}, { everyMs: this.config.smsRecoverEveryMs });
     });
   }
 
@@ -211,7 +210,7 @@ export class TextMessagesProcessor implements OnModuleInit {
     let after = 0;
     let count = 0;
     for (;;) {
-      const rows = await this.repository.queuedPage(after, all ? null : RECOVER_AFTER, 500);
+      const rows = await this.repository.queuedPage(after, all ? null : `${this.config.smsRecoverAfterMs} milliseconds`, 500);
       for (const r of rows) {
         await this.jobs.enqueue(
           'sms.send',
