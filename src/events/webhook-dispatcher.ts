@@ -75,6 +75,8 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
       } catch (e) {
         this.logger.warn({ msg: 'webhook dispatch pass failed', err: (e as Error).message });
       }
+      // Stopped during the pass: its wake found no sleep to end, so do not begin one (it would hold shutdown for the interval).
+      if (this.stopped) break;
       await new Promise<void>((r) => {
         this.wake = r;
         this.timer = setTimeout(r, this.config.webhookDispatchIntervalMs);

@@ -55,6 +55,13 @@ export class TextMessage extends AuditedEntity {
   @Column({ name: 'send_count', type: 'int', default: 0 })
   sendCount: number;
 
+  /**
+   * Handed over again with the same Idempotency-Key when its claim was left by a dead worker (a
+   * workflow step's message, exactly once as broadcasts are); false: at most once (`outcome_unknown`).
+   */
+  @Column({ name: 'idempotent_handover', type: 'boolean', default: false })
+  idempotentHandover: boolean;
+
   @Column({ name: 'claim_token', type: 'uuid', nullable: true })
   claimToken: string | null;
 

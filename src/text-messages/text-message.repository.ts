@@ -19,12 +19,24 @@ import { TextMessage } from './text-message.entity.js';
 const optedOutSql = (a: string) => `EXISTS (SELECT 1 FROM contacts c WHERE c.phone = ${a}.recipient AND c.dnc_sms_reason IS NOT NULL)`;
 export const OPTED_OUT_SQL = optedOutSql('t');
 
+/** What a claim answers of a message (ClaimedMessage). */
+const CLAIMED_FIELDS = `t.id, t.content, t.recipient, t.created_by AS "createdBy", t.idempotent_handover AS "idempotentHandover", ${OPTED_OUT_SQL} AS "optedOut"`;
+
 /** The claims of many sends (claimMany): each row by id, for its send (generation), with its own token. */
 const CLAIM_MANY = prepared(`WITH d AS (SELECT * FROM unnest($1::int[], $2::int[], $3::uuid[]) AS d(id, gen, token))
   UPDATE text_messages t SET claim_token = d.token, claimed_at = now()
   FROM d WHERE t.id = ANY ($1::int[]) AND t.id = d.id AND t.send_count = d.gen AND t.status = 'queued' AND t.claim_token IS NULL
     AND (t.scheduled_for IS NULL OR t.scheduled_for <= now() + interval '1 second')
-  RETURNING d.token, t.id, t.content, t.recipient, t.created_by AS "createdBy", ${OPTED_OUT_SQL} AS "optedOut"`);
+  RETURNING d.token, ${CLAIMED_FIELDS}`);
+
+/**
+ * Takes over a claim left by a dead worker (stale: older than the provider's longest call + a margin)
+ * on a message handed over again with its Idempotency-Key (idempotent_handover): the old token is
+ * replaced by ours only while it still holds and the send is the same.
+ */
+const TAKE_OVER = prepared(`UPDATE text_messages t SET claim_token = $4, claimed_at = now()
+  WHERE t.id = $1 AND t.send_count = $2 AND t.status = 'queued' AND t.claim_token = $3 AND t.idempotent_handover
+  RETURNING ${CLAIMED_FIELDS}`);
 
 /**
  * `sent` (or `delivered` at once) for claimed messages, each while its own claim holds, with
@@ -65,7 +77,7 @@ const QUEUE_SEND = prepared(`WITH o AS (SELECT id, status, recipient FROM text_m
        x AS (SELECT o.id, o.status, o.recipient, ${optedOutSql('o')} AS opted_out FROM o),
        u AS (UPDATE text_messages t SET status = 'queued', scheduled_for = NULL, send_count = t.send_count + 1, queued_at = now(),
                     sent_at = NULL, delivered_at = NULL, failed_at = NULL, canceled_at = NULL, failure_code = NULL, failure_reason = NULL,
-                    claim_token = NULL, claimed_at = NULL, provider = NULL, provider_message_id = NULL,
+                    claim_token = NULL, claimed_at = NULL, provider = NULL, provider_message_id = NULL, idempotent_handover = false,
                     modified_at = now(), modified_by = $2, modified_by_user = $3
              FROM x WHERE t.id = x.id AND x.status = ANY ('{${SENDABLE_STATUSES.join(',')}}'::text[]) AND NOT x.opted_out
              RETURNING t.*),
@@ -84,6 +96,8 @@ export interface ClaimedMessage {
   createdBy: number | null;
   /** A contact with the recipient's number is opted out of text messages (read at claim time). */
   optedOut: boolean;
+  /** Handed over again with the same Idempotency-Key after a worker death or an unknown outcome (a workflow step's message). */
+  idempotentHandover: boolean;
 }
 
 /** A message as a delivery report finds it (locked). */
@@ -106,6 +120,7 @@ export interface SendState {
   waitMs: number | null;
   createdBy: number | null;
   recipient: string;
+  idempotentHandover: boolean;
 }
 
 /**
@@ -249,6 +264,11 @@ export class TextMessageRepository {
     return items.map((i) => byToken.get(i.token) ?? null);
   }
 
+  /** Takes over `staleToken`'s claim with `token` (TAKE_OVER); null when it no longer holds or the message is not handed over again. */
+  async takeOver(id: number, generation: number, staleToken: string, token: string): Promise<ClaimedMessage | null> {
+    return (await returning<ClaimedMessage>(this.db(), TAKE_OVER, [id, generation, staleToken, token]))[0] ?? null;
+  }
+
   /** `canceled` (terminal) with a code and reason, while our claim holds; false when it no longer does. */
   async markCanceled(id: number, token: string, code: FailureCode, reason: string, tx?: Tx): Promise<boolean> {
     const rows = await returning(
@@ -294,7 +314,7 @@ export class TextMessageRepository {
       `SELECT status, send_count AS "sendCount", claim_token AS "claimToken",
               (extract(epoch FROM now() - claimed_at) * 1000)::float8 AS "claimAgeMs",
               (extract(epoch FROM scheduled_for - now()) * 1000)::float8 AS "waitMs",
-              created_by AS "createdBy", recipient
+              created_by AS "createdBy", recipient, idempotent_handover AS "idempotentHandover"
        FROM text_messages WHERE id = $1`,
       [id],
     );

@@ -49,6 +49,12 @@ const COMMIT_WAIT_MS = 60_000;
  * A timeout or a connection lost after the request went out is treated the same way (outcome
  * unknown, no retry), since the gateway may have the message.
  *
+ * Except for a workflow step's message (`idempotent_handover`), which is exactly once as a broadcast's
+ * is (issue 31: a stuck claim is taken over after its lease): a stale claim is taken over and the
+ * message handed over again with the same Idempotency-Key, and an unknown outcome is retried with
+ * that key like a 429/5xx; the gateway, which must honour the key (README "SMS provider contract"),
+ * takes it once. Its outcome is unknown only when the attempts run out.
+ *
  * Nothing stays `queued` forever: on worker start every queued message is queued again under its
  * job id `sms:<id>:<sendCount>` (suppressed while that job still exists), and every 5 minutes the
  * overdue ones are.
@@ -93,20 +99,35 @@ export class TextMessagesProcessor implements OnModuleInit {
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     const token = randomUUID();
     const msg = await this.claims.add({ id: messageId, generation, token });
-    if (!msg) return this.notClaimed(messageId, generation, queuedAt);
-    if (msg.optedOut) return this.cancelOptedOut(messageId, token);
+    if (!msg) return this.notClaimed(messageId, generation, queuedAt, ctx);
+    return this.handOver(messageId, generation, token, msg, ctx);
+  }
 
+  /** Hands a message we claimed (with `token`) to the provider and records the answer under the claim. */
+  private async handOver(messageId: number, generation: number, token: string, msg: ClaimedMessage, ctx: JobContext): Promise<void> {
+    if (msg.optedOut) return this.cancelOptedOut(messageId, token);
     let result: SendResult;
     try {
       result = await this.provider.send({ messageId, to: msg.recipient, body: msg.content, idempotencyKey: idempotencyKey(messageId, generation) });
     } catch (e) {
       const err = e instanceof SmsProviderError ? e : new SmsProviderError(`provider error: ${(e as Error).message}`, 'unknown');
-      if (err.kind === 'retryable') {
+      // An unknown outcome of a message handed over with its Idempotency-Key (a workflow step's) is
+      // retried with the same key, as broadcasts do: the gateway takes it once.
+      if (err.kind === 'retryable' || (err.kind === 'unknown' && msg.idempotentHandover)) {
         if (ctx.attempt < ctx.maxAttempts) {
           // The gateway did not take it: give the claim back and retry with backoff. The message
           // stays `queued`; it fails only when the attempts run out.
           await this.repository.releaseClaim(messageId, token);
           throw new RetryableJobError(err.message, err.retryAfterMs);
+        }
+        if (err.kind === 'unknown') {
+          return this.fail(
+            messageId,
+            token,
+            'outcome_unknown',
+            `outcome unknown: ${err.message} (no answer after ${ctx.attempt} attempts with one Idempotency-Key)`,
+            msg,
+          );
         }
         return this.fail(messageId, token, 'retries_exhausted', `${err.message} (gave up after ${ctx.attempt} attempts)`, msg);
       }
@@ -144,7 +165,7 @@ export class TextMessagesProcessor implements OnModuleInit {
     }
   }
 
-  private async notClaimed(messageId: number, generation: number, queuedAt: number): Promise<void> {
+  private async notClaimed(messageId: number, generation: number, queuedAt: number, ctx: JobContext): Promise<void> {
     const t = await this.repository.sendState(messageId);
     if (!t || t.sendCount < generation) {
       // Not visible yet: the transaction that queued this job has not committed (or rolled back).
@@ -159,13 +180,22 @@ export class TextMessagesProcessor implements OnModuleInit {
     }
     const age = t.claimAgeMs ?? 0;
     if (age < this.claimStaleMs) throw new DeferJobError('another run holds the claim', Math.ceil(this.claimStaleMs - age) + 100);
+    if (t.idempotentHandover) {
+      // A workflow step's message: take the dead worker's claim over and hand the message over again with
+      // the same Idempotency-Key (the gateway answers the first hand-over's result if it took it).
+      const token = randomUUID();
+      const msg = await this.repository.takeOver(messageId, generation, t.claimToken, token);
+      if (!msg) throw new DeferJobError('claim race', 200);
+      this.logger.warn({ msg: 'stale claim taken over: handing the message over again with its Idempotency-Key', messageId, claimAgeMs: Math.round(age) });
+      return this.handOver(messageId, generation, token, msg, ctx);
+    }
     this.logger.warn({ msg: 'stale claim: the worker that took it stopped mid-send; marking the outcome unknown', messageId, claimAgeMs: Math.round(age) });
     await this.fail(
       messageId,
       t.claimToken,
       'outcome_unknown',
       'outcome unknown: the worker stopped while handing the message to the provider; it may have been sent, so it is not sent again automatically',
-      { id: messageId, content: '', recipient: t.recipient, createdBy: t.createdBy, optedOut: false },
+      { id: messageId, content: '', recipient: t.recipient, createdBy: t.createdBy, optedOut: false, idempotentHandover: false },
     );
   }
 

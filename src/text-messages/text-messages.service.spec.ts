@@ -3,7 +3,7 @@ import { waitUntil } from '../../test/support/wait.js';
 import { startServiceContext, type ServiceContext } from '../../test/support/service-testing.js';
 import type { Principal } from '../common/request.js';
 import { signBody } from '../sms/signature.js';
-import { RetryableJobError } from '../jobs/job-queue.js';
+import { DeferJobError, RetryableJobError } from '../jobs/job-queue.js';
 import { SmsProviderError } from '../sms/sms-provider.js';
 import type { CreateTextMessageDto, UpdateTextMessageDto } from './text-message.dto.js';
 import { TextMessageRepository } from './text-message.repository.js';
@@ -150,6 +150,49 @@ describe('TextMessagesService (service layer, real PostgreSQL, fake SMS provider
     await processor.send({ messageId: row.id, generation: 1, queuedAt: Date.now() }, { jobId: 'x', attempt: 1, maxAttempts: 6 });
     expect(await messages.get(row.id)).toMatchObject({ status: 'failed', failureCode: 'outcome_unknown' });
     expect(ctx.sms.sent.some((s) => s.messageId === row.id)).toBe(false);
+  });
+
+  it("a workflow step's message (idempotent hand-over) takes a dead worker's claim over and hands it over again with the same key; an unknown outcome is retried", async () => {
+    const processor = ctx.get(TextMessagesProcessor);
+    const [row] = await ctx.query<{ id: number }>(
+      `INSERT INTO text_messages (content, recipient, status, send_count, queued_at, claim_token, claimed_at, created_by, idempotent_handover)
+       VALUES ('Stale step', '+14155550100', 'queued', 1, now(), gen_random_uuid(), now() - interval '1 hour', $1, true) RETURNING id`,
+      [who.userId],
+    );
+    // A claim that is not stale yet is left to its holder.
+    const [live] = await ctx.query<{ id: number }>(
+      `INSERT INTO text_messages (content, recipient, status, send_count, queued_at, claim_token, claimed_at, created_by, idempotent_handover)
+       VALUES ('Live step', '+14155550100', 'queued', 1, now(), gen_random_uuid(), now(), $1, true) RETURNING id`,
+      [who.userId],
+    );
+    await expect(
+      processor.send({ messageId: live.id, generation: 1, queuedAt: Date.now() }, { jobId: 'l', attempt: 1, maxAttempts: 6 }),
+    ).rejects.toBeInstanceOf(DeferJobError);
+    await processor.send({ messageId: row.id, generation: 1, queuedAt: Date.now() }, { jobId: 'w', attempt: 1, maxAttempts: 6 });
+    expect(await messages.get(row.id)).toMatchObject({ status: 'sent', failureCode: null });
+    expect(ctx.sms.sent.filter((s) => s.messageId === row.id).map((s) => s.idempotencyKey)).toEqual([`textmessage-${row.id}-1`]);
+    expect(ctx.sms.sent.some((s) => s.messageId === live.id)).toBe(false);
+
+    const normal = ctx.sms.next;
+    try {
+      ctx.sms.next = async () => {
+        throw new Error('socket hang up');
+      };
+      const [b] = await ctx.query<{ id: number }>(
+        `INSERT INTO text_messages (content, recipient, status, send_count, queued_at, created_by, idempotent_handover)
+         VALUES ('Unknown step', '+14155550100', 'queued', 1, now(), $1, true) RETURNING id`,
+        [who.userId],
+      );
+      const retry = await processor
+        .send({ messageId: b.id, generation: 1, queuedAt: Date.now() }, { jobId: 'u', attempt: 1, maxAttempts: 6 })
+        .catch((e: unknown) => e);
+      expect(retry).toBeInstanceOf(RetryableJobError);
+      expect(await messages.get(b.id)).toMatchObject({ status: 'queued' });
+      await processor.send({ messageId: b.id, generation: 1, queuedAt: Date.now() }, { jobId: 'u', attempt: 6, maxAttempts: 6 });
+      expect(await messages.get(b.id)).toMatchObject({ status: 'failed', failureCode: 'outcome_unknown' });
+    } finally {
+      ctx.sms.next = normal;
+    }
   });
 
   it('the worker retries a retryable refusal (claim given back), fails when attempts run out, and never retries an unknown outcome', async () => {

@@ -69,6 +69,28 @@ export const TEXT_MESSAGE_LIST_SPEC = defineList({
 
 export type { TextMessageRecord };
 
+/**
+ * Starts a new send of `t` (send number + 1, `queued` now, the last send's outcome and claim cleared).
+ * `idempotentHandover`: a workflow step's message, handed over again with its Idempotency-Key after
+ * a worker death (TextMessagesProcessor); false for a user's send, which stays at most once.
+ */
+function startSend(t: TextMessage, idempotentHandover: boolean): void {
+  t.status = 'queued';
+  t.sendCount = (t.sendCount ?? 0) + 1;
+  t.queuedAt = new Date();
+  t.sentAt = null;
+  t.deliveredAt = null;
+  t.failedAt = null;
+  t.canceledAt = null;
+  t.failureCode = null;
+  t.failureReason = null;
+  t.claimToken = null;
+  t.claimedAt = null;
+  t.provider = null;
+  t.providerMessageId = null;
+  t.idempotentHandover = idempotentHandover;
+}
+
 @Injectable()
 export class TextMessagesService {
   private readonly logger = new Logger('TextMessages');
@@ -295,19 +317,8 @@ export class TextMessagesService {
       t.contactId = item.contact.id;
       t.campaignId = null;
       t.scheduledFor = item.scheduledFor;
-      t.status = 'queued';
-      t.sendCount = 1;
-      t.queuedAt = new Date();
-      t.sentAt = null;
-      t.deliveredAt = null;
-      t.failedAt = null;
-      t.canceledAt = null;
-      t.failureCode = null;
-      t.failureReason = null;
-      t.claimToken = null;
-      t.claimedAt = null;
-      t.provider = null;
-      t.providerMessageId = null;
+      t.sendCount = 0;
+      startSend(t, true);
       stampCreated(t, who);
       pending.push({ index, t });
     }
@@ -349,19 +360,8 @@ export class TextMessagesService {
           `The recipient ${t.recipient} has opted out of text messages (a contact with this number has an sms do-not-contact entry); the message was not queued`,
         );
       }
-      t.status = 'queued';
-      t.sendCount = (t.sendCount ?? 0) + 1;
-      t.queuedAt = new Date();
-      t.sentAt = null;
-      t.deliveredAt = null;
-      t.failedAt = null;
-      t.canceledAt = null;
-      t.failureCode = null;
-      t.failureReason = null;
-      t.claimToken = null;
-      t.claimedAt = null;
-      t.provider = null;
-      t.providerMessageId = null;
+      // A new workflow step's message (forceQueue) is exactly once; a user's send is at most once.
+      startSend(t, forceQueue && t.id === undefined);
     }
     // An existing message (locked by the caller) is written with a plain UPDATE.
     let saved: TextMessage;
