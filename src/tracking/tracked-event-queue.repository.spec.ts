@@ -75,6 +75,20 @@ describe('TrackedEventQueue (service layer, real PostgreSQL)', () => {
     expect([...seen, ...rest].sort((x, y) => x - y)).toEqual(Array.from({ length: 40 }, (_, i) => i));
   });
 
+  it('claims an event whose stored time has microseconds (written by SQL, not by the intake)', async () => {
+    await declare('spec-micro', ['micro']);
+    const userId = uid();
+    await intake().ingest('track', { event: 'micro', userId, properties: { n: 1 } }, spec.who);
+    // A time JavaScript cannot carry (its Date keeps milliseconds): the event and its queue row moved by 123 µs.
+    await spec.ctx.query(
+      `WITH q AS (UPDATE tracked_event_queue SET occurred_at = occurred_at + interval '123 microseconds' WHERE consumer = 'spec-micro' RETURNING event_id)
+       UPDATE tracked_events SET occurred_at = occurred_at + interval '123 microseconds' WHERE id IN (SELECT event_id FROM q)`,
+    );
+    const got = await drain('spec-micro');
+    expect(got.map((e) => [e.name, e.userId, e.properties])).toEqual([['micro', userId, { n: 1 }]]);
+    expect((await queue().pending('spec-micro')).count).toBe(0);
+  });
+
   it('serialises declarations: two computed at once both land, and a later one replaces the list', async () => {
     // Each declaration computes its names from a table inside the lock: the second sees the first's commit.
     await spec.ctx.query(`CREATE TABLE IF NOT EXISTS spec_rules (name text)`);

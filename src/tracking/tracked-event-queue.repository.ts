@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { type Db, returning, Transactions, type Tx } from '../database/transactions.js';
+import { type Db, Transactions, type Tx } from '../database/transactions.js';
 import type { TrackedEventRow } from './tracking.repository.js';
 
 /** A stored track event handed to a consumer. */
@@ -103,25 +103,20 @@ export class TrackedEventQueue {
    * partition retention dropped meanwhile are taken and not answered.
    */
   async claim(consumer: string, limit: number, tx: Tx): Promise<QueuedTrackedEvent[]> {
-    const taken = await returning<{ id: string; event_id: string; occurred_at: Date }>(
-      tx,
-      `DELETE FROM tracked_event_queue WHERE id IN (
-         SELECT id FROM tracked_event_queue WHERE consumer = $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
-       RETURNING id, event_id::text AS event_id, occurred_at`,
+    // One statement: the queue rows taken and their events joined on the stored (occurred_at, id), so
+    // no timestamp travels through JavaScript (whose Date would drop its microseconds and miss the row).
+    return tx.query(
+      `WITH taken AS (
+         DELETE FROM tracked_event_queue WHERE id IN (
+           SELECT id FROM tracked_event_queue WHERE consumer = $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
+         RETURNING id, event_id, occurred_at)
+       SELECT e.id::text AS id, e.occurred_at AS "occurredAt", e.received_at AS "receivedAt", e.type, e.name, e.contact_id AS "contactId",
+              e.user_id AS "userId", e.anonymous_id AS "anonymousId", e.message_id AS "messageId", e.properties, e.context, e.flags
+         FROM taken t JOIN tracked_events e ON e.occurred_at = t.occurred_at AND e.id = t.event_id
+        WHERE e.contact_id IS NOT NULL AND e.name IS NOT NULL
+        ORDER BY t.id`,
       [consumer, limit],
     );
-    if (!taken.length) return [];
-    taken.sort((a, b) => Number(a.id) - Number(b.id));
-    const rows: QueuedTrackedEvent[] = await tx.query(
-      `SELECT e.id::text AS id, e.occurred_at AS "occurredAt", e.received_at AS "receivedAt", e.type, e.name, e.contact_id AS "contactId",
-              e.user_id AS "userId", e.anonymous_id AS "anonymousId", e.message_id AS "messageId", e.properties, e.context, e.flags
-         FROM unnest($1::bigint[], $2::timestamptz[]) AS t(id, o)
-         JOIN tracked_events e ON e.occurred_at = t.o AND e.id = t.id
-        WHERE e.contact_id IS NOT NULL AND e.name IS NOT NULL`,
-      [taken.map((t) => t.event_id), taken.map((t) => t.occurred_at)],
-    );
-    const order = new Map(taken.map((t, i) => [t.event_id, i]));
-    return rows.sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0));
   }
 
   /** How many events wait for `consumer`, and when the oldest was queued (its lag). */

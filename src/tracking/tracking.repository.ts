@@ -11,22 +11,6 @@ import { enqueueSql } from './tracked-event-queue.sql.js';
 import { TrackedEvent } from './tracked-event.entity.js';
 import { monthStart, partitionName } from './tracking.rules.js';
 
-/** A tracked event as stored (the columns the API shows). */
-export interface TrackedEventRow {
-  id: string;
-  occurredAt: Date;
-  receivedAt: Date;
-  type: 'track' | 'identify';
-  name: string | null;
-  contactId: number | null;
-  userId: string | null;
-  anonymousId: string | null;
-  messageId: string;
-  properties: Record<string, unknown>;
-  context: Record<string, unknown> | null;
-  flags: Record<string, unknown> | null;
-}
-
 /** A tracked event to insert. */
 export interface NewTrackedEvent {
   occurredAt: Date;
@@ -39,6 +23,12 @@ export interface NewTrackedEvent {
   properties: Record<string, unknown>;
   context: Record<string, unknown> | null;
   flags: Record<string, unknown> | null;
+}
+
+/** A tracked event as stored (the columns the API shows): what was inserted, with its id and the time it was received. */
+export interface TrackedEventRow extends NewTrackedEvent {
+  id: string;
+  receivedAt: Date;
 }
 
 /** One track event counted in the daily table. */

@@ -216,19 +216,7 @@ export class WorkflowEngine {
         this.ended(writes, e, 'failed', `step "${e.stepKey}" is not in version ${e.version}`, null, now);
         continue;
       }
-      const ctx: StepContext = {
-        enrollmentId: Number(e.id),
-        workflowId: w.id,
-        workflowName: w.name,
-        contactId: e.contactId,
-        waiting: e.status === 'waiting',
-        woken: e.wokenBy,
-        seq: e.stepSeq + 1,
-        settings: def.settings,
-        now,
-        who: systemPrincipal(w),
-        webhooks,
-      };
+      const ctx = stepContext(e, w, def.settings, now, webhooks);
       const key = `${e.workflowId}:${e.version}:${step.key}`;
       const group = groups.get(key) ?? [];
       if (!group.length) groups.set(key, group);
@@ -411,19 +399,7 @@ export class WorkflowEngine {
         return 'ended';
       }
     }
-    const ctx: StepContext = {
-      enrollmentId: Number(e.id),
-      workflowId: w.id,
-      workflowName: w.name,
-      contactId: e.contactId,
-      waiting: e.status === 'waiting',
-      woken: e.wokenBy,
-      seq: e.stepSeq + 1,
-      settings: def.settings,
-      now,
-      who: systemPrincipal(w),
-      webhooks,
-    };
+    const ctx = stepContext(e, w, def.settings, now, webhooks);
     let result: StepResult;
     try {
       // A savepoint: a failing step's partial effects roll back, the enrollment's failure is still recorded.
@@ -488,6 +464,23 @@ export class WorkflowEngine {
 }
 
 /** Who a workflow's changes are made by: the workflow's author, named after the workflow. */
+/** What a step of enrollment `e` (of workflow `w`, at its version's settings) runs with, at `now`. */
+function stepContext(e: WorkflowEnrollment, w: Workflow, settings: Settings, now: Date, webhooks: Set<number>): StepContext {
+  return {
+    enrollmentId: Number(e.id),
+    workflowId: w.id,
+    workflowName: w.name,
+    contactId: e.contactId,
+    waiting: e.status === 'waiting',
+    woken: e.wokenBy,
+    seq: e.stepSeq + 1,
+    settings,
+    now,
+    who: systemPrincipal(w),
+    webhooks,
+  };
+}
+
 export function systemPrincipal(w: Workflow): Principal {
   return {
     userId: w.createdBy ?? 0,
