@@ -93,4 +93,19 @@ describe('InProcessJobQueue: outcomes and depths for the metrics', () => {
     await until(() => runs.length === 2);
     expect(runs.sort()).toEqual([2, 3]);
   });
+
+  it('a rate-limited queue starts its backlog in order, never more than its limit in any window, the waiting ones counted as waiting', async () => {
+    queue = new InProcessJobQueue({ sms: { max: 10, durationMs: 200 } });
+    const starts: { id: number; at: number }[] = [];
+    queue.handle('sms.send', async (p) => {
+      starts.push({ id: p.messageId, at: Date.now() });
+    });
+    for (let i = 1; i <= 45; i++) await queue.enqueue('sms.send', { messageId: i, generation: 1, queuedAt: 0 });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(starts).toHaveLength(10);
+    expect((await queue.depths()).find((d) => d.queue === 'sms' && d.state === 'waiting')?.count).toBe(35);
+    await until(() => starts.length === 45, 5000);
+    expect(starts.map((s) => s.id)).toEqual(Array.from({ length: 45 }, (_, i) => i + 1));
+    for (let i = 0; i + 10 < starts.length; i++) expect(starts[i + 10].at - starts[i].at).toBeGreaterThanOrEqual(200);
+  });
 });

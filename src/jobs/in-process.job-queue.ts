@@ -44,6 +44,12 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationBootstra
   private readonly schedules = new Map<string, NodeJS.Timeout>();
   private readonly running = new Set<Promise<unknown>>();
   private readonly recentStarts = new Map<QueueName, number[]>();
+  /**
+   * Due jobs of a rate-limited queue waiting for a start slot, in the order they fell due, and the
+   * one timer per queue that lets the next ones start: a backlog of 100,000 sends costs one timer,
+   * not 100,000 timers that all wake at each slot to find it taken.
+   */
+  private readonly lines = new Map<QueueName, { jobs: Pending[]; head: number; timer: NodeJS.Timeout | null }>();
   private closing = false;
 
   constructor(private readonly limits: Partial<Record<QueueName, RateLimit>> = {}) {
@@ -104,18 +110,52 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationBootstra
           this.schedule(job, delayMs - wait);
           return;
         }
-        const limited = this.rateLimitDelay(JOB_QUEUE[job.name]);
-        if (limited > 0) {
-          this.schedule(job, limited);
+        job.timer = null;
+        const queue = JOB_QUEUE[job.name];
+        if (!this.limits[queue]) {
+          this.start(job);
           return;
         }
-        job.state = 'active';
-        const p = this.run(job);
-        this.running.add(p);
-        void p.finally(() => this.running.delete(p));
+        const line = this.lines.get(queue) ?? { jobs: [], head: 0, timer: null };
+        this.lines.set(queue, line);
+        line.jobs.push(job);
+        this.release(queue);
       }, wait),
     );
     job.timer.unref?.();
+  }
+
+  private start(job: Pending): void {
+    job.state = 'active';
+    const p = this.run(job);
+    this.running.add(p);
+    void p.finally(() => this.running.delete(p));
+  }
+
+  /** Starts the queue's waiting jobs while its rate limit has slots; else arms the line's one timer for the next slot. */
+  private release(queue: QueueName): void {
+    const line = this.lines.get(queue);
+    if (!line || line.timer || this.closing) return;
+    while (line.head < line.jobs.length) {
+      const limited = this.rateLimitDelay(queue);
+      if (limited > 0) {
+        line.timer = outsideTransaction(() =>
+          setTimeout(() => {
+            line.timer = null;
+            this.release(queue);
+          }, limited),
+        );
+        line.timer.unref?.();
+        break;
+      }
+      const job = line.jobs[line.head++];
+      this.start(job);
+    }
+    // Drop the started jobs from the front now and then (not one shift per start).
+    if (line.head > 1024 && line.head * 2 > line.jobs.length) {
+      line.jobs.splice(0, line.head);
+      line.head = 0;
+    }
   }
 
   /** 0 when a job of this queue may start now (and counts it), else how long to wait. */
@@ -123,13 +163,14 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationBootstra
     const limit = this.limits[queue];
     if (!limit) return 0;
     const now = Date.now();
-    const starts = (this.recentStarts.get(queue) ?? []).filter((t) => t > now - limit.durationMs);
-    if (starts.length >= limit.max) {
-      this.recentStarts.set(queue, starts);
-      return starts[0] + limit.durationMs - now + 1;
-    }
+    let starts = this.recentStarts.get(queue);
+    if (!starts) this.recentStarts.set(queue, (starts = []));
+    // Starts are in time order: the expired ones are at the front.
+    let expired = 0;
+    while (expired < starts.length && starts[expired] <= now - limit.durationMs) expired++;
+    if (expired) starts.splice(0, expired);
+    if (starts.length >= limit.max) return starts[0] + limit.durationMs - now + 1;
     starts.push(now);
-    this.recentStarts.set(queue, starts);
     return 0;
   }
 
@@ -213,6 +254,7 @@ export class InProcessJobQueue extends JobQueue implements OnApplicationBootstra
     this.closing = true;
     for (const t of this.schedules.values()) clearTimeout(t);
     for (const j of this.pending.values()) if (j.timer) clearTimeout(j.timer);
+    for (const line of this.lines.values()) if (line.timer) clearTimeout(line.timer);
     await Promise.allSettled([...this.running]);
   }
 }
