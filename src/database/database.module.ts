@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import type { AppConfig } from '../config/config.js';
+import { TableStatistics } from './table-statistics.js';
 import { Transactions } from './transactions.js';
 
 /** TypeORM on PostgreSQL (the configured server or the embedded one); schema only through migrations. */
@@ -11,8 +12,8 @@ export class DatabaseModule {
       module: DatabaseModule,
       // Infrastructure, not a feature: every repository may take the transaction runner.
       global: true,
-      providers: [Transactions],
-      exports: [Transactions],
+      providers: [Transactions, TableStatistics],
+      exports: [Transactions, TableStatistics],
       imports: [
         TypeOrmModule.forRoot({
           type: 'postgres',

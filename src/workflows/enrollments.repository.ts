@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { outboxInsertSql } from '../database/outbox.js';
+import { TableStatistics } from '../database/table-statistics.js';
 import { returning, Transactions, type Tx } from '../database/transactions.js';
 import type { CompiledFilter } from '../lists/filter-sql.js';
 import { defineList, type ListQuery, type ListSpec } from '../lists/list-spec.js';
@@ -86,7 +87,10 @@ export interface Advance {
  */
 @Injectable()
 export class EnrollmentsRepository {
-  constructor(private readonly transactions: Transactions) {}
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly statistics: TableStatistics,
+  ) {}
 
   private repo(tx?: Tx) {
     return this.transactions.manager(tx).getRepository(WorkflowEnrollment);
@@ -115,6 +119,7 @@ export class EnrollmentsRepository {
        SELECT id, contact_id FROM ins ORDER BY id`,
       [spec.workflowId, spec.version, spec.stepKey, spec.at, !never, 'ids' in source ? source.ids : source.segmentId],
     );
+    this.statistics.bulkWritten('workflow_enrollments', rows.length);
     return rows.map((r) => ({ id: Number(r.id), contactId: r.contact_id }));
   }
 
@@ -164,9 +169,13 @@ export class EnrollmentsRepository {
    * not after the backlog, however long a batch takes.
    */
   async claimDue(now: Date, limit: number, token: string, leaseMs: number): Promise<number[]> {
+    // One table in each lane's scan, the active workflows an array computed once (an InitPlan): the
+    // planner reads the due index in order and stops at the limit. Joined to workflows, it sorted
+    // every due enrollment on each claim (100,000 due at once: ~100 ms a claim, 200 claims).
     const due = (order: string, extra: string, n: string) =>
-      `SELECT x.id FROM workflow_enrollments x JOIN workflows w ON w.id = x.workflow_id
-        WHERE x.status IN ('active', 'waiting') AND x.next_at <= $1 ${extra} AND w.status = 'active'
+      `SELECT x.id FROM workflow_enrollments x
+        WHERE x.status IN ('active', 'waiting') AND x.next_at <= $1 ${extra}
+          AND x.workflow_id = ANY (ARRAY(SELECT w.id FROM workflows w WHERE w.status = 'active'))
           AND (x.claimed_until IS NULL OR x.claimed_until < clock_timestamp())
         ORDER BY x.next_at ${order} LIMIT ${n} FOR UPDATE OF x SKIP LOCKED`;
     const rows = await returning<{ id: string }>(
@@ -490,8 +499,9 @@ export class EnrollmentsRepository {
   /** The earliest due time of running enrollments of active workflows (the runner sleeps until then). */
   async nextDue(): Promise<Date | null> {
     const rows: { at: Date | null }[] = await this.transactions.db.query(
-      `SELECT min(e.next_at) AS at FROM workflow_enrollments e WHERE e.status IN ('active', 'waiting')
-          AND EXISTS (SELECT 1 FROM workflows w WHERE w.id = e.workflow_id AND w.status = 'active')`,
+      `SELECT e.next_at AS at FROM workflow_enrollments e WHERE e.status IN ('active', 'waiting')
+          AND e.workflow_id = ANY (ARRAY(SELECT w.id FROM workflows w WHERE w.status = 'active'))
+        ORDER BY e.next_at LIMIT 1`,
     );
     return rows[0]?.at ?? null;
   }

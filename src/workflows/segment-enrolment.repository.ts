@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { outboxInsertSql } from '../database/outbox.js';
+import { TableStatistics } from '../database/table-statistics.js';
 import { Transactions, type Tx } from '../database/transactions.js';
 import { ENROLLMENT_JSON } from './enrollments.repository.js';
 import type { Reenrollment } from './workflow-definition.js';
@@ -40,7 +41,10 @@ const COLUMNS = `workflow_id AS "workflowId", segment_id AS "segmentId", started
  */
 @Injectable()
 export class SegmentEnrolmentRepository {
-  constructor(private readonly transactions: Transactions) {}
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly statistics: TableStatistics,
+  ) {}
 
   /**
    * Records the workflow's enrolment of its segment as started at `startedAt` (replacing an earlier
@@ -117,6 +121,7 @@ export class SegmentEnrolmentRepository {
        SELECT (SELECT count(*) FROM chunk) AS taken, (SELECT max(id) FROM chunk) AS last, (SELECT count(*) FROM ins) AS n`,
       [c.workflowId, c.version, c.stepKey, c.at, c.reenrollment !== 'never', c.segmentId, c.afterContactId, c.limit, c.startedAt],
     );
+    this.statistics.bulkWritten('workflow_enrollments', Number(rows[0].n));
     return { taken: Number(rows[0].taken), last: rows[0].last, enrolled: Number(rows[0].n) };
   }
 }
