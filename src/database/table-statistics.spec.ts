@@ -7,7 +7,7 @@ import { ANALYZE_AFTER_ROWS, TableStatistics } from './table-statistics.js';
 describe('TableStatistics (real PostgreSQL)', () => {
   const spec = useServiceSpec();
   const reltuples = async () =>
-    Number((await spec.ctx.query<{ n: number }>(`SELECT reltuples AS n FROM pg_class WHERE oid = 'workflow_enrollments'::regclass`))[0].n);
+    (await spec.ctx.query<{ n: number }>(`SELECT reltuples::float8 AS n FROM pg_class WHERE oid = 'workflow_enrollments'::regclass`))[0].n;
 
   it('analyzes a table once the rows written to it add up to the threshold, a moment after the last write', async () => {
     const stats = spec.ctx.get(TableStatistics);
