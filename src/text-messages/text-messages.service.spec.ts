@@ -173,6 +173,19 @@ describe('TextMessagesService (service layer, real PostgreSQL, fake SMS provider
     expect(ctx.sms.sent.filter((s) => s.messageId === row.id).map((s) => s.idempotencyKey)).toEqual([`textmessage-${row.id}-1`]);
     expect(ctx.sms.sent.some((s) => s.messageId === live.id)).toBe(false);
 
+    // Two runs find the same stale claim at once: one takes it over and hands the message over, the other does not.
+    const [raced] = await ctx.query<{ id: number }>(
+      `INSERT INTO text_messages (content, recipient, status, send_count, queued_at, claim_token, claimed_at, created_by, idempotent_handover)
+       VALUES ('Raced step', '+14155550100', 'queued', 1, now(), gen_random_uuid(), now() - interval '1 hour', $1, true) RETURNING id`,
+      [who.userId],
+    );
+    const runs = await Promise.allSettled(
+      [1, 2].map((k) => processor.send({ messageId: raced.id, generation: 1, queuedAt: Date.now() }, { jobId: `race-${k}`, attempt: 1, maxAttempts: 6 })),
+    );
+    for (const r of runs) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(DeferJobError);
+    expect(ctx.sms.sent.filter((s) => s.messageId === raced.id)).toHaveLength(1);
+    expect(await messages.get(raced.id)).toMatchObject({ status: 'sent' });
+
     const normal = ctx.sms.next;
     try {
       ctx.sms.next = async () => {
