@@ -152,8 +152,8 @@ export class ContactsService {
     });
   }
 
-  async get(id: number): Promise<ContactRecord> {
-    const row = await this.contacts.findRow(id);
+  async get(id: number, tx?: Tx): Promise<ContactRecord> {
+    const row = await this.contacts.findRow(id, tx);
     if (!row) throw notFound('Contact', id);
     return toContactRecord(row);
   }

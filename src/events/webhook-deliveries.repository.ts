@@ -170,6 +170,15 @@ export class WebhookDeliveriesRepository {
     return rows[0] ?? null;
   }
 
+  /** findByEvent for many (webhook, event) keys in one statement; those that exist. */
+  async findByEvents(keys: readonly { webhookId: number; eventId: string }[], tx?: Tx): Promise<DeliveryRow[]> {
+    if (!keys.length) return [];
+    return this.db(tx).query(`SELECT ${COLUMNS} FROM webhook_deliveries WHERE (webhook_id, event_id) IN (SELECT * FROM unnest($1::int[], $2::uuid[]))`, [
+      keys.map((k) => k.webhookId),
+      keys.map((k) => k.eventId),
+    ]);
+  }
+
   async find(webhookId: number, id: number, tx?: Tx): Promise<DeliveryRow | null> {
     const rows: DeliveryRow[] = await this.db(tx).query(`SELECT ${COLUMNS} FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2`, [id, webhookId]);
     return rows[0] ?? null;

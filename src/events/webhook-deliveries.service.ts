@@ -18,7 +18,7 @@ import {
   type SettledDelivery,
   WebhookDeliveriesRepository,
 } from './webhook-deliveries.repository.js';
-import { type AttemptVerdict, DISABLE_AFTER_MS, nextAttemptAt, verdictFor } from './webhook-retry.js';
+import { type AttemptVerdict, DISABLE_AFTER_MS, nextAttemptAt, outcomeOfDelivery, verdictFor } from './webhook-retry.js';
 import { postWebhook, type SendOutcome, targetAgent } from './webhook-sender.js';
 import { resolveTarget, type UrlRules, WebhookUrlError } from './webhook-url.js';
 import type { Webhook } from './webhook.entity.js';
@@ -114,27 +114,16 @@ export class WebhookDeliveriesService {
     for (const l of this.settledListeners) l.committed?.();
   }
 
-  /**
-   * Where a webhook's delivery of one event stands: pending (not sent yet, or retried later),
-   * succeeded, or failed for good with its reason (the receiver's status and the start of its
-   * answer for a refusal such as a 4xx; the attempts and the last error when its retries ran out;
-   * the webhook disabled or deleted). Null when there is no such delivery.
-   */
+  /** Where a webhook's delivery of one event stands (outcomeOfDelivery); null when there is no such delivery. */
   async outcomeOf(webhookId: number, eventId: string, tx?: Tx): Promise<DeliveryOutcome | null> {
     const d = await this.deliveries.findByEvent(webhookId, eventId, tx);
-    if (!d) return null;
-    const last = d.attempts.length ? d.attempts[d.attempts.length - 1] : null;
-    const code = last?.code ?? null;
-    if (d.status === 'succeeded') return { state: 'succeeded', attempts: d.attemptCount, code, reason: null };
-    if (d.status !== 'dead') return { state: 'pending', attempts: d.attemptCount, code, reason: null };
-    const lastAttemptError = last ? (last.error ?? (last.code === null ? null : `HTTP ${last.code}`)) : null;
-    let reason: string;
-    if (!last || d.lastError !== lastAttemptError) reason = d.lastError ?? 'the delivery ended without an attempt';
-    else if (code !== null && verdictFor(code) !== 'retry') {
-      const excerpt = last.response.replace(/\s+/g, ' ').trim().slice(0, 200);
-      reason = `the receiver answered HTTP ${code}${excerpt ? `: ${excerpt}` : ''}`;
-    } else reason = `no success after ${d.attemptCount} attempt${d.attemptCount === 1 ? '' : 's'} in the retry window (last: ${d.lastError ?? 'no answer'})`;
-    return { state: 'failed', attempts: d.attemptCount, code, reason };
+    return d ? outcomeOfDelivery(d) : null;
+  }
+
+  /** outcomeOf for many deliveries in one statement, keyed `webhookId:eventId` (a missing one is absent). */
+  async outcomesOf(keys: readonly { webhookId: number; eventId: string }[], tx?: Tx): Promise<Map<string, DeliveryOutcome>> {
+    const rows = await this.deliveries.findByEvents(keys, tx);
+    return new Map(rows.map((d) => [`${d.webhookId}:${d.eventId}`, outcomeOfDelivery(d)]));
   }
 
   get urlRules(): UrlRules {

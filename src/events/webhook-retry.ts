@@ -8,6 +8,8 @@
  * `dead`. 410 Gone: dead, and the webhook is disabled. Any other answer outside 2xx (3xx included:
  * redirects are not followed, other 4xx): dead at once.
  */
+import type { DeliveryOutcome, DeliveryRow } from './webhook-deliveries.repository.js';
+
 export const RETRY_WINDOW_MS = 72 * 3600_000;
 export const MAX_RETRY_DELAY_MS = 12 * 3600_000;
 /** A webhook is disabled after this long without a successful delivery while its deliveries fail. */
@@ -47,4 +49,24 @@ export function parseRetryAfter(value: string | undefined, now = Date.now()): nu
   if (/^\d+$/.test(v)) return Number(v) * 1000;
   const t = Date.parse(v);
   return Number.isNaN(t) ? null : Math.max(0, t - now);
+}
+
+/**
+ * Where a delivery stands: pending (not sent yet, or retried later), succeeded, or failed for good
+ * with its reason (the receiver's status and the start of its answer for a refusal such as a 4xx;
+ * the attempts and the last error when its retries ran out; the webhook disabled or deleted).
+ */
+export function outcomeOfDelivery(d: DeliveryRow): DeliveryOutcome {
+  const last = d.attempts.length ? d.attempts[d.attempts.length - 1] : null;
+  const code = last?.code ?? null;
+  if (d.status === 'succeeded') return { state: 'succeeded', attempts: d.attemptCount, code, reason: null };
+  if (d.status !== 'dead') return { state: 'pending', attempts: d.attemptCount, code, reason: null };
+  const lastAttemptError = last ? (last.error ?? (last.code === null ? null : `HTTP ${last.code}`)) : null;
+  let reason: string;
+  if (!last || d.lastError !== lastAttemptError) reason = d.lastError ?? 'the delivery ended without an attempt';
+  else if (code !== null && verdictFor(code) !== 'retry') {
+    const excerpt = last.response.replace(/\s+/g, ' ').trim().slice(0, 200);
+    reason = `the receiver answered HTTP ${code}${excerpt ? `: ${excerpt}` : ''}`;
+  } else reason = `no success after ${d.attemptCount} attempt${d.attemptCount === 1 ? '' : 's'} in the retry window (last: ${d.lastError ?? 'no answer'})`;
+  return { state: 'failed', attempts: d.attemptCount, code, reason };
 }

@@ -162,14 +162,17 @@ export class WebhooksService {
   }
 
   /**
-   * Writes one delivery of `body` to the webhook in `tx` (a workflow step's transaction), with a
-   * stable `eventId` (its Webhook-Id): written again with the same id, nothing is added. The drain
+   * Writes deliveries of these bodies to the webhook in `tx` (a workflow step's transaction), one
+   * statement, each with a stable `eventId` (its Webhook-Id): written again with the same id, nothing is added. The drain
    * sends it signed and retries it as it does the feed's deliveries; call {@link queueDrains} after
    * the commit (the dispatcher's sweep queues it otherwise). Answers false when the webhook is gone.
    */
-  async queueDirectDelivery(webhookId: number, eventId: string, eventType: string, body: string, tx: Tx): Promise<boolean> {
+  async queueDirectDeliveries(webhookId: number, eventType: string, rows: readonly { eventId: string; body: string }[], tx: Tx): Promise<boolean> {
     if (!(await this.webhooks.findRecord(webhookId, tx))) return false;
-    await this.deliveries.insertMany([{ webhookId, eventId, eventType, sequence: null, body }], tx);
+    await this.deliveries.insertMany(
+      rows.map((r) => ({ webhookId, eventId: r.eventId, eventType, sequence: null, body: r.body })),
+      tx,
+    );
     return true;
   }
 
@@ -210,6 +213,11 @@ export class WebhooksService {
   /** Where the webhook's delivery of `eventId` stands (null: no such delivery, e.g. deleted with its webhook). */
   deliveryOutcome(webhookId: number, eventId: string, tx?: Tx): Promise<DeliveryOutcome | null> {
     return this.delivery.outcomeOf(webhookId, eventId, tx);
+  }
+
+  /** deliveryOutcome for many deliveries at once (one statement), keyed `webhookId:eventId`; a missing one is absent. */
+  deliveryOutcomes(keys: readonly { webhookId: number; eventId: string }[], tx?: Tx): Promise<Map<string, DeliveryOutcome>> {
+    return this.delivery.outcomesOf(keys, tx);
   }
 
   /** Queues the drains of these webhooks (after the commit of their deliveries; a failure is left to the sweep). */

@@ -28,6 +28,18 @@ export class WebhookWaitsRepository {
     return { stepKey: r.step_key, webhookId: Number(r.webhook_id), eventId: r.event_id };
   }
 
+  /** awaitedAt for many step runs at once (one statement): by enrollment id, those that wait for a delivery. */
+  async awaitedAtMany(runs: { enrollmentId: number; seq: number }[], tx: Tx): Promise<Map<number, AwaitedDelivery>> {
+    if (!runs.length) return new Map();
+    const rows: { id: string; step_key: string; webhook_id: string; event_id: string }[] = await tx.query(
+      `SELECT r.enrollment_id AS id, r.step_key, r.detail->>'webhookId' AS webhook_id, r.detail->>'webhookEventId' AS event_id
+         FROM workflow_step_runs r JOIN unnest($1::bigint[], $2::int[]) AS w(id, seq) ON r.enrollment_id = w.id AND r.seq = w.seq
+        WHERE r.step_type = 'webhook' AND r.outcome = 'waiting' AND r.detail->>'webhookId' IS NOT NULL AND r.detail->>'webhookEventId' IS NOT NULL`,
+      [runs.map((r) => r.enrollmentId), runs.map((r) => r.seq)],
+    );
+    return new Map(rows.map((r) => [Number(r.id), { stepKey: r.step_key, webhookId: Number(r.webhook_id), eventId: r.event_id }]));
+  }
+
   /**
    * Of `ids`, the enrollments waiting now, locked until `tx` ends (in id order), with the delivery
    * each waits for at a webhook step (read after the lock, so a step run that committed meanwhile is seen).

@@ -55,6 +55,7 @@ export const SET_BASED_STEPS: ReadonlySet<string> = new Set([
   'add_to_segment',
   'remove_from_segment',
   'send_sms',
+  'webhook',
 ]);
 
 /** When a wait step started now is due (null: a wait that takes no time, e.g. an `until` in the past). */
@@ -261,6 +262,8 @@ export class StepEffects {
       }
       case 'send_sms':
         return this.sendSmsMany(step, ctxs, tx);
+      case 'webhook':
+        return this.webhookStep.runMany(step, ctxs, tx);
       default:
         throw new Error(`step type ${step.type} has no set-based run`);
     }

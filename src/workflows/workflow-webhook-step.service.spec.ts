@@ -143,4 +143,61 @@ describe('the webhook step waits for its delivery (service layer, real PostgreSQ
     expect(failed).toMatchObject({ status: 'failed', step_key: 'call' });
     expect(failed.error).toContain(`its delivery is gone (webhook ${hookId} was deleted)`);
   });
+
+  it('runs a batch of enrollments at the step together: one delivery each, and each outcome decides its own enrollment', async () => {
+    const w = await workflows.create(
+      {
+        name: `hook ${++seq}`,
+        status: 'active',
+        trigger: { type: 'manual' },
+        steps: [
+          { key: 'call', type: 'webhook', url: `${url}/${seq}`, payload: { hello: '{{contact.name}}' }, next: 'mark' },
+          { key: 'mark', type: 'update_contact', set: { title: 'called' } },
+        ],
+      },
+      who,
+    );
+    const hookId = (w.steps[0] as { webhookId: number }).webhookId;
+    const contacts = ctx.get(ContactsService);
+    const ids: number[] = [];
+    for (const name of ['Ann', 'Bob', 'Cy']) ids.push((await contacts.create({ name, email: `${name}${seq}-${Date.now()}@svc.test` }, who)).id);
+    await enrolling.enrolByHand(w.id, ids);
+    const byContact = async () =>
+      new Map(
+        (
+          await ctx.query<{ contact_id: number; status: string; step_key: string; error: string | null }>(
+            `SELECT contact_id::int, status, step_key, error FROM workflow_enrollments WHERE workflow_id = $1`,
+            [w.id],
+          )
+        ).map((r) => [r.contact_id, r]),
+      );
+    for (let i = 0; i < 100 && [...(await byContact()).values()].some((e) => e.status !== 'waiting'); i++) await runner.runDue();
+    expect([...(await byContact()).values()].map((e) => [e.status, e.step_key])).toEqual([
+      ['waiting', 'call'],
+      ['waiting', 'call'],
+      ['waiting', 'call'],
+    ]);
+    // One delivery per enrollment, its body rendered for its own contact.
+    const rows = await ctx.query<{ event_id: string; body: string }>(`SELECT event_id, body FROM webhook_deliveries WHERE webhook_id = $1`, [hookId]);
+    expect(rows).toHaveLength(3);
+    const deliveryOf = new Map(rows.map((r) => [(JSON.parse(r.body) as { data: { contact: { id: number } } }).data.contact.id, r]));
+    expect(ids.map((id) => (JSON.parse(deliveryOf.get(id)!.body) as { data: { payload: unknown } }).data.payload)).toEqual([
+      { hello: 'Ann' },
+      { hello: 'Bob' },
+      { hello: 'Cy' },
+    ]);
+    // Ann's delivery succeeded, Bob's died, Cy's is still pending; all three are woken at once.
+    await ctx.query(`UPDATE webhook_deliveries SET status = 'succeeded', attempt_count = 1 WHERE event_id = $1`, [deliveryOf.get(ids[0])!.event_id]);
+    await ctx.query(`UPDATE webhook_deliveries SET status = 'dead', attempt_count = 1, last_error = 'gave up' WHERE event_id = $1`, [
+      deliveryOf.get(ids[1])!.event_id,
+    ]);
+    await ctx.query(`UPDATE workflow_enrollments SET next_at = now() WHERE workflow_id = $1`, [w.id]);
+    await runner.runDue();
+    const after = await byContact();
+    expect(after.get(ids[0])).toMatchObject({ status: 'completed', step_key: 'mark' });
+    expect(after.get(ids[1])).toMatchObject({ status: 'failed', step_key: 'call', error: 'webhook call failed: gave up' });
+    expect(after.get(ids[2])).toMatchObject({ status: 'waiting', step_key: 'call' });
+    expect((await contacts.get(ids[0])).title).toBe('called');
+    expect((await contacts.get(ids[1])).title).not.toBe('called');
+  });
 });

@@ -110,8 +110,18 @@ describe('workflow runner faults', () => {
       await worker!.kill('SIGKILL');
       worker = next;
       kills++;
+      process.stderr.write(`[workflows faults] kill ${kills}: ${await ended()} of ${N} ended\n`);
     }
-    await waitUntil('every enrollment to end', async () => (await ended()) === N, 120000, 500);
+    try {
+      await waitUntil('every enrollment to end', async () => (await ended()) === N, 120000, 500);
+    } finally {
+      // Where the enrollments that did not end are (printed whether or not the wait succeeded).
+      const open = await api.sql<{ status: string; step_key: string; n: string }>(
+        `SELECT status, step_key, count(*)::text AS n FROM workflow_enrollments WHERE workflow_id = $1 AND status IN ('active', 'waiting') GROUP BY 1, 2`,
+        [id],
+      );
+      process.stderr.write(`[workflows faults] after ${kills} kills, not ended: ${JSON.stringify(open)}\n`);
+    }
     expect(kills).toBeGreaterThan(0);
     const statuses = await api.sql<{ status: string; n: string }>(
       `SELECT status, count(*)::text AS n FROM workflow_enrollments WHERE workflow_id = $1 GROUP BY status`,
