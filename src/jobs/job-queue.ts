@@ -89,6 +89,9 @@ export type JobObserver = (name: JobName, outcome: JobOutcome) => void;
  */
 export abstract class JobQueue {
   private readonly startupTasks: { name: string; run: () => Promise<void> }[] = [];
+  private startupDone: (() => void) | null = null;
+  /** Settles once this process's worker start tasks ran (never, in a process that runs no workers). */
+  readonly started: Promise<void> = new Promise((resolve) => (this.startupDone = resolve));
   protected readonly baseLogger = new Logger('Jobs');
 
   /** Adds a job; resolves with its id once it is durably queued. */
@@ -142,5 +145,6 @@ export abstract class JobQueue {
         this.baseLogger.error({ msg: 'worker start task failed', task: t.name, err: (e as Error).message });
       }
     }
+    this.startupDone?.();
   }
 }

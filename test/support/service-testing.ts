@@ -20,6 +20,7 @@ import { type AppConfig, loadConfig } from '../../src/config/config.js';
 import { AppError } from '../../src/common/errors.js';
 import { translateConstraintError } from '../../src/database/constraints.js';
 import { runMigrations } from '../../src/database/migrate.js';
+import { JobQueue } from '../../src/jobs/job-queue.js';
 import { Transactions } from '../../src/database/transactions.js';
 import type { Principal } from '../../src/common/request.js';
 import { SmsProvider, type OutboundSms, type SendResult } from '../../src/sms/sms-provider.js';
@@ -117,6 +118,10 @@ export async function startServiceContext(env: Record<string, string> = {}): Pro
     .setLogger({ log() {}, error() {}, warn() {}, debug() {}, verbose() {}, fatal() {} })
     .compile();
   const app = await moduleRef.init();
+  // The worker's start tasks (re-queueing, schedules) run in the background: a spec starts after them,
+  // so a recovery pass does not pick up the rows it writes.
+  const jobs = app.get(JobQueue);
+  if (jobs.runsWorkers) await jobs.started;
   const tx = app.get(Transactions);
   const ctx: ServiceContext = {
     app,
