@@ -9,15 +9,16 @@
  * background enrolment finished, checked by counting the enrollments and their workflow.enrolled
  * events). The runner meanwhile moves the new enrollments to their wait; how far it got is reported.
  *
- * Runs the built app (dist/) with APP_ROLE=all and no Redis (the jobs run in process). Not part of
- * `npm run bench`. `BENCH_CONTACTS=100000 node bench/workflows-enrol.mjs` after `npm run build`.
- * Environment: BENCH_DATABASE_ADMIN_URL, BENCH_CONTACTS (default 100,000), BENCH_KEEP_DATABASE=1.
+ * Runs the built app (dist/) with APP_ROLE=all and no Redis (the jobs run in process). Part of
+ * `npm run bench` and `npm run bench:workflows` at the issue's size (seeding a million takes about two
+ * minutes); smaller: `BENCH_CONTACTS=100000 node bench/workflows-enrol.mjs` after `npm run build`.
+ * Environment: BENCH_DATABASE_ADMIN_URL, BENCH_CONTACTS (default 1,000,000), BENCH_KEEP_DATABASE=1.
  */
 import { spawn } from 'node:child_process';
 import pg from 'pg';
 import { ADMIN_URL, DEPLOYED_NODE_OPTIONS, ROOT, createToken, databaseUrl, freePort } from './lib.mjs';
 
-const N = Number(process.env.BENCH_CONTACTS ?? 100_000);
+const N = Number(process.env.BENCH_CONTACTS ?? 1_000_000);
 const DB_NAME = `sf_bench_wf_enrol_${process.pid}`;
 const log = (m) => process.stderr.write(`[bench:workflows-enrol] ${m}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

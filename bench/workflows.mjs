@@ -1,25 +1,44 @@
 /**
- * Workflows benchmark, on a database of its own (created, migrated and dropped here):
+ * Workflows benchmark (issue 31's rows), on a database of its own (created, migrated and dropped
+ * here) of BENCH_DATABASE_CONTACTS contacts (default 1,000,000):
  *
- * 1. BENCH_CONTACTS contacts (with phones) enrolled by hand (10,000 per request) in a five-step
+ * 0. API get-by-id latency idle: BENCH_PROBES (default 2,000) GET /api/contacts/{id} of random
+ *    contacts, one every 20 ms (p50, p99).
+ * 1. BENCH_CONTACTS contacts (default 100,000, with phones) enrolled by hand (10,000 per request) in a five-step
  *    workflow without waits: a branch on the title, update a field, add points, add to a campaign,
- *    an SMS with the log provider. Measured: from the first enrolment to every enrollment completed, as steps/s.
+ *    an SMS with the log provider. Measured: from the first enrolment to every enrollment completed, as steps/s;
+ *    and meanwhile GET /api/contacts/{id} of random contacts, one every 20 ms: p99 against idle's (the
+ *    issue's "API get-by-id p99 during the 100k run within 2× of idle").
  * 2. BENCH_CONTACTS enrollments due at the same instant (a wait `until` a time a few seconds ahead):
  *    from that instant to every enrollment completed, and how late the first and last ran; and
  *    meanwhile BENCH_LONE (default 50) lone steps, each of a workflow of its own, falling due one
  *    every 400 ms from that instant: how late each ran (p50, p99, max), the issue's "a lone due step
  *    runs < 1 s late (p99) while that load runs" (only those due before the load ended test it).
  *
- * Runs the built app (dist/) with APP_ROLE=all and no Redis (the jobs run in process). Not part of
- * `npm run bench`; at full size it is the issue's rows (100,000 contacts). Run it small on a shared
- * machine: `BENCH_CONTACTS=300 node bench/workflows.mjs` after `npm run build`.
- * Environment: BENCH_DATABASE_ADMIN_URL, BENCH_CONTACTS (default 1,000), BENCH_LONE, BENCH_KEEP_DATABASE=1.
+ * Runs the built app (dist/) with APP_ROLE=all and no Redis (the jobs run in process); with
+ * BENCH_SPLIT=1 the API and a worker as two processes on Redis (keys under a prefix of the run's,
+ * deleted at the end), so the API's event loop is not the runner's. Part of
+ * `npm run bench` at the issue's size (about 5 minutes, most of it seeding). Run it small on a shared
+ * machine: `BENCH_CONTACTS=300 BENCH_DATABASE_CONTACTS=1000 node bench/workflows.mjs` after `npm run build`.
+ * Environment: BENCH_DATABASE_ADMIN_URL, BENCH_CONTACTS, BENCH_DATABASE_CONTACTS, BENCH_LONE, BENCH_PROBES, BENCH_SPLIT=1,
+ * BENCH_REDIS_URL, BENCH_KEEP_DATABASE=1.
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { ADMIN_URL, ROOT, createToken, databaseUrl, freePort } from './lib.mjs';
 
-const N = Number(process.env.BENCH_CONTACTS ?? 1_000);
+const N = Number(process.env.BENCH_CONTACTS ?? 100_000);
+/** Contacts in the database (the first N go through the workflows). */
+const DB_CONTACTS = Math.max(N, Number(process.env.BENCH_DATABASE_CONTACTS ?? 1_000_000));
+/** Idle get-by-id requests before the runs (their p99 is the baseline of the one during the run). */
+const PROBES = Number(process.env.BENCH_PROBES ?? 2_000);
+/** One get-by-id probe every this many ms, idle and during the run. */
+const PROBE_EVERY_MS = 20;
+/** BENCH_SPLIT=1: the API (APP_ROLE=api) and a worker (APP_ROLE=worker) as two processes on Redis (BENCH_REDIS_URL), as deployed at scale. */
+const SPLIT = process.env.BENCH_SPLIT === '1';
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 /** Lone steps falling due while the N due together run (issue 31: each < 1 s late, p99). */
 const LONE = Math.min(Number(process.env.BENCH_LONE ?? 50), N);
 const DB_NAME = `sf_bench_workflows_${process.pid}`;
@@ -32,22 +51,23 @@ async function main() {
   await admin.query(`CREATE DATABASE ${DB_NAME}`);
   const dbUrl = databaseUrl(DB_NAME);
   const port = await freePort();
-  const api = spawn(process.execPath, ['dist/main.js'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      DATABASE_URL: dbUrl,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      APP_ROLE: 'all',
-      SMS_PROVIDER: 'log',
-      RATE_LIMIT_ENTERPRISE: '1000000000',
-      WORKFLOW_POLL_INTERVAL_MS: '200',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const prefix = `benchwf${randomBytes(3).toString('hex')}`;
+  const env = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    DATABASE_URL: dbUrl,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    APP_ROLE: SPLIT ? 'api' : 'all',
+    ...(SPLIT ? { REDIS_URL, REDIS_PREFIX: prefix } : {}),
+    SMS_PROVIDER: 'log',
+    RATE_LIMIT_ENTERPRISE: '1000000000',
+    WORKFLOW_POLL_INTERVAL_MS: '200',
+  };
+  const api = spawn(process.execPath, ['dist/main.js'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  // The worker starts once the API migrated the database (below).
+  let worker = null;
   const db = new pg.Client({ connectionString: dbUrl });
   try {
     for (let i = 0; ; i++) {
@@ -58,6 +78,14 @@ async function main() {
       }
       if (i > 600) throw new Error('the app did not start');
       await sleep(100);
+    }
+    if (SPLIT) {
+      worker = spawn(process.execPath, ['dist/main.js'], {
+        cwd: ROOT,
+        env: { ...env, APP_ROLE: 'worker', PORT: String(await freePort()), RUN_MIGRATIONS: 'false' },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+      await sleep(3000);
     }
     await db.connect();
     const token = createToken({ ...process.env, DATABASE_URL: dbUrl }, 'bench-workflows');
@@ -75,9 +103,33 @@ async function main() {
       `INSERT INTO contacts (name, email, phone, title)
        SELECT 'Bench ' || g, 'bench' || g || '@bench.test', '+1415' || lpad(g::text, 7, '0'), CASE WHEN g % 2 = 0 THEN 'CEO' ELSE 'CTO' END
          FROM generate_series(1, $1) g`,
-      [N],
+      [DB_CONTACTS],
     );
-    const ids = (await db.query(`SELECT id FROM contacts ORDER BY id`)).rows.map((r) => r.id);
+    await db.query(`ANALYZE contacts`);
+    const ids = (await db.query(`SELECT id FROM contacts ORDER BY id LIMIT $1`, [N])).rows.map((r) => r.id);
+    const [{ lo, hi }] = (await db.query(`SELECT min(id)::int AS lo, max(id)::int AS hi FROM contacts`)).rows;
+    /**
+     * GET /api/contacts/{id} of random contacts, one every PROBE_EVERY_MS (a client's pace, not a
+     * load of its own: back to back they were 180–400 requests a second beside the run they
+     * measured), until `stop()` (or `count` done): each one's ms, sorted.
+     */
+    const probe = async (stop, count = Infinity) => {
+      const times = [];
+      while (times.length < count && !stop()) {
+        const id = lo + Math.floor(Math.random() * (hi - lo + 1));
+        const t0 = performance.now();
+        const res = await fetch(`http://127.0.0.1:${port}/api/contacts/${id}`, { headers: { authorization: `Bearer ${token}` } });
+        await res.arrayBuffer();
+        if (res.status !== 200) throw new Error(`GET /api/contacts/${id}: ${res.status}`);
+        const ms = performance.now() - t0;
+        times.push(ms);
+        if (ms < PROBE_EVERY_MS) await sleep(PROBE_EVERY_MS - ms);
+      }
+      return times.sort((a, b) => a - b);
+    };
+    const quantile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+    await probe(() => false, 200); // warm-up
+    const idle = await probe(() => false, PROBES);
     const campaign = (await call('POST', '/api/campaigns', { name: 'Bench campaign' })).campaign;
     const enrolAll = async (workflowId) => {
       for (let i = 0; i < ids.length; i += 10_000) await call('POST', `/api/workflows/${workflowId}/enrollments`, { contactIds: ids.slice(i, i + 10_000) });
@@ -109,8 +161,12 @@ async function main() {
       })
     ).workflow;
     const t = Date.now();
+    let fiveDone = false;
+    const during = probe(() => fiveDone);
     await enrolAll(five.id);
     const fiveMs = (await untilAllEnded(five.id)) - t;
+    fiveDone = true;
+    const busy = await during;
     const failed = Number((await db.query(`SELECT count(*) AS n FROM workflow_enrollments WHERE workflow_id = $1 AND status = 'failed'`, [five.id])).rows[0].n);
     const steps = Number(
       (
@@ -120,7 +176,8 @@ async function main() {
       ).rows[0].n,
     );
     const rows = [
-      `${N.toLocaleString()} contacts through a five-step workflow without waits: ${(fiveMs / 1000).toFixed(1)} s, ${Math.round(steps / (fiveMs / 1000)).toLocaleString()} steps/s (${steps} step runs, ${failed} failed)`,
+      `${N.toLocaleString()} contacts (of ${DB_CONTACTS.toLocaleString()}) through a five-step workflow without waits: ${(fiveMs / 1000).toFixed(1)} s, ${Math.round(steps / (fiveMs / 1000)).toLocaleString()} steps/s (${steps} step runs, ${failed} failed)`,
+      `API get-by-id idle: p50 ${quantile(idle, 50).toFixed(1)} ms, p99 ${quantile(idle, 99).toFixed(1)} ms (${idle.length} requests); during that run: p50 ${quantile(busy, 50).toFixed(1)} ms, p99 ${quantile(busy, 99).toFixed(1)} ms (${busy.length} requests): p99 ${(quantile(busy, 99) / quantile(idle, 99)).toFixed(2)}× idle`,
     ];
 
     // 2. N enrollments due at the same instant.
@@ -189,11 +246,25 @@ async function main() {
       `${N.toLocaleString()} enrollments due at the same instant: all ran within ${(dueMs / 1000).toFixed(1)} s (first ${new Date(late.first).getTime() - dueAt.getTime()} ms late, last ${new Date(late.last).getTime() - dueAt.getTime()} ms late)`,
       `${LONE} lone steps falling due every 400 ms meanwhile (${loneDuring} of them before the load ended): late p50 ${pct(50)} ms, p99 ${pct(99)} ms, max ${loneLate[loneLate.length - 1]} ms`,
     );
+    process.stdout.write(`${SPLIT ? 'API and worker as two processes on Redis' : 'one process (APP_ROLE=all, jobs in process)'}:\n`);
     for (const r of rows) process.stdout.write(`${r}\n`);
   } finally {
     await db.end().catch(() => undefined);
-    api.kill('SIGTERM');
-    await new Promise((r) => api.once('exit', r));
+    for (const p of [worker, api]) {
+      if (!p) continue;
+      p.kill('SIGTERM');
+      await new Promise((r) => p.once('exit', r));
+    }
+    if (SPLIT) {
+      const redis = new Redis(REDIS_URL);
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+        if (keys.length) await redis.del(...keys);
+        cursor = next;
+      } while (cursor !== '0');
+      redis.disconnect();
+    }
     if (!process.env.BENCH_KEEP_DATABASE) await admin.query(`DROP DATABASE IF EXISTS ${DB_NAME}`);
     await admin.end();
   }
