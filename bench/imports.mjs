@@ -21,9 +21,8 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdtempSync, openAsBlob, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import pg from 'pg';
-import { DEPLOYED_NODE_OPTIONS, ROOT, createToken, databaseUrl, freePort } from './lib.mjs';
+import { DEPLOYED_NODE_OPTIONS, ROOT, createToken, databaseUrl, deleteRedisKeys, freePort } from './lib.mjs';
 
 const DB_NAME = process.env.BENCH_DATABASE ?? 'sf_bench';
 const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 1_000_000);
@@ -229,16 +228,7 @@ async function main() {
       p.kill('SIGTERM');
       await new Promise((r) => p.once('exit', r));
     }
-    if (!IN_PROCESS) {
-      const redis = new Redis(REDIS_URL);
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-        if (keys.length) await redis.del(...keys);
-        cursor = next;
-      } while (cursor !== '0');
-      redis.disconnect();
-    }
+    if (!IN_PROCESS) await deleteRedisKeys(REDIS_URL, prefix);
     // Leave the database as it was: the run's contacts, their events, the job rows, created fields.
     const t = performance.now();
     const del = await db.query(`DELETE FROM contacts WHERE email LIKE $1`, [`imp-${tag}-%@${DOMAIN}`]);

@@ -43,3 +43,29 @@ export function createToken(env, name, cwd = ROOT) {
     .split('\n')
     .pop();
 }
+
+/** The environment of an app the benches start: the database, the port, quiet logs, and `extra`. */
+export function appEnv(databaseUrl, port, extra = {}) {
+  return {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    DATABASE_URL: databaseUrl,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    ...extra,
+  };
+}
+
+/** Deletes a run's Redis keys (those under `prefix:`), so a bench on the machine's Redis leaves nothing behind. */
+export async function deleteRedisKeys(url, prefix) {
+  const { Redis } = await import('ioredis');
+  const redis = new Redis(url);
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    if (keys.length) await redis.del(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+  redis.disconnect();
+}

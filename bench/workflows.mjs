@@ -25,9 +25,8 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import pg from 'pg';
-import { ADMIN_URL, ROOT, createToken, databaseUrl, freePort } from './lib.mjs';
+import { ADMIN_URL, ROOT, appEnv, createToken, databaseUrl, deleteRedisKeys, freePort } from './lib.mjs';
 
 const N = Number(process.env.BENCH_CONTACTS ?? 100_000);
 /** Contacts in the database (the first N go through the workflows). */
@@ -52,19 +51,14 @@ async function main() {
   const dbUrl = databaseUrl(DB_NAME);
   const port = await freePort();
   const prefix = `benchwf${randomBytes(3).toString('hex')}`;
-  const env = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    DATABASE_URL: dbUrl,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
+  const env = appEnv(dbUrl, port, {
     APP_ROLE: SPLIT ? 'api' : 'all',
     ...(SPLIT ? { REDIS_URL, REDIS_PREFIX: prefix } : {}),
     SMS_PROVIDER: 'log',
     RATE_LIMIT_ENTERPRISE: '1000000000',
     WORKFLOW_POLL_INTERVAL_MS: '200',
-  };
+  });
+
   const api = spawn(process.execPath, ['dist/main.js'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
   // The worker starts once the API migrated the database (below).
   let worker = null;
@@ -255,16 +249,7 @@ async function main() {
       p.kill('SIGTERM');
       await new Promise((r) => p.once('exit', r));
     }
-    if (SPLIT) {
-      const redis = new Redis(REDIS_URL);
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-        if (keys.length) await redis.del(...keys);
-        cursor = next;
-      } while (cursor !== '0');
-      redis.disconnect();
-    }
+    if (SPLIT) await deleteRedisKeys(REDIS_URL, prefix);
     if (!process.env.BENCH_KEEP_DATABASE) await admin.query(`DROP DATABASE IF EXISTS ${DB_NAME}`);
     await admin.end();
   }
