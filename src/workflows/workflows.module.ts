@@ -12,6 +12,7 @@ import { SegmentsModule } from '../segments/segments.module.js';
 import { TextMessagesModule } from '../text-messages/text-messages.module.js';
 import { TrackingModule } from '../tracking/tracking.module.js';
 import { ContactWorkflowsController, EnrollmentsController } from './enrollments.controller.js';
+import { EnrollmentStatsRepository } from './enrollment-stats.repository.js';
 import { EnrollmentsRepository } from './enrollments.repository.js';
 import { EnrollmentsService } from './enrollments.service.js';
 import { WorkflowDryRun } from './workflow-dry-run.js';
@@ -55,6 +56,7 @@ import { WorkflowsService } from './workflows.service.js';
     WorkflowsRepository,
     EnrollmentsService,
     EnrollmentsRepository,
+    EnrollmentStatsRepository,
     WorkflowValidator,
     WorkflowEngine,
     StepEffects,

@@ -8,6 +8,7 @@ import { EventsService } from '../events/events.service.js';
 import { WebhooksService } from '../events/webhooks.service.js';
 import { parseListQuery } from '../lists/list-query.js';
 import { listEnvelope } from '../lists/list-sql.js';
+import { EnrollmentStatsRepository } from './enrollment-stats.repository.js';
 import { EnrollmentsRepository } from './enrollments.repository.js';
 import { EnrollmentsService } from './enrollments.service.js';
 import type { Definition, Step } from './workflow-definition.js';
@@ -33,6 +34,7 @@ export class WorkflowsService {
   constructor(
     private readonly workflows: WorkflowsRepository,
     private readonly enrollments: EnrollmentsRepository,
+    private readonly enrollmentCounts: EnrollmentStatsRepository,
     private readonly enrolling: EnrollmentsService,
     private readonly validator: WorkflowValidator,
     private readonly engine: WorkflowEngine,
@@ -45,14 +47,14 @@ export class WorkflowsService {
   ) {}
 
   private async record(w: Workflow, tx?: Tx): Promise<WorkflowRecord> {
-    const counts = await this.enrollments.countsByWorkflow([w.id], tx);
+    const counts = await this.enrollmentCounts.countsByWorkflow([w.id], tx);
     return toWorkflowRecord(w, statsSummary(counts.get(w.id) ?? {}));
   }
 
   async list(query: Record<string, unknown>) {
     const q = parseListQuery(query, WORKFLOW_LIST_SPEC);
     const page = await this.workflows.list(q);
-    const counts = await this.enrollments.countsByWorkflow(page.items.map((w) => w.id));
+    const counts = await this.enrollmentCounts.countsByWorkflow(page.items.map((w) => w.id));
     return listEnvelope(
       q,
       'workflows',
@@ -221,7 +223,7 @@ export class WorkflowsService {
     return this.transactions.run(async (tx) => {
       const w = await this.workflows.findForUpdate(id, tx);
       if (!w) throw notFound('Workflow', id);
-      const running = await this.enrollments.countRunning(id, tx);
+      const running = await this.enrollmentCounts.countRunning(id, tx);
       if (running && !force) {
         throw conflict(`Workflow ${id} has ${running} running enrollment(s); delete with ?force=true to exit them`, [
           { field: 'force', message: 'must be true to delete a workflow with running enrollments', running },
@@ -240,9 +242,9 @@ export class WorkflowsService {
   async stats(id: number) {
     const w = await this.workflows.findRecord(id);
     if (!w) throw notFound('Workflow', id);
-    const { counts, medianConvertSeconds } = await this.enrollments.statusCounts(id);
+    const { counts, medianConvertSeconds } = await this.enrollmentCounts.statusCounts(id);
     const summary = statsSummary(counts);
-    const perStep = new Map((await this.enrollments.stepCounts(id)).map((r) => [r.step_key, r]));
+    const perStep = new Map((await this.enrollmentCounts.stepCounts(id)).map((r) => [r.step_key, r]));
     return {
       workflowId: id,
       ...summary,
