@@ -441,14 +441,17 @@ export class ContactsRepository {
     return new Map(rows.map((r) => [r.id, r.points]));
   }
 
-  /** How many contacts have points within each [min, max] range (in the given order). */
+  /**
+   * How many contacts have points within each [min, max] range (in the given order), in one pass over
+   * the table (`points` has no index: see docs/decisions/scoring-application.md).
+   */
   async countInPointRanges(ranges: { min: number; max: number }[], tx?: Tx): Promise<number[]> {
     if (!ranges.length) return [];
-    const rows: { n: string }[] = await this.db(tx).query(
-      `SELECT (SELECT count(*) FROM contacts c WHERE c.points BETWEEN r.lo AND r.hi) AS n
-         FROM unnest($1::int[], $2::int[]) WITH ORDINALITY AS r(lo, hi, i) ORDER BY r.i`,
-      [ranges.map((r) => r.min), ranges.map((r) => r.max)],
+    const counts = ranges.map((_, i) => `count(*) FILTER (WHERE points BETWEEN $${2 * i + 1}::int AND $${2 * i + 2}::int)::text`);
+    const rows: { n: string[] }[] = await this.db(tx).query(
+      `SELECT ARRAY[${counts.join(', ')}] AS n FROM contacts`,
+      ranges.flatMap((r) => [r.min, r.max]),
     );
-    return rows.map((r) => Number(r.n));
+    return rows[0].n.map(Number);
   }
 }

@@ -271,6 +271,21 @@ describe('ScoringService (service layer, real PostgreSQL)', () => {
     await jobs.setSettings({ decay: null });
   });
 
+  it('keeps points out of every index of contacts, so a change of points is a heap-only update', async () => {
+    // docs/decisions/scoring-application.md: an index that reads `points` (a column, an expression or
+    // a partial index's predicate) would make each change of points write an entry in all of them.
+    const indexes = await spec.ctx.query<{ name: string }>(
+      `SELECT i.indexrelid::regclass::text AS name FROM pg_index i
+        WHERE i.indrelid = 'contacts'::regclass
+          AND (EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = i.indrelid AND a.attname = 'points' AND a.attnum = ANY(i.indkey))
+               OR coalesce(pg_get_expr(i.indexprs, i.indrelid), '') ~ '\\mpoints\\M'
+               OR coalesce(pg_get_expr(i.indpred, i.indrelid), '') ~ '\\mpoints\\M')`,
+    );
+    expect(indexes.map((i) => i.name)).toEqual([]);
+    const options = await spec.ctx.query<{ o: string[] | null }>(`SELECT reloptions AS o FROM pg_class WHERE oid = 'contacts'::regclass`);
+    expect(options[0].o).toContain('fillfactor=90');
+  });
+
   it('recompute repairs a contact whose points differ from its ledger', async () => {
     const id = await spec.ctx.contact('Repair');
     await scoring.addManualPoints(id, 3, 'ok', spec.who);

@@ -40,6 +40,7 @@ import { TrackedEventQueue1763700003150 } from './1763700003150-tracked-event-qu
 import { WorkflowEventWaits1763700003300 } from './1763700003300-workflow-event-waits.js';
 import { WorkflowSegmentEnrolments1763700003850 } from './1763700003850-workflow-segment-enrolments.js';
 import { TextMessageIdempotentHandover1763700004000 } from './1763700004000-text-message-idempotent-handover.js';
+import { ContactPointsHot1763700004100 } from './1763700004100-contact-points-hot.js';
 import { ConsoleImportUploads1763700003400 } from './1763700003400-console-import-uploads.js';
 import { TrackedIntake1763700003500 } from './1763700003500-tracked-intake.js';
 import { ContactRecordHistory1763700003510 } from './1763700003510-contact-record-history.js';
@@ -94,4 +95,5 @@ export const MIGRATIONS = [
   DealSnapshotDays1763700003730,
   WorkflowSegmentEnrolments1763700003850,
   TextMessageIdempotentHandover1763700004000,
+  ContactPointsHot1763700004100,
 ];
