@@ -498,11 +498,11 @@ export class ScoringService {
    */
   private async writeChanges(changes: AppliedChange[], tx: Tx): Promise<void> {
     if (!changes.length) return;
-    const rows = await this.ledger.append(
+    const appended = await this.ledger.appendChecked(
       changes.map((c) => this.newRow(c.contactId, c.delta, c.context)),
       tx,
     );
-    if (rows.length !== changes.length) throw new Error("a point change checked under its contact's lock was refused by the ledger as a duplicate");
+    if (appended !== changes.length) throw new Error(`the ledger appended ${appended} of ${changes.length} point changes checked under their contacts' locks`);
     const totals = new Map<number, number>();
     for (const c of changes) totals.set(c.contactId, (totals.get(c.contactId) ?? 0) + c.delta);
     await this.contacts.applyPointDeltas(
