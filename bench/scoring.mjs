@@ -99,7 +99,7 @@ async function main() {
   const db = await freshDatabase(seededSince);
   const token = createToken({ ...process.env, DATABASE_URL: dbUrl }, 'bench-scoring');
   const port = await freePort();
-  const api = spawn(process.execPath, ['dist/main.js'], {
+  const api = spawn(process.execPath, [...(process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean), 'dist/main.js'], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,
@@ -194,7 +194,7 @@ async function main() {
           ),
       );
       const expected = Math.floor(appended / 2); // the even-numbered events are `pro`
-      while ((await ruleRows(rule.id)) < expected) await sleep(50);
+      while ((await ruleRows(rule.id)) < expected) await sleep(250);
       const seconds = (performance.now() - started) / 1000;
       out.push(
         `rule application (tracked): ${appended.toLocaleString()} tracked events at ${RATE.toLocaleString()}/s for ${SECONDS} s, ${expected.toLocaleString()} applications; all applied ${seconds.toFixed(1)} s after the first; ${lagText(lags)} (${load})`,
@@ -228,7 +228,7 @@ async function main() {
           )
         ).rows[0].n,
       );
-      while ((await ruleRows(rule.id)) < expected) await sleep(50);
+      while ((await ruleRows(rule.id)) < expected) await sleep(250);
       const seconds = (performance.now() - started) / 1000;
       out.push(
         `rule application (record): ${appended.toLocaleString()} change events at ${RATE.toLocaleString()}/s for ${SECONDS} s, ${expected.toLocaleString()} applications; all applied ${seconds.toFixed(1)} s after the first; ${lagText(lags)} (${load})`,
