@@ -81,10 +81,6 @@ const COLUMNS = `l.id::float8 AS "id", l.contact_id AS "contactId", l.delta, l.r
 
 const INSERT_COLUMNS = 'contact_id, delta, reason, source, rule_id, source_event_id, decay_period, details, at, by_user_id, by_user_name';
 
-/**
- * Every query of point_ledger, scoring_state and scoring_jobs, and the reads that evaluate a rule's
- * filter: over contacts (a read, as a segment's filter is evaluated) or over a tracked event's properties.
- */
 /** The ledger's insert of many rows, in input order (values from {@link insertValues}). */
 const insertRows = `INSERT INTO point_ledger (${INSERT_COLUMNS})
   SELECT c, d, r, s, ru, se, dp, de, a, bi, bn
@@ -109,6 +105,10 @@ function insertValues(rows: readonly NewPointChange[]): unknown[] {
   ];
 }
 
+/**
+ * Every query of point_ledger, scoring_state and scoring_jobs, and the reads that evaluate a rule's
+ * filter: over contacts (a read, as a segment's filter is evaluated) or over a tracked event's properties.
+ */
 @Injectable()
 export class ScoringRepository {
   constructor(private readonly transactions: Transactions) {}
